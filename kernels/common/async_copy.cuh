@@ -1,0 +1,87 @@
+/*
+ * Device building blocks shared by the Hopper and Blackwell kernels: mbarrier
+ * waits, TMA tile loads and the fences between the generic and async proxies.
+ *
+ * They are thin names over CCCL's cuda::ptx wrappers, chosen so that a kernel's
+ * main loop reads as its schedule: wait(full[s], phase); issue; arrive(empty[s]).
+ * An mbarrier completes a phase when its expected arrivals and transaction bytes
+ * have all come in; waiters name the phase parity they wait for.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <cuda/ptx>
+#include <stdint.h>
+
+namespace mgpu {
+
+namespace ptx = cuda::ptx;
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, uint32_t arrivals)
+{
+    ptx::mbarrier_init(bar, arrivals);
+}
+
+/* Makes barrier initialisation visible to the async proxy (TMA, tensor cores)
+ * and to the other CTAs of the cluster. Call once after the inits, before a
+ * block-wide (or cluster-wide) barrier. */
+__device__ __forceinline__ void mbar_fence_init()
+{
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+}
+
+/* Spins until the phase with the given parity has completed. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+    }
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    ptx::mbarrier_arrive(bar);
+}
+
+/* One arrival that also announces `bytes` of TMA traffic for this phase. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, bar, bytes);
+}
+
+/* TMA tile load of a rank-3 box at coordinates {c0, c1, c2} (innermost first),
+ * completing `bytes` on `bar`. Out-of-bounds elements arrive as zeros and still
+ * count towards the transaction bytes. */
+__device__ __forceinline__ void tma_load_3d(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
+                                            int32_t c0, int32_t c1, int32_t c2)
+{
+    const int32_t coords[3] = {c0, c1, c2};
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
+}
+
+__device__ __forceinline__ void tma_load_2d(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
+                                            int32_t c0, int32_t c1)
+{
+    const int32_t coords[2] = {c0, c1};
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
+}
+
+/* Hint the tensor map into the constant cache before the first load. */
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+/* Orders this thread's ordinary shared-memory writes before later async-proxy
+ * (TMA store, wgmma, tcgen05) reads of the same memory. */
+__device__ __forceinline__ void fence_smem_to_async()
+{
+    ptx::fence_proxy_async(ptx::space_shared);
+}
+
+/* Shared-memory address as the 32-bit value PTX instructions take. */
+__device__ __forceinline__ uint32_t smem_u32(const void *p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+} // namespace mgpu

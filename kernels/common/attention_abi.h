@@ -1,0 +1,129 @@
+/*
+ * The contract between the runtime (src/) and the attention forward kernels.
+ *
+ * Plain C so that both the C11 runtime and the CUDA C++ kernels include it. The
+ * whole of struct mgpu_attention_fwd_params is the kernel's single parameter,
+ * passed by value as `const __grid_constant__`, so its layout is the ABI: three
+ * TMA tensor maps (Q, K, V) built by the runtime, then the scalar arguments.
+ *
+ * Problem. For each sequence b, query head h and query row i:
+ *     O[b, i, h, :] = softmax_j(score(i, j)) V[b, j, h / group_size, :]
+ *     score(i, j)   = softmax_scale * <Q[b, i, h, :], K[b, j, h / group_size, :]>
+ *                     (with soft-cap: softcap * tanh(that / softcap))
+ * over the keys j allowed by the mask below. Q, K, V, O are 16-bit (fp16 or bf16,
+ * fixed by the variant) in (batch, seq, head, dim) order, dim contiguous.
+ *
+ * Mask (FlashAttention convention, aligned to the bottom-right corner): with
+ * diag = seqlen_k - seqlen_q (of this sequence), key j is allowed for row i iff
+ *     j < seqlen_k
+ *     and (window_right < 0 or j <= i + diag + window_right)
+ *     and (window_left  < 0 or j >= i + diag - window_left)
+ * causal != 0 means window_right = 0 (combined with a smaller non-negative
+ * window_right if one is given). Rows with no allowed key get O = 0 and
+ * LSE = +infinity (so that exp(s - LSE) = 0 in the backward pass).
+ *
+ * LSE (optional, lse != 0): fp32, natural log, log(sum_j exp(score(i, j))),
+ * element (b, h, i) at
+ *     lse[b * lse_batch_stride + h * lse_head_stride + row]
+ *   fixed length: row = i; the runtime sets lse_head_stride = seqlen_q,
+ *                 lse_batch_stride = heads_q * seqlen_q  -> [batch][heads_q][seqlen_q]
+ *   varlen:       row = cu_seqlens_q[b] + i; lse_head_stride = total_q,
+ *                 lse_batch_stride = 0                    -> [heads_q][total_q]
+ * This is the layout the backward pass reads.
+ *
+ * Variable length (cu_seqlens_q != 0): Q and O are packed (total_q, heads, dim),
+ * K and V packed (total_k, heads_kv, dim); cu_seqlens_q / cu_seqlens_k are int32
+ * device arrays of batch + 1 non-decreasing offsets starting at 0 (both must be
+ * given together). seqlen_q / seqlen_k are then the maxima over the batch
+ * (seqlen_q sizes the grid); the per-sequence lengths come from the offsets.
+ * The batch strides are ignored.
+ *
+ * ---- What the runtime builds -------------------------------------------------
+ *
+ * Tensor maps (cuTensorMapEncodeTiled), one per Q, K, V, all rank 4:
+ *   dataType      CU_TENSOR_MAP_DATA_TYPE_FLOAT16 or _BFLOAT16
+ *   globalAddress Q / K / V base (16-byte aligned)
+ *   globalDim     {head_dim, seq, heads, nbatch}
+ *                   fixed length: seq = seqlen_q (Q) or seqlen_k (K, V), nbatch = batch
+ *                   varlen:       seq = total_q (Q) or total_k (K, V),  nbatch = 1
+ *                 heads = heads_q for Q, heads_kv for K and V
+ *   globalStrides (bytes, the 3 outer dims) {seq_stride, head_stride, batch_stride} * 2
+ *                   (varlen: batch_stride -> any multiple of 16, e.g. seq * seq_stride * 2)
+ *   boxDim        {64, kBlockM, 1, 1} for Q, {64, kBlockN, 1, 1} for K and V
+ *                 (64 elements = one 128-byte swizzle row; the kernel issues
+ *                 ceil(head_dim / 64) boxes per tile; the part beyond head_dim
+ *                 of the last box arrives as zeros, e.g. head_dim 96)
+ *   elementStrides {1, 1, 1, 1}
+ *   interleave    CU_TENSOR_MAP_INTERLEAVE_NONE
+ *   swizzle       CU_TENSOR_MAP_SWIZZLE_128B
+ *   l2Promotion   CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+ *   oobFill       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (zeros)
+ * Rows past the end of a sequence: fixed length they are out of bounds (zeros);
+ * varlen the kernel adds the sequence's offset to the row coordinate, so rows
+ * past its end read the next sequence (finite data), which the kernel masks
+ * (keys) or never stores (queries); past total_* they are zeros.
+ * kBlockM / kBlockN per head dim: AttnFwdTile<head_dim> in
+ * kernels/hopper/attention_fwd_tile_size.cuh (also listed in the variant table).
+ *
+ * Launch (plain grid, one CTA per 128-row query tile of one head of one sequence):
+ *   grid  = {ceil(seqlen_q / kBlockM), heads_q, batch}   (seqlen_q: max for varlen)
+ *   block = {384, 1, 1}  (1 producer + 2 consumer warpgroups), no cluster
+ *   dynamic shared memory = Config::kSmemBytes (needs cuFuncSetAttribute
+ *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once per function).
+ *   grid.y <= 65535 and grid.z <= 65535 (heads_q, batch).
+ *
+ * Validation the runtime must do (the kernel trusts these):
+ *   - head_dim equals the variant's; heads_q % heads_kv == 0, group_size = heads_q / heads_kv
+ *   - Q, K, V base addresses 16-byte aligned; seq/head/batch strides of Q, K, V
+ *     multiples of 8 elements (16 bytes) and < 2^37 elements (TMA stride limit 2^40 B)
+ *   - O: base 16-byte aligned, seq/head/batch strides multiples of 8 elements
+ *     (the epilogue stores 16-byte vectors)
+ *   - lse 4-byte aligned when given
+ *   - seqlen_q >= 1, seqlen_k >= 1 (fixed length); total sizes < 2^31
+ *   - softmax_scale > 0 finite; softcap >= 0 (0 = off); scale_log2 = softmax_scale * log2(e)
+ *   - cu_seqlens_q and cu_seqlens_k both given or both 0, 4-byte aligned
+ * Inputs that break the TMA alignment rules go to the documented slower path,
+ * not to this kernel.
+ */
+#ifndef MGPU_KERNELS_COMMON_ATTENTION_ABI_H
+#define MGPU_KERNELS_COMMON_ATTENTION_ABI_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+struct mgpu_attention_fwd_args {
+    int32_t batch;            /* number of sequences */
+    int32_t seqlen_q;         /* varlen: maximum over the batch */
+    int32_t seqlen_k;         /* varlen: maximum over the batch (informational) */
+    int32_t heads_q;
+    int32_t heads_kv;
+    int32_t head_dim;         /* equals the variant's head dim */
+    int32_t group_size;       /* heads_q / heads_kv (GQA; MQA: heads_q) */
+    int32_t causal;           /* 0 or 1 */
+    int32_t window_left;      /* < 0: unbounded */
+    int32_t window_right;     /* < 0: unbounded (causal caps it at 0) */
+    float softmax_scale;      /* usually 1 / sqrt(head_dim) */
+    float scale_log2;         /* softmax_scale * log2(e) */
+    float softcap;            /* 0: off; else scores become softcap * tanh(scores / softcap) */
+    int32_t reserved0;        /* 0 */
+    /* Strides in elements (batch strides ignored for varlen). */
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    int64_t k_batch_stride, k_seq_stride, k_head_stride;
+    int64_t v_batch_stride, v_seq_stride, v_head_stride;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    uint64_t o;               /* device address of O (written) */
+    uint64_t lse;             /* device address of the fp32 LSE, or 0 */
+    int64_t lse_batch_stride; /* in elements, see above */
+    int64_t lse_head_stride;
+    uint64_t cu_seqlens_q;    /* int32[batch + 1] device address, or 0 */
+    uint64_t cu_seqlens_k;    /* int32[batch + 1] device address, or 0 */
+};
+
+struct mgpu_attention_fwd_params {
+    CUtensorMap tmap_q;       /* see above: rank 4, box {64, kBlockM, 1, 1} */
+    CUtensorMap tmap_k;       /* box {64, kBlockN, 1, 1} */
+    CUtensorMap tmap_v;       /* box {64, kBlockN, 1, 1} */
+    struct mgpu_attention_fwd_args args;
+};
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * Hopper attention forward: the producer's TMA loop and the consumers' main loop.
+ *
+ * Producer (one thread): Q once on q_full; then for i = 0, 1, ... over the key
+ * blocks n = end-1-i (last block first, so the masked diagonal comes early),
+ * stage s = i % kStages: wait k_empty[s], load K[n] on k_full[s]; wait
+ * v_empty[s], load V[n] on v_full[s]. Empty barriers start "free": the first
+ * round waits for the parity of the phase before the first.
+ *
+ * Consumer warpgroup c (64 rows), key blocks i = 0 .. count-1, with the GEMMs of
+ * each step issued during its ping-pong turn (bar.sync turn[c] ... bar.arrive
+ * turn[1-c]):
+ *
+ *   i = 0:   turn{ S = Q K[0]^T }             wait; free K[0]; softmax(S) -> P
+ *   i >= 1:  turn{ S = Q K[i]^T ; O += P V[i-1] }
+ *            wait for S only (1 group pending); free K[i]; softmax(S) -> scale
+ *            wait for O += P V; free V[i-1]; O *= scale; P <- S (16-bit)
+ *   last:    turn{ O += P V[count-1] }        wait; free V[count-1]
+ *
+ * So the softmax of block i runs while the tensor cores still compute P V of
+ * block i-1 (intra-warpgroup overlap), and while the other warpgroup's GEMMs
+ * run (ping-pong). P stays in registers as the A operand of the second wgmma.
+ */
+#pragma once
+
+namespace mgpu {
+namespace sm90 {
+
+__device__ __forceinline__ void tma_load_4d(void *smem_dst, const CUtensorMap *map, uint64_t *bar, int32_t c0,
+                                            int32_t c1, int32_t c2, int32_t c3)
+{
+    const int32_t coords[4] = {c0, c1, c2, c3};
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
+}
+
+/* Loads one tile (kDimBlocks boxes of 64 head-dim columns) of rows starting at `row`. */
+template <class Cfg, int kBlockBytes>
+__device__ __forceinline__ void load_tile(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int row, int head,
+                                          int tma_batch)
+{
+#pragma unroll
+    for (int d = 0; d < Cfg::kDimBlocks; ++d)
+        tma_load_4d(dst + d * kBlockBytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
+                                                  typename Cfg::SharedStorage &smem, const AttnFwdWork &w)
+{
+    const int count = w.n_block_end - w.n_block_begin;
+    if (count <= 0)
+        return;
+    mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
+    load_tile<Cfg, Cfg::kQBlockBytes>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM,
+                                      w.head_q, w.tma_batch);
+    for (int i = 0; i < count; ++i) {
+        const int n = w.n_block_end - 1 - i;
+        const int stage = i % Cfg::kStages;
+        const uint32_t phase = (i / Cfg::kStages) & 1;
+        const int row = w.k_offset + n * Cfg::kBlockN;
+        mbar_wait(&smem.k_empty[stage], phase ^ 1);
+        mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+        load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], row, w.head_kv,
+                                           w.tma_batch);
+        mbar_wait(&smem.v_empty[stage], phase ^ 1);
+        mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+        load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], row, w.head_kv,
+                                           w.tma_batch);
+    }
+}
+
+/* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
+template <class Cfg>
+__device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
+{
+    wgmma_fence_operands(s);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kQkSteps; ++kk) {
+        constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
+        constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
+        const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
+        const uint64_t da = wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, kSwizzleAtomBytes);
+        WgmmaSS<Cfg::kBlockN>::template mma<Cfg::kBf16>(s, da, db, kk > 0);
+    }
+    wgmma_commit();
+    wgmma_fence_operands(s);
+}
+
+/* O += P V: P from registers, V read MN-major (rows are keys, dim contiguous). */
+template <class Cfg>
+__device__ __forceinline__ void issue_pv(float (&o)[Cfg::kHeadDim / 2], uint32_t (&pr)[Cfg::kBlockN / 4],
+                                         uint32_t v_tile, bool accumulate)
+{
+    constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kSwizzleBytes; /* 16 key rows */
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kPvSteps; ++kk) {
+        const uint64_t db = wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, kSwizzleAtomBytes);
+        const uint32_t a[4] = {pr[4 * kk + 0], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
+        WgmmaRS<Cfg::kHeadDim>::template mma<Cfg::kBf16>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
+}
+
+/* Probabilities (fp32 accumulator layout) -> A fragments of O += P V. */
+template <class Cfg>
+__device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], const float (&s)[Cfg::kBlockN / 2])
+{
+#pragma unroll
+    for (int i = 0; i < Cfg::kBlockN / 4; ++i)
+        pr[i] = pack2<Cfg>(s[2 * i], s[2 * i + 1]);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
+                                                  typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
+                                                  int consumer)
+{
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int lane = thread % 32;
+    const int my_turn = kBarrierTurnFirst + consumer;
+    const int other_turn = kBarrierTurnFirst + (1 - consumer);
+    const int count = w.n_block_end - w.n_block_begin;
+    const int row_base = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
+
+    float o[Cfg::kHeadDim / 2];
+#pragma unroll
+    for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+        o[i] = 0.f;
+    OnlineSoftmax<Cfg::kBlockN> softmax;
+    softmax.init();
+
+    if (count > 0) {
+        float s[Cfg::kBlockN / 2];
+        uint32_t pr[Cfg::kBlockN / 4];
+        float correction[2];
+
+        const bool softcap = a.softcap > 0.f;
+        const float scale = softcap ? 1.f : a.scale_log2;
+        const float cap_pre = softcap ? a.softmax_scale / a.softcap : 0.f;
+        constexpr float kLog2e = 1.44269504088896340736f;
+        const float cap_post = a.softcap * kLog2e;
+        /* Blocks that need masking: some row of this warpgroup loses a key. */
+        const int row_lo = row_base, row_hi = row_base + Cfg::kRowsPerConsumer - 1;
+        auto needs_mask = [&](int n) {
+            const int k0 = n * Cfg::kBlockN, k1 = k0 + Cfg::kBlockN;
+            return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
+        };
+        auto scores_to_probs = [&](int n) {
+            if (softcap)
+                apply_softcap(s, cap_pre, cap_post);
+            if (needs_mask(n))
+                apply_mask<Cfg::kBlockN>(s, w.mask, row_base, n * Cfg::kBlockN, thread);
+            softmax.update(s, scale, correction);
+        };
+
+        const uint32_t q_rows = smem_u32(smem.q) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
+        auto k_tile = [&](int stage) { return smem_u32(smem.k[stage]); };
+        auto v_tile = [&](int stage) { return smem_u32(smem.v[stage]); };
+        auto release = [&](uint64_t *bar) {
+            if (lane == 0)
+                mbar_arrive(bar);
+        };
+
+        if (consumer == 1)
+            named_barrier_arrive(other_turn, kTurnThreads); /* consumer 0 goes first */
+        mbar_wait(&smem.q_full, 0);
+
+        /* Block 0: scores only. */
+        {
+            const int n = w.n_block_end - 1;
+            mbar_wait(&smem.k_full[0], 0);
+            named_barrier_sync(my_turn, kTurnThreads);
+            issue_qk<Cfg>(s, q_rows, k_tile(0));
+            named_barrier_arrive(other_turn, kTurnThreads);
+            wgmma_wait<0>();
+            wgmma_fence_operands(s);
+            release(&smem.k_empty[0]);
+            scores_to_probs(n);
+            convert_p<Cfg>(pr, s);
+        }
+        for (int i = 1; i < count; ++i) {
+            const int n = w.n_block_end - 1 - i;
+            const int k_stage = i % Cfg::kStages;
+            const uint32_t k_phase = (i / Cfg::kStages) & 1;
+            const int v_stage = (i - 1) % Cfg::kStages;
+            const uint32_t v_phase = ((i - 1) / Cfg::kStages) & 1;
+            mbar_wait(&smem.k_full[k_stage], k_phase);
+            named_barrier_sync(my_turn, kTurnThreads);
+            issue_qk<Cfg>(s, q_rows, k_tile(k_stage));
+            mbar_wait(&smem.v_full[v_stage], v_phase);
+            issue_pv<Cfg>(o, pr, v_tile(v_stage), i > 1);
+            named_barrier_arrive(other_turn, kTurnThreads);
+            wgmma_wait<1>();
+            wgmma_fence_operands(s);
+            release(&smem.k_empty[k_stage]);
+            scores_to_probs(n);
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            release(&smem.v_empty[v_stage]);
+            scale_rows(o, correction);
+            convert_p<Cfg>(pr, s);
+        }
+        /* Last block: O += P V only. */
+        {
+            const int i = count - 1;
+            const int v_stage = i % Cfg::kStages;
+            const uint32_t v_phase = (i / Cfg::kStages) & 1;
+            mbar_wait(&smem.v_full[v_stage], v_phase);
+            named_barrier_sync(my_turn, kTurnThreads);
+            issue_pv<Cfg>(o, pr, v_tile(v_stage), count > 1);
+            named_barrier_arrive(other_turn, kTurnThreads);
+            wgmma_wait<0>();
+            wgmma_fence_operands(o);
+            release(&smem.v_empty[v_stage]);
+        }
+    }
+
+    float o_scale[2], lse[2];
+    softmax.finalize(o_scale, lse);
+    scale_rows(o, o_scale);
+    attn_fwd_epilogue<Cfg>(a, smem, w, consumer, o, lse);
+}
+
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,242 @@
+/*
+ * Hopper (sm_90a) flash-attention forward: the kernel shell.
+ *
+ * Schedule (FlashAttention-3 style, one CTA = one 128-row query tile of one head
+ * of one sequence, 384 threads = 3 warpgroups):
+ *
+ *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
+ *     issues TMA loads: Q once (q_full), then for each key block n, from the
+ *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
+ *     arms k_full[s]) and V[n] into stage s (v_empty[s] / v_full[s]);
+ *     kStages = 2 stages of each, round-robin.
+ *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters): each
+ *     owns 64 query rows and runs, per key block, S = Q K^T (wgmma, both from
+ *     shared memory), mask, online softmax in registers (exp2, scale
+ *     pre-multiplied by log2 e), P converted to 16 bits in registers, and
+ *     O += P V (wgmma with A = P from registers). Within a warpgroup the
+ *     softmax of block n overlaps the issue of P(n+1) V(n+1) and Q K(n-1)^T
+ *     (see attention_fwd_mainloop.cuh). Between the two warpgroups, two named
+ *     barriers pass a "turn" back and forth so that one warpgroup issues its
+ *     GEMMs while the other does its softmax (ping-pong).
+ *   Each consumer warp's lane 0 arrives on k_empty / v_empty once its wgmma
+ *   reading that stage has completed (8 arrivals per phase).
+ *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
+ *   own rows of Q's shared memory, and stores them with 16-byte vector stores
+ *   clipped to seqlen_q; LSE (natural log) goes straight from registers.
+ *
+ * Key blocks that the causal / sliding-window mask removes entirely are never
+ * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
+ * are masked in registers. Grid: plain, {query tiles, heads_q, batch}, query
+ * tiles in reverse order when causal so the heaviest tiles start first (no
+ * persistent scheduler yet). Contract with the runtime: common/attention_abi.h.
+ *
+ * A generated unit instantiates one variant:
+ *   extern "C" __global__ void __launch_bounds__(384, 1)
+ *   mgpu_attention_fwd_sm90_bf16_d128(const __grid_constant__ mgpu_attention_fwd_params p)
+ *   { mgpu::sm90::attention_fwd<mgpu::sm90::AttnFwdConfig<__nv_bfloat16, 128>>(p); }
+ */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "common/async_copy.cuh"
+#include "common/attention_abi.h"
+#include "hopper/attention_fwd_tile_size.cuh"
+#include "hopper/attention_fwd_softmax.cuh"
+#include "hopper/wgmma_attention.cuh"
+
+namespace mgpu {
+namespace sm90 {
+
+template <typename Element, int kHeadDim_>
+struct AttnFwdConfig {
+    using T = Element;
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
+    static constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+    static constexpr int kElementBytes = 2;
+
+    static constexpr int kHeadDim = kHeadDim_;
+    static constexpr int kBlockM = AttnFwdTile<kHeadDim>::kBlockM;
+    static constexpr int kBlockN = AttnFwdTile<kHeadDim>::kBlockN;
+    static constexpr int kStages = AttnFwdTile<kHeadDim>::kStages;
+
+    /* One TMA box / swizzle row is 128 bytes = 64 elements of the head dim. */
+    static constexpr int kSwizzleBytes = 128;
+    static constexpr int kSwizzleElems = kSwizzleBytes / kElementBytes;
+    static constexpr int kDimBlocks = (kHeadDim + kSwizzleElems - 1) / kSwizzleElems;
+    static constexpr int kWgmmaK = 16;
+    static constexpr int kQkSteps = kHeadDim / kWgmmaK; /* k-steps of S = Q K^T */
+    static constexpr int kPvSteps = kBlockN / kWgmmaK;  /* k-steps of O += P V */
+    static_assert(kHeadDim % kWgmmaK == 0 && kBlockN % kWgmmaK == 0, "wgmma K is 16");
+
+    static constexpr int kWarpgroupThreads = 128;
+    static constexpr int kConsumerWarpgroups = 2;
+    static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
+    static constexpr int kConsumerWarps = kConsumerWarpgroups * kWarpgroupThreads / 32;
+    static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
+    static_assert(kRowsPerConsumer == 64, "one wgmma M per consumer warpgroup");
+
+    /* Registers: 128 * 24 + 256 * 240 = 64512 <= 65536. The producer only
+     * computes coordinates; the consumers hold O, S and P (tile_size table). */
+    static constexpr int kProducerRegisters = 24;
+    static constexpr int kConsumerRegisters = 240;
+
+    /* Column block of a tile: rows x 128 bytes, 128-byte swizzled. */
+    static constexpr int kQBlockBytes = kBlockM * kSwizzleBytes;
+    static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes;
+    static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
+    static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
+    static_assert(kKVBlockBytes % kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
+
+    struct alignas(kSwizzleAtomBytes) SharedStorage {
+        uint8_t q[kQTileBytes]; /* Q tile; O staging in the epilogue */
+        uint8_t k[kStages][kKVTileBytes];
+        uint8_t v[kStages][kKVTileBytes];
+        uint64_t q_full;
+        uint64_t k_full[kStages];
+        uint64_t k_empty[kStages];
+        uint64_t v_full[kStages];
+        uint64_t v_empty[kStages];
+    };
+    /* + slack to align the dynamic shared memory base to a swizzle atom. */
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
+    static_assert(kSmemBytes <= 227 * 1024, "fits a Hopper CTA");
+};
+
+/* Named barrier ids (0 is __syncthreads). */
+enum AttnFwdBarrier : int {
+    kBarrierTurnFirst = 1, /* ids 1, 2: "consumer c may issue its GEMMs" */
+    kBarrierEpilogueFirst = 3, /* ids 3, 4: one per consumer warpgroup */
+};
+
+__device__ __forceinline__ void named_barrier_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+/* Where this CTA's work lies: one query tile of one head of one sequence. */
+struct AttnFwdWork {
+    int m_block;       /* query tile index within the sequence */
+    int head_q, head_kv;
+    int batch;
+    int tma_batch;     /* batch coordinate of the tensor maps (0 when varlen) */
+    int q_offset;      /* first row of the sequence in the (packed) Q/O rows */
+    int k_offset;      /* first row of the sequence in the (packed) K/V rows */
+    int seqlen_q, seqlen_k;
+    int n_block_begin; /* key blocks [begin, end) survive the mask */
+    int n_block_end;
+    AttnMask mask;
+};
+
+template <class Cfg>
+__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a)
+{
+    AttnFwdWork w;
+    const int num_m_blocks = static_cast<int>(gridDim.x);
+    /* Causal: late query tiles see the most keys; launch them first. */
+    w.m_block = a.causal ? num_m_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+    w.head_q = static_cast<int>(blockIdx.y);
+    w.head_kv = w.head_q / a.group_size;
+    w.batch = static_cast<int>(blockIdx.z);
+    if (a.cu_seqlens_q != 0) {
+        const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
+        const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
+        w.q_offset = cu_q[w.batch];
+        w.seqlen_q = cu_q[w.batch + 1] - w.q_offset;
+        w.k_offset = cu_k[w.batch];
+        w.seqlen_k = cu_k[w.batch + 1] - w.k_offset;
+        w.tma_batch = 0;
+    } else {
+        w.q_offset = 0;
+        w.k_offset = 0;
+        w.seqlen_q = a.seqlen_q;
+        w.seqlen_k = a.seqlen_k;
+        w.tma_batch = w.batch;
+    }
+    w.mask.seqlen_k = w.seqlen_k;
+    w.mask.diag = w.seqlen_k - w.seqlen_q;
+    w.mask.window_left = a.window_left;
+    int right = a.window_right;
+    if (a.causal)
+        right = right < 0 ? 0 : min(right, 0);
+    w.mask.window_right = right;
+
+    /* Keys any row of this tile may see. */
+    const int row_first = w.m_block * Cfg::kBlockM;
+    const int row_last = min(row_first + Cfg::kBlockM, w.seqlen_q) - 1;
+    const int key_begin = max(0, w.mask.key_begin(row_first));
+    const int key_end = w.mask.key_end(row_last);
+    w.n_block_begin = key_begin / Cfg::kBlockN;
+    w.n_block_end = key_end <= key_begin ? w.n_block_begin : (key_end + Cfg::kBlockN - 1) / Cfg::kBlockN;
+    return w;
+}
+
+} // namespace sm90
+} // namespace mgpu
+
+#include "hopper/attention_fwd_epilogue.cuh"
+#include "hopper/attention_fwd_mainloop.cuh"
+
+namespace mgpu {
+namespace sm90 {
+
+template <class Cfg>
+__device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p)
+{
+    using Smem = typename Cfg::SharedStorage;
+    extern __shared__ uint8_t attn_smem_raw[];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
+    Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
+
+    const AttnFwdWork work = attn_fwd_work<Cfg>(p.args);
+    if (work.m_block * Cfg::kBlockM >= work.seqlen_q)
+        return; /* varlen: this sequence is shorter than the longest one */
+
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&p.tmap_q);
+        tma_prefetch_map(&p.tmap_k);
+        tma_prefetch_map(&p.tmap_v);
+        mbar_init(&smem.q_full, 1);
+        for (int s = 0; s < Cfg::kStages; ++s) {
+            mbar_init(&smem.k_full[s], 1);
+            mbar_init(&smem.v_full[s], 1);
+            mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
+            mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
+    if (warpgroup == 0) {
+        setmaxnreg_dec<Cfg::kProducerRegisters>();
+        if (threadIdx.x == 0)
+            attn_fwd_producer<Cfg>(p, smem, work);
+    } else {
+        setmaxnreg_inc<Cfg::kConsumerRegisters>();
+        attn_fwd_consumer<Cfg>(p.args, smem, work, warpgroup - 1);
+    }
+}
+
+} // namespace sm90
+} // namespace mgpu

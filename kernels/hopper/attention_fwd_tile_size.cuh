@@ -1,0 +1,38 @@
+/*
+ * Tile sizes of the Hopper attention forward, per head dim (FA3's tile_size.h
+ * idea: one small table, the reasons beside it).
+ *
+ * A CTA owns kBlockM = 128 query rows (64 per consumer warpgroup, the wgmma M)
+ * and walks the keys kBlockN at a time. Each consumer thread holds
+ *   O accumulator   head_dim / 2 fp32 registers,
+ *   S accumulator   kBlockN / 2 fp32 registers,
+ *   P (16-bit)      kBlockN / 4 registers,
+ * inside a budget of kConsumerRegisters = 240, so kBlockN shrinks as head_dim
+ * grows. Shared memory holds Q (kBlockM x head_dim) plus kStages stages of K
+ * and V (kBlockN x head_dim each), inside the 227 KiB a CTA may use; head dims
+ * that are not multiples of 64 are padded in shared memory to whole 128-byte
+ * swizzle rows (TMA fills the padding with zeros).
+ *
+ *   head_dim  kBlockN  stages  O+S+P regs  smem (KiB)
+ *        64      128       2     32+64+32        80
+ *        96      128       2     48+64+32       160
+ *       128      128       2     64+64+32       160
+ *       192      112       2     96+56+28       216
+ *       256       80       2    128+40+20       224
+ */
+#pragma once
+
+namespace mgpu {
+namespace sm90 {
+
+template <int kHeadDim>
+struct AttnFwdTile {
+    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
+                  "attention forward head dims: 64, 96, 128, 192, 256");
+    static constexpr int kBlockM = 128;
+    static constexpr int kBlockN = kHeadDim <= 128 ? 128 : (kHeadDim <= 192 ? 112 : 80);
+    static constexpr int kStages = 2;
+};
+
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,75 @@
+/*
+ * Declarations shared by the runtime's files; nothing here is exported.
+ * The library is built with -fvisibility=hidden, so only MGPU_API functions
+ * of include/mgpukernels.h leave the shared object.
+ */
+#ifndef MGPU_SRC_INTERNAL_H
+#define MGPU_SRC_INTERNAL_H
+
+#include <cuda.h>
+
+#include "mgpukernels.h"
+#include "registry.h"
+#include "select.h"
+
+/* ---- status.c */
+mgpu_status mgpu_fail(mgpu_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int mgpu_log_enabled(void);
+void mgpu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- driver.c: the CUDA driver API, loaded with dlopen on first use */
+#define MGPU_DRIVER_FUNCTIONS(X)                                                                       \
+    X(cuInit)                                                                                          \
+    X(cuDriverGetVersion)                                                                              \
+    X(cuGetErrorName)                                                                                  \
+    X(cuGetErrorString)                                                                                \
+    X(cuDeviceGet)                                                                                     \
+    X(cuDeviceGetCount)                                                                                \
+    X(cuDeviceGetAttribute)                                                                            \
+    X(cuDevicePrimaryCtxRetain)                                                                        \
+    X(cuDevicePrimaryCtxRelease)                                                                       \
+    X(cuCtxGetCurrent)                                                                                 \
+    X(cuCtxSetCurrent)                                                                                 \
+    X(cuCtxGetDevice)                                                                                  \
+    X(cuLibraryLoadData)                                                                               \
+    X(cuLibraryGetKernel)                                                                              \
+    X(cuKernelGetFunction)                                                                             \
+    X(cuKernelSetAttribute)                                                                            \
+    X(cuLaunchKernelEx)                                                                                \
+    X(cuTensorMapEncodeTiled)
+
+struct mgpu_driver {
+#define MGPU_DRIVER_MEMBER(name) __typeof__(name) *name;
+    MGPU_DRIVER_FUNCTIONS(MGPU_DRIVER_MEMBER)
+#undef MGPU_DRIVER_MEMBER
+};
+
+/* Loads libcuda.so.1 and cuInit()s it once per process. On success *out
+ * points at the function table. NO_DRIVER or NO_DEVICE otherwise. */
+mgpu_status mgpu_driver(const struct mgpu_driver **out);
+
+/* Turns a failed driver call into DRIVER_ERROR (or OUT_OF_MEMORY / LAUNCH_FAILED
+ * where that is what it means) with "<what>: CUDA_ERROR_X (text)". */
+mgpu_status mgpu_driver_fail(const struct mgpu_driver *d, CUresult r, const char *what);
+
+/* ---- handle.c */
+struct mgpu_handle {
+    unsigned magic;
+    CUdevice device;
+    CUcontext context;
+    int retained_primary;        /* context is device's primary one, retained by us */
+    CUstream stream;
+    struct mgpu_device_caps caps;
+    /* per variant, for this handle's context */
+    CUfunction *functions;
+    unsigned char *smem_configured;
+};
+
+/* Checks the handle and that the calling thread's current context is on the
+ * handle's device (making the handle's context current when none is). */
+mgpu_status mgpu_handle_enter(mgpu_handle *h, const struct mgpu_driver **d);
+
+/* ---- module.c: embedded images, loaded lazily and once */
+mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, int variant, CUfunction *out);
+
+#endif

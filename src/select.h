@@ -1,0 +1,45 @@
+/*
+ * The pure half of the runtime: argument validation and variant selection.
+ * Nothing here touches a device or the driver, so tests run it on any
+ * machine with made-up device capabilities.
+ */
+#ifndef MGPU_SRC_SELECT_H
+#define MGPU_SRC_SELECT_H
+
+#include <stdint.h>
+
+#include "mgpukernels.h"
+#include "registry.h"
+
+struct mgpu_device_caps {
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_smem_per_block; /* opt-in limit, bytes */
+};
+
+/* One GEMM call, as the public functions received it. */
+struct mgpu_gemm_problem {
+    int transa, transb;          /* mgpu_operation values */
+    int64_t m, n, k, batch;
+    int a_dtype, b_dtype, c_dtype;
+    uintptr_t a, b, c;           /* device addresses */
+    int64_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+    const float *alpha, *beta;
+};
+
+/* SUCCESS when the call is valid, else the status with its message set. */
+mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p);
+
+/* 1 when A and B can be read through TMA: 16-byte aligned bases, leading
+ * dimensions and batch strides multiples of 16 bytes, no broadcast batch. */
+int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p);
+
+/* Picks the variant for a valid problem on a device. `force` (may be NULL)
+ * names a variant to use instead, as MGPU_FORCE_VARIANT does. Returns the
+ * index into mgpu_variants, or -1 with *status (and the message) set to
+ * ARCH_MISMATCH (nothing for this compute capability) or NOT_SUPPORTED. */
+int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                     const char *force, mgpu_status *status);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * mgpu_gemm against cuBLAS (cublasGemmStridedBatchedEx with the same
+ * arguments, fp32 compute) in the same process, on random normal inputs,
+ * with C poisoned (NaN) whenever beta == 0. Each case checks the relative
+ * Frobenius error, the max abs error, that no NaN came out, and that no byte
+ * of C outside the m x n matrices changed. Skips (77) without a GPU.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpu_util.h"
+
+struct gemm_case {
+    mgpu_operation ta, tb;
+    int64_t m, n, k, batch;
+    mgpu_dtype ab, c;
+    int64_t pad_a, pad_b, pad_c; /* added to the minimal leading dimensions */
+    int64_t offset;              /* elements added to the A and B base pointers */
+    int64_t extra_stride;        /* elements added to the minimal batch strides of A and B */
+    int broadcast_a;             /* stride_a = 0 */
+    float alpha, beta;
+};
+
+static cublasHandle_t cublas;
+static mgpu_handle *handle;
+
+static cudaDataType cuda_type(mgpu_dtype t)
+{
+    return t == MGPU_DTYPE_F16 ? CUDA_R_16F : t == MGPU_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static const char *tname(mgpu_dtype t)
+{
+    return t == MGPU_DTYPE_F16 ? "f16" : t == MGPU_DTYPE_BF16 ? "bf16" : "f32";
+}
+
+static void *dalloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 16) != cudaSuccess) {
+        fprintf(stderr, "cudaMalloc(%zu) failed\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+/* Bytes of C outside the m x n matrices must be what they were before. */
+static size_t changed_outside(const void *out_dev, const void *ref_dev, size_t bytes, const struct gemm_case *g,
+                              int64_t ldc, int64_t stride_c)
+{
+    unsigned char *o = malloc(bytes), *r = malloc(bytes);
+    cudaMemcpy(o, out_dev, bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpy(r, ref_dev, bytes, cudaMemcpyDeviceToHost);
+    size_t es = dtype_bytes(g->c), bad = 0;
+    for (size_t e = 0; e < bytes / es; e++) {
+        int64_t b = (int64_t)e / stride_c, rem = (int64_t)e % stride_c, j = rem / ldc, i = rem % ldc;
+        int inside = b < g->batch && j < g->n && i < g->m;
+        if (!inside && memcmp(o + e * es, r + e * es, es) != 0)
+            bad++;
+    }
+    free(o);
+    free(r);
+    return bad;
+}
+
+static void run_case(const struct gemm_case *g)
+{
+    const int64_t rows_a = g->ta == MGPU_OP_N ? g->m : g->k, cols_a = g->ta == MGPU_OP_N ? g->k : g->m;
+    const int64_t rows_b = g->tb == MGPU_OP_N ? g->k : g->n, cols_b = g->tb == MGPU_OP_N ? g->n : g->k;
+    const int64_t lda = (rows_a > 1 ? rows_a : 1) + g->pad_a, ldb = (rows_b > 1 ? rows_b : 1) + g->pad_b;
+    const int64_t ldc = (g->m > 1 ? g->m : 1) + g->pad_c;
+    const int64_t stride_a = g->broadcast_a ? 0 : lda * cols_a + g->extra_stride;
+    const int64_t stride_b = ldb * cols_b + g->extra_stride, stride_c = ldc * g->n;
+    const int64_t batch = g->batch;
+    const size_t es = dtype_bytes(g->ab);
+    const size_t a_elems = (size_t)(stride_a * (batch - 1) + lda * cols_a + g->offset);
+    const size_t b_elems = (size_t)(stride_b * (batch - 1) + ldb * cols_b + g->offset);
+    const size_t c_bytes = (size_t)(stride_c * batch) * dtype_bytes(g->c);
+    static uint64_t seed = 1;
+
+    unsigned char *a = dalloc(a_elems * es), *b = dalloc(b_elems * es);
+    void *c = dalloc(c_bytes), *c_ref = dalloc(c_bytes);
+    fill_normal(a, g->ab, a_elems, seed++, 1.0f);
+    fill_normal(b, g->ab, b_elems, seed++, 1.0f);
+    if (g->beta != 0.0f)
+        fill_normal(c, g->c, c_bytes / dtype_bytes(g->c), seed++, 1.0f);
+    else
+        poison(c, c_bytes);
+    cudaMemcpy(c_ref, c, c_bytes, cudaMemcpyDeviceToDevice);
+    const void *A = a + g->offset * (int64_t)es, *B = b + g->offset * (int64_t)es;
+
+    char label[200];
+    snprintf(label, sizeof label, "%c%c m=%lld n=%lld k=%lld batch=%lld %s->%s pads=%lld,%lld,%lld off=%lld%s "
+             "alpha=%g beta=%g", "NT"[g->ta], "NT"[g->tb], (long long)g->m, (long long)g->n, (long long)g->k,
+             (long long)batch, tname(g->ab), tname(g->c), (long long)g->pad_a, (long long)g->pad_b,
+             (long long)g->pad_c, (long long)g->offset, g->broadcast_a ? " bcastA" : "", g->alpha, g->beta);
+
+    mgpu_status s;
+    if (batch == 1 && !g->extra_stride)
+        s = mgpu_gemm(handle, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, A, g->ab, lda, B, g->ab, ldb, &g->beta, c,
+                      g->c, ldc);
+    else
+        s = mgpu_gemm_strided_batched(handle, g->ta, g->tb, g->m, g->n, g->k, &g->alpha, A, g->ab, lda, stride_a,
+                                      B, g->ab, ldb, stride_b, &g->beta, c, g->c, ldc, stride_c, batch);
+    CHECK(s == MGPU_STATUS_SUCCESS, "%s: %s (%s)", label, mgpu_status_string(s), mgpu_last_error_message());
+    cudaError_t e = cudaDeviceSynchronize();
+    CHECK(e == cudaSuccess, "%s: kernel failed: %s", label, cudaGetErrorString(e));
+    if (e != cudaSuccess)
+        exit(1); /* the context is gone */
+
+    cublasStatus_t cs = cublasGemmStridedBatchedEx(
+        cublas, g->ta == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T, g->tb == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T,
+        (int)g->m, (int)g->n, (int)g->k, &g->alpha, A, cuda_type(g->ab), (int)lda, stride_a, B, cuda_type(g->ab),
+        (int)ldb, stride_b, &g->beta, c_ref, cuda_type(g->c), (int)ldc, stride_c, (int)batch, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+    CHECK(cs == CUBLAS_STATUS_SUCCESS, "%s: cuBLAS failed (%d)", label, (int)cs);
+    cudaDeviceSynchronize();
+
+    if (g->m > 0 && g->n > 0 && batch > 0) {
+        struct compare_result r = compare_matrices(c, c_ref, g->c, g->m, g->n, ldc, stride_c, batch);
+        const double eps = dtype_eps(g->c);
+        const double rel_limit = g->c == MGPU_DTYPE_F32 ? 1e-4 : 1e-2;
+        const double max_limit = 4 * eps * (r.max_ref > 1 ? r.max_ref : 1) + 1e-6 * (double)g->k;
+        printf("%-90s rel %.2e max %.2e (ref max %.1f)\n", label, r.rel_err, r.max_err, r.max_ref);
+        CHECK(r.nan_count == 0, "%s: %zu non-finite outputs", label, r.nan_count);
+        CHECK(r.rel_err <= rel_limit, "%s: relative error %.3e > %.1e", label, r.rel_err, rel_limit);
+        CHECK(r.max_err <= max_limit, "%s: max error %.3e > %.3e", label, r.max_err, max_limit);
+    }
+    size_t bad = changed_outside(c, c_ref, c_bytes, g, ldc, stride_c);
+    CHECK(bad == 0, "%s: %zu elements outside C's matrices differ from cuBLAS's buffer", label, bad);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaFree(c_ref);
+}
+
+/* Two runs on the same inputs give the same bits. */
+static void check_deterministic(void)
+{
+    const int64_t m = 1000, n = 700, k = 3000;
+    float one = 1.0f, zero = 0.0f;
+    void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
+    void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
+    fill_normal(a, MGPU_DTYPE_BF16, (size_t)(m * k), 77, 1.0f);
+    fill_normal(b, MGPU_DTYPE_BF16, (size_t)(k * n), 78, 1.0f);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, m, b, MGPU_DTYPE_BF16,
+                           k, &zero, c1, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, m, b, MGPU_DTYPE_BF16,
+                           k, &zero, c2, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
+    float *h1 = malloc((size_t)(m * n * 4)), *h2 = malloc((size_t)(m * n * 4));
+    cudaMemcpy(h1, c1, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
+    cudaMemcpy(h2, c2, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
+    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "two identical calls gave different bits");
+    free(h1);
+    free(h2);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c1);
+    cudaFree(c2);
+}
+
+/* Calls the device can reject only at run time. */
+static void check_runtime_statuses(void)
+{
+    float one = 1.0f, zero = 0.0f;
+    void *buf = dalloc(4096);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 0, 4, 4, &one, NULL, MGPU_DTYPE_F16, 1, NULL,
+                           MGPU_DTYPE_F16, 4, &zero, NULL, MGPU_DTYPE_F16, 1), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 4, 4, 4, &one, buf, MGPU_DTYPE_F16, 3, buf,
+                           MGPU_DTYPE_F16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_INVALID_LD);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 4, 4, 4, &one, buf, MGPU_DTYPE_F16, 4, buf,
+                           MGPU_DTYPE_BF16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_DTYPE_MISMATCH);
+    setenv("MGPU_FORCE_VARIANT", "mgpu_no_such_kernel", 1);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 4, 4, 4, &one, buf, MGPU_DTYPE_F16, 4, buf,
+                           MGPU_DTYPE_F16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_NOT_SUPPORTED);
+    unsetenv("MGPU_FORCE_VARIANT");
+    cudaFree(buf);
+}
+
+int main(void)
+{
+    if (!gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return MGPU_TEST_SKIP;
+    }
+    cudaFree(0); /* make the primary context current */
+    if (mgpu_create(&handle) != MGPU_STATUS_SUCCESS) {
+        fprintf(stderr, "mgpu_create: %s\n", mgpu_last_error_message());
+        return 1;
+    }
+    cublasCreate(&cublas);
+
+    const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
+    const mgpu_dtype ins[2] = {MGPU_DTYPE_BF16, MGPU_DTYPE_F16};
+    for (int d = 0; d < 2; d++) {
+        mgpu_dtype t = ins[d];
+        struct gemm_case basic[] = {
+            {MGPU_OP_T, MGPU_OP_N, 1, 1, 1, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_N, MGPU_OP_N, 1, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_N, MGPU_OP_T, 4096, 4096, 4096, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_N, MGPU_OP_N, 513, 257, 384, 1, t, MGPU_DTYPE_F32, 8, 8, 3, 0, 0, 0, 0.5f, 0.0f},
+        };
+        for (unsigned i = 0; i < sizeof basic / sizeof basic[0]; i++)
+            run_case(&basic[i]);
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                struct gemm_case cases[] = {
+                    {ops[ta], ops[tb], 127, 129, 65, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+                    {ops[ta], ops[tb], 257, 255, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.5f, 0.5f},
+                    {ops[ta], ops[tb], 65, 63, 1, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+                    {ops[ta], ops[tb], 64, 64, 64, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+                    {ops[ta], ops[tb], 200, 136, 129, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, -1.0f},
+                    /* odd leading dimensions: the portable path */
+                    {ops[ta], ops[tb], 127, 129, 65, 1, t, t, 1, 3, 5, 0, 0, 0, 1.0f, 0.0f},
+                    /* 2-byte aligned pointers: the portable path */
+                    {ops[ta], ops[tb], 100, 90, 80, 1, t, t, 0, 0, 0, 1, 0, 0, 1.0f, 0.25f},
+                    /* batched: aligned, odd batch strides, broadcast A */
+                    {ops[ta], ops[tb], 200, 300, 128, 3, t, t, 8, 0, 2, 0, 0, 0, 1.0f, 0.0f},
+                    {ops[ta], ops[tb], 65, 70, 75, 4, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 1, 0, 1.0f, 1.0f},
+                    {ops[ta], ops[tb], 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
+                };
+                for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
+                    run_case(&cases[i]);
+            }
+        /* k == 0: D = beta * C */
+        struct gemm_case k0 = {MGPU_OP_N, MGPU_OP_N, 33, 17, 0, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 2.0f};
+        run_case(&k0);
+        /* m == 0 and batch == 0: nothing changes */
+        struct gemm_case m0 = {MGPU_OP_N, MGPU_OP_N, 0, 17, 5, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
+        run_case(&m0);
+    }
+    check_deterministic();
+    check_runtime_statuses();
+
+    cublasDestroy(cublas);
+    mgpu_destroy(handle);
+    return check_exit();
+}
