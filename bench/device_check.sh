@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the repository root, with a build in ./build made
+# elsewhere (or here): runs the GPU tests, the tests under compute-sanitizer,
+# SASS greps of the embedded kernels, and the GEMM benchmark. Logs go to
+# $OUT (default ./device-logs); a short table is printed last.
+set -u
+OUT=${OUT:-device-logs}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+B=build
+summary=()
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+
+run() { # name, command...
+    local name=$1; shift
+    local t0=$(date +%s)
+    "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    summary+=("$(printf '%-28s rc=%-4s %4ss  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$(tail -n 1 "$OUT/$name.log" | cut -c1-90)")")
+}
+
+[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_gpu $B/tests/test_gemm_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+    for tool in memcheck racecheck synccheck; do
+        run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gemm_gpu
+    done
+fi
+for cubin in $B/*.cubin; do
+    g=$(basename "$cubin" .cubin)
+    cuobjdump -sass "$cubin" > "$OUT/sass_$g.txt" 2>&1
+    summary+=("$(printf '%-28s HGMMA=%s UTCMMA=%s UTMALDG=%s HMMA=%s LDL/STL=%s' "sass $g" \
+        "$(grep -c HGMMA "$OUT/sass_$g.txt")" "$(grep -cE 'UTC[A-Z]*MMA' "$OUT/sass_$g.txt")" \
+        "$(grep -c UTMALDG "$OUT/sass_$g.txt")" "$(grep -cE '\bHMMA' "$OUT/sass_$g.txt")" \
+        "$(grep -cE '\b(LDL|STL)\b' "$OUT/sass_$g.txt")")")
+done
+[ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
+echo
+[ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
+grep -hE "FAILED|failed:|ERROR SUMMARY" "$OUT"/*.log | head -20
+printf '%s\n' "${summary[@]}"
