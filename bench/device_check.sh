@@ -23,7 +23,7 @@ run() { # name, command...
 [ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do
-        run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gemm_gpu
+        run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --kernel-regex kns=mgpu_ --error-exitcode 9 $B/tests/test_gemm_gpu
     done
 fi
 for cubin in $B/*.cubin; do
@@ -34,7 +34,7 @@ for cubin in $B/*.cubin; do
         "$(grep -c UTMALDG "$OUT/sass_$g.txt")" "$(grep -cE '\bHMMA' "$OUT/sass_$g.txt")" \
         "$(grep -cE '\b(LDL|STL)\b' "$OUT/sass_$g.txt")")")
 done
-[ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/bench/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
 echo
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
 grep -hE "FAILED|failed:|ERROR SUMMARY" "$OUT"/*.log | head -20

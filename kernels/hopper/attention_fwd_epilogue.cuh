@@ -9,7 +9,9 @@
  * After a named barrier over the warpgroup, the 128 threads copy the rows out
  * with 16-byte vector stores, skipping rows past seqlen_q (this handles the
  * ragged last tile and varlen without a TMA store map per sequence).
- * LSE is written from registers by the first thread of each quad.
+ * LSE is written from registers by the first thread of each quad. Finally each
+ * warp arrives on q_empty: its reads of the staged O are done, and the producer
+ * may load the next tile's Q over it.
  */
 #pragma once
 
@@ -29,6 +31,21 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi)
         r = *reinterpret_cast<uint32_t *>(&v);
     }
     return r;
+}
+
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
 }
 
 /* Byte offset of (row, col) in a tile of 64-column, 128-byte-swizzled blocks. */
@@ -55,6 +72,10 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     const int warp = thread / 32, lane = thread % 32;
     const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
 
+    /* Opaque per call: keeps the compiler from hoisting the staging addresses
+     * of every tile out of the persistent loop (they would pin registers). */
+    uint32_t staging = smem_u32(smem.q);
+    asm volatile("" : "+r"(staging));
 #pragma unroll
     for (int j = 0; j < Cfg::kHeadDim / 8; ++j) {
         const int col = 8 * j + 2 * (lane % 4);
@@ -62,7 +83,7 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
         for (int h = 0; h < 2; ++h) {
             const int row = tile_row0 + 8 * h;
             const uint32_t packed = pack2<Cfg>(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
-            *reinterpret_cast<uint32_t *>(smem.q + swizzled_offset<Cfg, Cfg::kQBlockBytes>(row, col)) = packed;
+            st_shared_u32(staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(row, col), packed);
         }
     }
     named_barrier_sync(kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
@@ -77,11 +98,15 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     for (int idx = thread; idx < rows * kChunksPerRow; idx += Cfg::kWarpgroupThreads) {
         const int r = idx / kChunksPerRow, chunk = idx % kChunksPerRow;
         const int tile_row = consumer * Cfg::kRowsPerConsumer + r;
-        const uint4 v = *reinterpret_cast<const uint4 *>(
-            smem.q + swizzled_offset<Cfg, Cfg::kQBlockBytes>(tile_row, chunk * kChunkElems));
+        const uint4 v = ld_shared_u128(staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(tile_row, chunk * kChunkElems));
         *reinterpret_cast<uint4 *>(o_base + (static_cast<int64_t>(r) * a.o_seq_stride + chunk * kChunkElems) *
                                                 Cfg::kElementBytes) = v;
     }
+    /* Generic-proxy writes and reads of the buffer before the next TMA write. */
+    fence_smem_to_async();
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(&smem.q_empty);
 
     if (a.lse != 0 && lane % 4 == 0) {
         float *lse_out = reinterpret_cast<float *>(a.lse) + static_cast<int64_t>(w.batch) * a.lse_batch_stride +

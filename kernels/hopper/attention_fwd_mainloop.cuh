@@ -1,11 +1,12 @@
 /*
  * Hopper attention forward: the producer's TMA loop and the consumers' main loop.
  *
- * Producer (one thread): Q once on q_full; then for i = 0, 1, ... over the key
+ * Producer (one thread), per tile: Q on q_full (after q_empty); then for i = 0, 1, ... over the key
  * blocks n = end-1-i (last block first, so the masked diagonal comes early),
- * stage s = i % kStages: wait k_empty[s], load K[n] on k_full[s]; wait
- * v_empty[s], load V[n] on v_full[s]. Empty barriers start "free": the first
- * round waits for the parity of the phase before the first.
+ * stage s = g % kStages (g counts key blocks over all tiles of the CTA):
+ * wait k_empty[s], load K[n] on k_full[s]; wait v_empty[s], load V[n] on
+ * v_full[s]. Empty barriers start "free": the first round waits for the
+ * parity of the phase before the first.
  *
  * Consumer warpgroup c (64 rows), key blocks i = 0 .. count-1, with the GEMMs of
  * each step issued during its ping-pong turn (bar.sync turn[c] ... bar.arrive
@@ -45,27 +46,36 @@ __device__ __forceinline__ void load_tile(uint8_t *dst, const CUtensorMap *map, 
 
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
-                                                  typename Cfg::SharedStorage &smem, const AttnFwdWork &w)
+                                                  typename Cfg::SharedStorage &smem,
+                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler)
 {
-    const int count = w.n_block_end - w.n_block_begin;
-    if (count <= 0)
-        return;
-    mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
-    load_tile<Cfg, Cfg::kQBlockBytes>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM,
-                                      w.head_q, w.tma_batch);
-    for (int i = 0; i < count; ++i) {
-        const int n = w.n_block_end - 1 - i;
-        const int stage = i % Cfg::kStages;
-        const uint32_t phase = (i / Cfg::kStages) & 1;
-        const int row = w.k_offset + n * Cfg::kBlockN;
-        mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], row, w.head_kv,
-                                           w.tma_batch);
-        mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], row, w.head_kv,
-                                           w.tma_batch);
+    int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
+    int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
+    for (int t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+        const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
+        if (!attn_fwd_tile_active(w, Cfg::kBlockM))
+            continue;
+        /* Q's buffer is free once both consumers have stored the previous O from it. */
+        mbar_wait(&smem.q_empty, (q_iter & 1) ^ 1);
+        mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
+        load_tile<Cfg, Cfg::kQBlockBytes>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM,
+                                          w.head_q, w.tma_batch);
+        ++q_iter;
+        const int count = w.n_block_end - w.n_block_begin;
+        for (int i = 0; i < count; ++i, ++kv_iter) {
+            const int n = w.n_block_end - 1 - i;
+            const int stage = kv_iter % Cfg::kStages;
+            const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+            const int row = w.k_offset + n * Cfg::kBlockN;
+            mbar_wait(&smem.k_empty[stage], phase ^ 1);
+            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], row, w.head_kv,
+                                               w.tma_batch);
+            mbar_wait(&smem.v_empty[stage], phase ^ 1);
+            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], row, w.head_kv,
+                                               w.tma_batch);
+        }
     }
 }
 
@@ -117,10 +127,25 @@ __device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], cons
         pr[i] = pack2<Cfg>(s[2 * i], s[2 * i + 1]);
 }
 
+/* Stage and phase of global key-block iteration g. */
 template <class Cfg>
-__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
-                                                  typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
-                                                  int consumer)
+__device__ __forceinline__ int stage_of(int g)
+{
+    return g % Cfg::kStages;
+}
+
+template <class Cfg>
+__device__ __forceinline__ uint32_t phase_of(int g)
+{
+    return (g / Cfg::kStages) & 1;
+}
+
+/* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
+                                                       typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
+                                                       int consumer, int kv_iter, float (&o)[Cfg::kHeadDim / 2],
+                                                       OnlineSoftmax<Cfg::kBlockN> &softmax)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
@@ -130,103 +155,116 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     const int count = w.n_block_end - w.n_block_begin;
     const int row_base = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
 
-    float o[Cfg::kHeadDim / 2];
-#pragma unroll
-    for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
-        o[i] = 0.f;
-    OnlineSoftmax<Cfg::kBlockN> softmax;
-    softmax.init();
+    float s[Cfg::kBlockN / 2];
+    uint32_t pr[Cfg::kBlockN / 4];
+    float correction[2];
 
-    if (count > 0) {
-        float s[Cfg::kBlockN / 2];
-        uint32_t pr[Cfg::kBlockN / 4];
-        float correction[2];
+    const bool softcap = a.softcap > 0.f;
+    const float scale = softcap ? 1.f : a.scale_log2;
+    constexpr float kLog2e = 1.44269504088896340736f;
+    const float cap_pre = softcap ? a.softmax_scale / a.softcap : 0.f;
+    const float cap_post = a.softcap * kLog2e;
+    /* Blocks that need masking: some row of this warpgroup loses a key. */
+    const int row_lo = row_base, row_hi = row_base + Cfg::kRowsPerConsumer - 1;
+    auto needs_mask = [&](int n) {
+        const int k0 = n * Cfg::kBlockN, k1 = k0 + Cfg::kBlockN;
+        return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
+    };
+    auto scores_to_probs = [&](int n) {
+        if (softcap)
+            apply_softcap(s, cap_pre, cap_post);
+        if (needs_mask(n))
+            apply_mask<Cfg::kBlockN>(s, w.mask, row_base, n * Cfg::kBlockN, thread);
+        softmax.update(s, scale, correction);
+    };
 
-        const bool softcap = a.softcap > 0.f;
-        const float scale = softcap ? 1.f : a.scale_log2;
-        const float cap_pre = softcap ? a.softmax_scale / a.softcap : 0.f;
-        constexpr float kLog2e = 1.44269504088896340736f;
-        const float cap_post = a.softcap * kLog2e;
-        /* Blocks that need masking: some row of this warpgroup loses a key. */
-        const int row_lo = row_base, row_hi = row_base + Cfg::kRowsPerConsumer - 1;
-        auto needs_mask = [&](int n) {
-            const int k0 = n * Cfg::kBlockN, k1 = k0 + Cfg::kBlockN;
-            return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
-        };
-        auto scores_to_probs = [&](int n) {
-            if (softcap)
-                apply_softcap(s, cap_pre, cap_post);
-            if (needs_mask(n))
-                apply_mask<Cfg::kBlockN>(s, w.mask, row_base, n * Cfg::kBlockN, thread);
-            softmax.update(s, scale, correction);
-        };
+    const uint32_t q_rows = smem_u32(smem.q) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
+    auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
+    auto v_tile = [&](int g) { return smem_u32(smem.v[stage_of<Cfg>(g)]); };
+    auto release = [&](uint64_t *bar) {
+        if (lane == 0)
+            mbar_arrive(bar);
+    };
 
-        const uint32_t q_rows = smem_u32(smem.q) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
-        auto k_tile = [&](int stage) { return smem_u32(smem.k[stage]); };
-        auto v_tile = [&](int stage) { return smem_u32(smem.v[stage]); };
-        auto release = [&](uint64_t *bar) {
-            if (lane == 0)
-                mbar_arrive(bar);
-        };
-
-        if (consumer == 1)
-            named_barrier_arrive(other_turn, kTurnThreads); /* consumer 0 goes first */
-        mbar_wait(&smem.q_full, 0);
-
-        /* Block 0: scores only. */
-        {
-            const int n = w.n_block_end - 1;
-            mbar_wait(&smem.k_full[0], 0);
-            named_barrier_sync(my_turn, kTurnThreads);
-            issue_qk<Cfg>(s, q_rows, k_tile(0));
-            named_barrier_arrive(other_turn, kTurnThreads);
-            wgmma_wait<0>();
-            wgmma_fence_operands(s);
-            release(&smem.k_empty[0]);
-            scores_to_probs(n);
-            convert_p<Cfg>(pr, s);
-        }
-        for (int i = 1; i < count; ++i) {
-            const int n = w.n_block_end - 1 - i;
-            const int k_stage = i % Cfg::kStages;
-            const uint32_t k_phase = (i / Cfg::kStages) & 1;
-            const int v_stage = (i - 1) % Cfg::kStages;
-            const uint32_t v_phase = ((i - 1) / Cfg::kStages) & 1;
-            mbar_wait(&smem.k_full[k_stage], k_phase);
-            named_barrier_sync(my_turn, kTurnThreads);
-            issue_qk<Cfg>(s, q_rows, k_tile(k_stage));
-            mbar_wait(&smem.v_full[v_stage], v_phase);
-            issue_pv<Cfg>(o, pr, v_tile(v_stage), i > 1);
-            named_barrier_arrive(other_turn, kTurnThreads);
-            wgmma_wait<1>();
-            wgmma_fence_operands(s);
-            release(&smem.k_empty[k_stage]);
-            scores_to_probs(n);
-            wgmma_wait<0>();
-            wgmma_fence_operands(o);
-            release(&smem.v_empty[v_stage]);
-            scale_rows(o, correction);
-            convert_p<Cfg>(pr, s);
-        }
-        /* Last block: O += P V only. */
-        {
-            const int i = count - 1;
-            const int v_stage = i % Cfg::kStages;
-            const uint32_t v_phase = (i / Cfg::kStages) & 1;
-            mbar_wait(&smem.v_full[v_stage], v_phase);
-            named_barrier_sync(my_turn, kTurnThreads);
-            issue_pv<Cfg>(o, pr, v_tile(v_stage), count > 1);
-            named_barrier_arrive(other_turn, kTurnThreads);
-            wgmma_wait<0>();
-            wgmma_fence_operands(o);
-            release(&smem.v_empty[v_stage]);
-        }
+    /* Block 0: scores only. */
+    {
+        const int g = kv_iter;
+        mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_qk<Cfg>(s, q_rows, k_tile(g));
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait<0>();
+        wgmma_fence_operands(s);
+        release(&smem.k_empty[stage_of<Cfg>(g)]);
+        scores_to_probs(w.n_block_end - 1);
+        convert_p<Cfg>(pr, s);
     }
+    for (int i = 1; i < count; ++i) {
+        const int gk = kv_iter + i, gv = gk - 1;
+        mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_qk<Cfg>(s, q_rows, k_tile(gk));
+        mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        issue_pv<Cfg>(o, pr, v_tile(gv), i > 1);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait<1>();
+        wgmma_fence_operands(s);
+        release(&smem.k_empty[stage_of<Cfg>(gk)]);
+        scores_to_probs(w.n_block_end - 1 - i);
+        wgmma_wait<0>();
+        wgmma_fence_operands(o);
+        release(&smem.v_empty[stage_of<Cfg>(gv)]);
+        scale_rows(o, correction);
+        convert_p<Cfg>(pr, s);
+    }
+    /* Last block: O += P V only. */
+    {
+        const int gv = kv_iter + count - 1;
+        mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_pv<Cfg>(o, pr, v_tile(gv), count > 1);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait<0>();
+        wgmma_fence_operands(o);
+        release(&smem.v_empty[stage_of<Cfg>(gv)]);
+    }
+}
 
-    float o_scale[2], lse[2];
-    softmax.finalize(o_scale, lse);
-    scale_rows(o, o_scale);
-    attn_fwd_epilogue<Cfg>(a, smem, w, consumer, o, lse);
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
+                                                  typename Cfg::SharedStorage &smem,
+                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
+{
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
+     * take the same number of turns per tile); consumer 0 goes first. */
+    if (consumer == 1)
+        named_barrier_arrive(kBarrierTurnFirst + 0, kTurnThreads);
+
+    int kv_iter = 0, q_iter = 0;
+    for (int t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
+        if (!attn_fwd_tile_active(w, Cfg::kBlockM))
+            continue;
+        const int count = w.n_block_end - w.n_block_begin;
+        float o[Cfg::kHeadDim / 2];
+#pragma unroll
+        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+            o[i] = 0.f;
+        OnlineSoftmax<Cfg::kBlockN> softmax;
+        softmax.init();
+
+        mbar_wait(&smem.q_full, q_iter & 1);
+        if (count > 0)
+            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, o, softmax);
+
+        float o_scale[2], lse[2];
+        softmax.finalize(o_scale, lse);
+        scale_rows(o, o_scale);
+        attn_fwd_epilogue<Cfg>(a, smem, w, consumer, o, lse);
+        kv_iter += count;
+        ++q_iter;
+    }
 }
 
 } // namespace sm90

@@ -1,11 +1,13 @@
 /*
  * Hopper (sm_90a) flash-attention forward: the kernel shell.
  *
- * Schedule (FlashAttention-3 style, one CTA = one 128-row query tile of one head
- * of one sequence, 384 threads = 3 warpgroups):
+ * Schedule (FlashAttention-3 style). Persistent: each CTA walks work tiles
+ * (one 128-row query block of one head of one sequence) given by
+ * attention_fwd_tile_scheduler.cuh; 384 threads = 3 warpgroups:
  *
  *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
- *     issues TMA loads: Q once (q_full), then for each key block n, from the
+ *     issues TMA loads, per tile: Q (waits q_empty, arms q_full), then for
+ *     each key block n, from the
  *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
  *     arms k_full[s]) and V[n] into stage s (v_empty[s] / v_full[s]);
  *     kStages = 2 stages of each, round-robin.
@@ -22,13 +24,16 @@
  *   reading that stage has completed (8 arrivals per phase).
  *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
  *   own rows of Q's shared memory, and stores them with 16-byte vector stores
- *   clipped to seqlen_q; LSE (natural log) goes straight from registers.
+ *   clipped to seqlen_q; LSE (natural log) goes straight from registers. Each
+ *   consumer warp then arrives on q_empty (8 arrivals), which lets the
+ *   producer load the next tile's Q; its K/V loads already run ahead.
+ *   Stage and phase counters run on across tiles.
  *
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
- * are masked in registers. Grid: plain, {query tiles, heads_q, batch}, query
- * tiles in reverse order when causal so the heaviest tiles start first (no
- * persistent scheduler yet). Contract with the runtime: common/attention_abi.h.
+ * are masked in registers. Grid: min(tiles, SMs) CTAs; tile order puts the
+ * heavy causal tiles of each head first. Contract with the runtime:
+ * common/attention_abi.h.
  *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
@@ -46,6 +51,7 @@
 #include "common/attention_abi.h"
 #include "hopper/attention_fwd_tile_size.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
+#include "hopper/attention_fwd_tile_scheduler.cuh"
 #include "hopper/wgmma_attention.cuh"
 
 namespace mgpu {
@@ -96,6 +102,7 @@ struct AttnFwdConfig {
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
         uint64_t q_full;
+        uint64_t q_empty;
         uint64_t k_full[kStages];
         uint64_t k_empty[kStages];
         uint64_t v_full[kStages];
@@ -134,7 +141,7 @@ __device__ __forceinline__ void setmaxnreg_inc()
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
-/* Where this CTA's work lies: one query tile of one head of one sequence. */
+/* One work tile: one query block of one head of one sequence. */
 struct AttnFwdWork {
     int m_block;       /* query tile index within the sequence */
     int head_q, head_kv;
@@ -149,15 +156,13 @@ struct AttnFwdWork {
 };
 
 template <class Cfg>
-__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a)
+__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a, AttnTileCoord tile)
 {
     AttnFwdWork w;
-    const int num_m_blocks = static_cast<int>(gridDim.x);
-    /* Causal: late query tiles see the most keys; launch them first. */
-    w.m_block = a.causal ? num_m_blocks - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
-    w.head_q = static_cast<int>(blockIdx.y);
+    w.m_block = tile.m_block;
+    w.head_q = tile.head_q;
     w.head_kv = w.head_q / a.group_size;
-    w.batch = static_cast<int>(blockIdx.z);
+    w.batch = tile.batch;
     if (a.cu_seqlens_q != 0) {
         const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
         const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
@@ -191,6 +196,12 @@ __device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_ar
     return w;
 }
 
+/* varlen: query blocks past this sequence's end are no work at all. */
+__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w, int block_m)
+{
+    return w.m_block * block_m < w.seqlen_q;
+}
+
 } // namespace sm90
 } // namespace mgpu
 
@@ -208,15 +219,13 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
-    const AttnFwdWork work = attn_fwd_work<Cfg>(p.args);
-    if (work.m_block * Cfg::kBlockM >= work.seqlen_q)
-        return; /* varlen: this sequence is shorter than the longest one */
-
+    const AttnTileScheduler<Cfg::kBlockM> scheduler(p.args);
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
         mbar_init(&smem.q_full, 1);
+        mbar_init(&smem.q_empty, Cfg::kConsumerWarps);
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.k_full[s], 1);
             mbar_init(&smem.v_full[s], 1);
@@ -231,10 +240,10 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (threadIdx.x == 0)
-            attn_fwd_producer<Cfg>(p, smem, work);
+            attn_fwd_producer<Cfg>(p, smem, scheduler);
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        attn_fwd_consumer<Cfg>(p.args, smem, work, warpgroup - 1);
+        attn_fwd_consumer<Cfg>(p.args, smem, scheduler, warpgroup - 1);
     }
 }
 
