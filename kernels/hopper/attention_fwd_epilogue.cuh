@@ -68,14 +68,14 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     constexpr int kRowsPerWarp = 16;
     constexpr int kChunkElems = 8;
     constexpr int kChunksPerRow = Cfg::kHeadDim / kChunkElems;
-    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    /* Opaque per call: keeps the compiler from hoisting the per-thread staging
+     * addresses out of the persistent tile loop, where they would pin registers
+     * that the main loop needs. */
+    int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    uint32_t staging = smem_u32(smem.q);
+    asm volatile("" : "+r"(thread), "+r"(staging));
     const int warp = thread / 32, lane = thread % 32;
     const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
-
-    /* Opaque per call: keeps the compiler from hoisting the staging addresses
-     * of every tile out of the persistent loop (they would pin registers). */
-    uint32_t staging = smem_u32(smem.q);
-    asm volatile("" : "+r"(staging));
 #pragma unroll
     for (int j = 0; j < Cfg::kHeadDim / 8; ++j) {
         const int col = 8 * j + 2 * (lane % 4);

@@ -159,11 +159,9 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     uint32_t pr[Cfg::kBlockN / 4];
     float correction[2];
 
-    const bool softcap = a.softcap > 0.f;
-    const float scale = softcap ? 1.f : a.scale_log2;
-    constexpr float kLog2e = 1.44269504088896340736f;
-    const float cap_pre = softcap ? a.softmax_scale / a.softcap : 0.f;
-    const float cap_post = a.softcap * kLog2e;
+    /* Parameters are read where used (constant bank operands, no registers).
+     * Soft-cap: s <- (softcap / softmax_scale) tanh(s softmax_scale / softcap),
+     * so that the common s * scale_log2 makes it softcap * log2(e) * tanh(.). */
     /* Blocks that need masking: some row of this warpgroup loses a key. */
     const int row_lo = row_base, row_hi = row_base + Cfg::kRowsPerConsumer - 1;
     auto needs_mask = [&](int n) {
@@ -171,11 +169,11 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
     };
     auto scores_to_probs = [&](int n) {
-        if (softcap)
-            apply_softcap(s, cap_pre, cap_post);
+        if (a.softcap > 0.f)
+            apply_softcap(s, a.softmax_scale / a.softcap, a.softcap / a.softmax_scale);
         if (needs_mask(n))
             apply_mask<Cfg::kBlockN>(s, w.mask, row_base, n * Cfg::kBlockN, thread);
-        softmax.update(s, scale, correction);
+        softmax.update(s, a.scale_log2, correction);
     };
 
     const uint32_t q_rows = smem_u32(smem.q) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
@@ -261,7 +259,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         float o_scale[2], lse[2];
         softmax.finalize(o_scale, lse);
         scale_rows(o, o_scale);
-        attn_fwd_epilogue<Cfg>(a, smem, w, consumer, o, lse);
+        /* Re-derive the tile for the epilogue rather than keep its fields live
+         * (in registers) through the main loop. */
+        int tile = t;
+        asm volatile("" : "+r"(tile));
+        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, o, lse);
         kv_iter += count;
         ++q_iter;
     }

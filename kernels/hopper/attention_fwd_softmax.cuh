@@ -9,9 +9,10 @@
  *
  * Everything is in base 2: scores are multiplied by scale_log2 = softmax_scale *
  * log2(e) (fused into the exponent's FFMA), exponentials are ex2.approx, and
- * the row maximum is kept already scaled. With a soft-cap, scores are first
- * mapped to softcap * log2(e) * tanh(score * softmax_scale / softcap), which is
- * already in base-2 units, and the scale becomes 1.
+ * the row maximum is kept already scaled. With a soft-cap, raw scores are first
+ * mapped to (softcap / softmax_scale) * tanh(score * softmax_scale / softcap),
+ * so that the same multiplication by scale_log2 yields
+ * softcap * log2(e) * tanh(score * softmax_scale / softcap).
  */
 #pragma once
 
@@ -84,7 +85,7 @@ __device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMa
     }
 }
 
-/* Soft-cap in base-2 units: s <- post * tanh(s * pre). */
+/* Soft-cap: s <- post * tanh(s * pre). */
 template <int kN>
 __device__ __forceinline__ void apply_softcap(float (&s)[kN], float pre, float post)
 {

@@ -21,33 +21,28 @@ struct AttnTileCoord {
     int m_block, head_q, batch;
 };
 
+/* Stateless: everything is recomputed from the kernel parameters (constant
+ * bank) so that no register stays pinned across the consumers' main loop. */
 template <int kBlockM>
 struct AttnTileScheduler {
-    int num_m_blocks;
-    int heads_q;
-    int num_tiles;
-    bool reverse_m;
+    const mgpu_attention_fwd_args &a;
 
-    __device__ __forceinline__ explicit AttnTileScheduler(const mgpu_attention_fwd_args &a)
-    {
-        num_m_blocks = (a.seqlen_q + kBlockM - 1) / kBlockM;
-        heads_q = a.heads_q;
-        num_tiles = num_m_blocks * a.heads_q * a.batch;
-        reverse_m = a.causal != 0;
-    }
+    __device__ __forceinline__ explicit AttnTileScheduler(const mgpu_attention_fwd_args &args) : a(args) {}
 
+    __device__ __forceinline__ int num_m_blocks() const { return (a.seqlen_q + kBlockM - 1) / kBlockM; }
     __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
     __device__ __forceinline__ int next(int tile) const { return tile + static_cast<int>(gridDim.x); }
-    __device__ __forceinline__ bool valid(int tile) const { return tile < num_tiles; }
+    __device__ __forceinline__ bool valid(int tile) const { return tile < num_m_blocks() * a.heads_q * a.batch; }
 
     __device__ __forceinline__ AttnTileCoord decode(int tile) const
     {
         AttnTileCoord c;
-        const int m = tile % num_m_blocks;
-        const int rest = tile / num_m_blocks;
-        c.m_block = reverse_m ? num_m_blocks - 1 - m : m;
-        c.head_q = rest % heads_q;
-        c.batch = rest / heads_q;
+        const int m_blocks = num_m_blocks();
+        const int m = tile % m_blocks;
+        const int rest = tile / m_blocks;
+        c.m_block = a.causal ? m_blocks - 1 - m : m;
+        c.head_q = rest % a.heads_q;
+        c.batch = rest / a.heads_q;
         return c;
     }
 };
