@@ -36,7 +36,14 @@ void mgpu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     X(cuKernelGetFunction)                                                                             \
     X(cuKernelSetAttribute)                                                                            \
     X(cuLaunchKernelEx)                                                                                \
-    X(cuTensorMapEncodeTiled)
+    X(cuTensorMapEncodeTiled)                                                                          \
+    X(cuMemAlloc)                                                                                      \
+    X(cuMemFree)                                                                                       \
+    X(cuMemAllocAsync)                                                                                 \
+    X(cuMemFreeAsync)                                                                                  \
+    X(cuMemsetD32Async)                                                                                \
+    X(cuMemcpyDtoHAsync)                                                                               \
+    X(cuStreamSynchronize)
 
 struct mgpu_driver {
 #define MGPU_DRIVER_MEMBER(name) __typeof__(name) *name;
