@@ -20,6 +20,7 @@ run() { # name, command...
 }
 
 [ "${SKIP_TESTS:-0}" = 1 ] || run gemm_gpu $B/tests/test_gemm_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run threads_gpu $B/tests/test_threads_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do
