@@ -65,12 +65,16 @@
  * kBlockM / kBlockN per head dim: AttnFwdTile<head_dim> in
  * kernels/hopper/attention_fwd_tile_size.cuh (also listed in the variant table).
  *
- * Launch (plain grid, one CTA per 128-row query tile of one head of one sequence):
- *   grid  = {ceil(seqlen_q / kBlockM), heads_q, batch}   (seqlen_q: max for varlen)
- *   block = {384, 1, 1}  (1 producer + 2 consumer warpgroups), no cluster
- *   dynamic shared memory = Config::kSmemBytes (needs cuFuncSetAttribute
+ * Launch. Work tiles: tiles = ceil(seqlen_q / kBlockM) * heads_q * batch
+ * (seqlen_q: the maximum for varlen). The kernel is persistent-capable: CTA c
+ * processes tiles c, c + gridDim.x, ... in the order of
+ * kernels/hopper/attention_fwd_tile_scheduler.cuh, so any grid.x >= 1 is
+ * correct. Use
+ *   grid  = {tiles, 1, 1}   (one tile per CTA; measured fastest, see the
+ *                            scheduler file; tiles < 2^31)
+ *   block = {384, 1, 1}     (1 producer + 2 consumer warpgroups), no cluster
+ *   dynamic shared memory = AttnFwdConfig<T, D>::kSmemBytes (set
  *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once per function).
- *   grid.y <= 65535 and grid.z <= 65535 (heads_q, batch).
  *
  * Validation the runtime must do (the kernel trusts these):
  *   - head_dim equals the variant's; heads_q % heads_kv == 0, group_size = heads_q / heads_kv

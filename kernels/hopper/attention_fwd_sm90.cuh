@@ -1,9 +1,10 @@
 /*
  * Hopper (sm_90a) flash-attention forward: the kernel shell.
  *
- * Schedule (FlashAttention-3 style). Persistent: each CTA walks work tiles
- * (one 128-row query block of one head of one sequence) given by
- * attention_fwd_tile_scheduler.cuh; 384 threads = 3 warpgroups:
+ * Schedule (FlashAttention-3 style). Each CTA walks work tiles (one 128-row
+ * query block of one head of one sequence) given by
+ * attention_fwd_tile_scheduler.cuh (persistent-capable; launched with one tile
+ * per CTA, see there why); 384 threads = 3 warpgroups:
  *
  *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
  *     issues TMA loads, per tile: Q (waits q_empty, arms q_full), then for
@@ -31,9 +32,8 @@
  *
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
- * are masked in registers. Grid: min(tiles, SMs) CTAs; tile order puts the
- * heavy causal tiles of each head first. Contract with the runtime:
- * common/attention_abi.h.
+ * are masked in registers. Tile order puts the heavy causal tiles of each
+ * head first. Contract with the runtime: common/attention_abi.h.
  *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
@@ -95,9 +95,9 @@ struct AttnFwdConfig {
     static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes;
     static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
-    static_assert(kKVBlockBytes % kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
+    static_assert(kKVBlockBytes % attn::kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
 
-    struct alignas(kSwizzleAtomBytes) SharedStorage {
+    struct alignas(attn::kSwizzleAtomBytes) SharedStorage {
         uint8_t q[kQTileBytes]; /* Q tile; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
@@ -109,7 +109,7 @@ struct AttnFwdConfig {
         uint64_t v_empty[kStages];
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
-    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + attn::kSwizzleAtomBytes;
     static_assert(kSmemBytes <= 227 * 1024, "fits a Hopper CTA");
 };
 
@@ -217,7 +217,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     using Smem = typename Cfg::SharedStorage;
     extern __shared__ uint8_t attn_smem_raw[];
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
-    Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
+    Smem &smem = *reinterpret_cast<Smem *>((base + attn::kSwizzleAtomBytes - 1) & ~uintptr_t(attn::kSwizzleAtomBytes - 1));
 
     const AttnTileScheduler<Cfg::kBlockM> scheduler(p.args);
     if (threadIdx.x == 0) {

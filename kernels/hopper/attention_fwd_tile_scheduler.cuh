@@ -1,10 +1,17 @@
 /*
  * Persistent tile scheduler of the Hopper attention forward.
  *
- * A work tile is one 128-row query block of one (batch, head). The grid is
- * min(tiles, SMs) CTAs; CTA c takes tiles c, c + gridDim.x, c + 2 gridDim.x, ...
- * (static round-robin: producer and consumers walk the same sequence without
- * talking to each other).
+ * A work tile is one 128-row query block of one (batch, head). CTA c takes
+ * tiles c, c + gridDim.x, c + 2 gridDim.x, ... (static round-robin: producer
+ * and consumers walk the same sequence without talking to each other), so
+ * the kernel is correct for any grid size.
+ *
+ * Measured on H100 (bf16, d128): a persistent grid of min(tiles, SMs) CTAs
+ * with this static assignment is no faster non-causal and slower causal
+ * (B=1, S=16384: 453 vs 687 TFLOP/s) than one tile per CTA, where the
+ * hardware hands tiles to SMs as they free up (greedy, heavy tiles first by
+ * this order). So the runtime launches grid = tiles; a dynamic scheduler
+ * (an atomic tile counter) is what would make the persistent grid pay.
  *
  * Linear order: query block fastest, then head, then batch. Consecutive tiles
  * share a head, so the CTAs running at one moment read the K/V of only a few
