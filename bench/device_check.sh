@@ -20,11 +20,17 @@ run() { # name, command...
 }
 
 [ "${SKIP_TESTS:-0}" = 1 ] || run gemm_gpu $B/tests/test_gemm_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run gather_gpu $B/tests/test_gather_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run attention_gpu $B/tests/test_attention_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run threads_gpu $B/tests/test_threads_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do
         run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gemm_gpu
+    done
+    run sanitizer_memcheck_gather env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_gather_gpu
+    for tool in memcheck racecheck; do
+        run "sanitizer_${tool}_attention" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_attention_gpu
     done
     # cuBLAS's own split-K kernels report races of their own; count only ours.
     summary+=("$(printf '%-28s %s' "hazards in mgpu_ kernels" "$(grep -cE '(Race|Error).*mgpu_' "$OUT"/sanitizer_*.log | paste -sd' ')")")
@@ -38,6 +44,8 @@ for cubin in $B/*.cubin; do
         "$(grep -cE '\b(LDL|STL)\b' "$OUT/sass_$g.txt")")")
 done
 [ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/bench/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run gather_bench python3 bench/gather_bench.py --lib $B/libmgpukernels.so --json "$OUT/gather_bench.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run attention_bench python3 bench/attention_bench.py --lib $B/libmgpukernels.so --json "$OUT/attention_bench.json"
 echo
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
 grep -hE "FAILED|failed:|ERROR SUMMARY" "$OUT"/*.log | head -20

@@ -22,15 +22,18 @@
 #include "mgpukernels.h"
 
 struct shape {
-    int64_t m, n, k;
+    int64_t m, n, k, batch; /* batch 0 means 1 (a plain mgpu_gemm call) */
 };
 
 static const struct shape full_shapes[] = {
-    {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 4096}, {8192, 6144, 4096}, {8192, 14336, 4096},
-    {8192, 4096, 14336}, {64, 4096, 4096}, {128, 4096, 4096}, {64, 8192, 8192}, {128, 8192, 8192},
-    {4000, 4000, 4000}, {8191, 8191, 8191},
+    {4096, 4096, 4096, 0}, {8192, 8192, 8192, 0}, {8192, 4096, 4096, 0}, {8192, 6144, 4096, 0},
+    {8192, 14336, 4096, 0}, {8192, 4096, 14336, 0}, {64, 4096, 4096, 0}, {128, 4096, 4096, 0},
+    {64, 8192, 8192, 0}, {128, 8192, 8192, 0}, {4000, 4000, 4000, 0}, {8191, 8191, 8191, 0},
+    {1024, 1024, 1024, 32},
 };
-static const struct shape quick_shapes[] = {{4096, 4096, 4096}, {128, 4096, 4096}, {4000, 4000, 4000}};
+static const struct shape quick_shapes[] = {
+    {4096, 4096, 4096, 0}, {128, 4096, 4096, 0}, {4000, 4000, 4000, 0}, {8191, 8191, 8191, 0},
+};
 
 #define MAX_ROTATE 16
 
@@ -50,6 +53,31 @@ static void *dalloc(size_t bytes)
     return p;
 }
 
+/* One call of each library: mgpu_gemm / cublasGemmEx, or their strided-batched forms. */
+static mgpu_status run_mgpu(mgpu_handle *h, struct shape s, mgpu_dtype t, mgpu_operation ta, mgpu_operation tb,
+                            const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (s.batch > 1)
+        return mgpu_gemm_strided_batched(h, ta, tb, s.m, s.n, s.k, &one, A, t, lda, s.m * s.k, B, t, ldb,
+                                         s.k * s.n, &zero, C, t, ldc, s.m * s.n, s.batch);
+    return mgpu_gemm(h, ta, tb, s.m, s.n, s.k, &one, A, t, lda, B, t, ldb, &zero, C, t, ldc);
+}
+
+static void run_cublas(cublasHandle_t cb, struct shape s, cudaDataType ct, cublasOperation_t ta,
+                       cublasOperation_t tb, const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
+                       int64_t ldc)
+{
+    const float one = 1.0f, zero = 0.0f;
+    if (s.batch > 1)
+        cublasGemmStridedBatchedEx(cb, ta, tb, (int)s.m, (int)s.n, (int)s.k, &one, A, ct, (int)lda, s.m * s.k, B,
+                                   ct, (int)ldb, s.k * s.n, &zero, C, ct, (int)ldc, s.m * s.n, (int)s.batch,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    else
+        cublasGemmEx(cb, ta, tb, (int)s.m, (int)s.n, (int)s.k, &one, A, ct, (int)lda, B, ct, (int)ldb, &zero, C,
+                     ct, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 struct timing {
     double mgpu_ms, cublas_ms, rel_err;
     int ok;
@@ -60,8 +88,9 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
 {
     struct timing res = {0, 0, 0, 1};
     const int64_t lda = ta == MGPU_OP_N ? s.m : s.k, ldb = tb == MGPU_OP_N ? s.k : s.n, ldc = s.m;
-    const size_t a_bytes = (size_t)(s.m * s.k) * 2, b_bytes = (size_t)(s.k * s.n) * 2;
-    const size_t c_bytes = (size_t)(s.m * s.n) * 2;
+    const int64_t batch = s.batch > 1 ? s.batch : 1;
+    const size_t a_bytes = (size_t)(s.m * s.k * batch) * 2, b_bytes = (size_t)(s.k * s.n * batch) * 2;
+    const size_t c_bytes = (size_t)(s.m * s.n * batch) * 2;
     size_t set = a_bytes + b_bytes + c_bytes;
     int copies = (int)((3 * l2_bytes + set - 1) / set);
     if (copies < 1)
@@ -77,25 +106,23 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
         fill_normal(B[i], t, b_bytes / 2, 101 + 3 * (uint64_t)i, 1.0f);
     }
     void *C_ref = dalloc(c_bytes);
-    const float one = 1.0f, zero = 0.0f;
     const cudaDataType ct = t == MGPU_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     const cublasOperation_t cta = ta == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
     const cublasOperation_t ctb = tb == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
 
     /* check first */
     poison(C[0], c_bytes);
-    mgpu_status st = mgpu_gemm(h, ta, tb, s.m, s.n, s.k, &one, A[0], t, lda, B[0], t, ldb, &zero, C[0], t, ldc);
+    mgpu_status st = run_mgpu(h, s, t, ta, tb, A[0], lda, B[0], ldb, C[0], ldc);
     if (st != MGPU_STATUS_SUCCESS) {
         fprintf(stderr, "mgpu-bench: mgpu_gemm: %s: %s\n", mgpu_status_string(st), mgpu_last_error_message());
         res.ok = 0;
     }
-    cublasGemmEx(cb, cta, ctb, (int)s.m, (int)s.n, (int)s.k, &one, A[0], ct, (int)lda, B[0], ct, (int)ldb, &zero,
-                 C_ref, ct, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    run_cublas(cb, s, ct, cta, ctb, A[0], lda, B[0], ldb, C_ref, ldc);
     if (cudaDeviceSynchronize() != cudaSuccess) {
         fprintf(stderr, "mgpu-bench: a kernel failed\n");
         exit(1);
     }
-    struct compare_result cr = compare_matrices(C[0], C_ref, t, s.m, s.n, ldc, 0, 1);
+    struct compare_result cr = compare_matrices(C[0], C_ref, t, s.m, s.n, ldc, s.m * s.n, batch);
     res.rel_err = cr.rel_err;
     if (cr.nan_count || cr.rel_err > 1e-2)
         res.ok = 0;
@@ -108,14 +135,13 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
     for (int r = -warmup; r < reps; r++) {
         int i = (r + warmup) % copies;
         cudaEventRecord(e0, 0);
-        mgpu_gemm(h, ta, tb, s.m, s.n, s.k, &one, A[i], t, lda, B[i], t, ldb, &zero, C[i], t, ldc);
+        run_mgpu(h, s, t, ta, tb, A[i], lda, B[i], ldb, C[i], ldc);
         cudaEventRecord(e1, 0);
         cudaEventSynchronize(e1);
         if (r >= 0)
             cudaEventElapsedTime(&tm[r], e0, e1);
         cudaEventRecord(e0, 0);
-        cublasGemmEx(cb, cta, ctb, (int)s.m, (int)s.n, (int)s.k, &one, A[i], ct, (int)lda, B[i], ct, (int)ldb,
-                     &zero, C[i], ct, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        run_cublas(cb, s, ct, cta, ctb, A[i], lda, B[i], ldb, C[i], ldc);
         cudaEventRecord(e1, 0);
         cudaEventSynchronize(e1);
         if (r >= 0)
@@ -201,10 +227,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_shapes; i++) {
             struct shape s = shapes[i];
             struct timing r = run_shape(h, cb, s, dtypes[d], ta, tb, reps, (size_t)prop.l2CacheSize);
-            double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k;
+            double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k * (double)(s.batch > 1 ? s.batch : 1);
             double ratio = r.cublas_ms / r.mgpu_ms;
             char dims[40];
-            snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+            if (s.batch > 1)
+                snprintf(dims, sizeof dims, "%lldx(%lldx%lldx%lld)", (long long)s.batch, (long long)s.m,
+                         (long long)s.n, (long long)s.k);
+            else
+                snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
             const char *dn = dtypes[d] == MGPU_DTYPE_BF16 ? "bf16" : "f16";
             printf("%-22s %-5s %10.3f %9.1f %10.3f %9.1f %6.3fx %9.2e %s\n", dims, dn, r.mgpu_ms,
                    flop / r.mgpu_ms / 1e9, r.cublas_ms, flop / r.cublas_ms / 1e9, ratio, r.rel_err,
@@ -214,9 +244,9 @@ int main(int argc, char **argv)
             log_ratio_sum += log(ratio);
             ratio_count++;
             if (jf) {
-                fprintf(jf, "%s  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"dtype\": \"%s\", \"mgpu_ms\": %.5f, "
+                fprintf(jf, "%s  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, \"dtype\": \"%s\", \"mgpu_ms\": %.5f, "
                             "\"cublas_ms\": %.5f, \"ratio\": %.4f, \"rel_err\": %.3e, \"ok\": %s}",
-                        first ? "" : ",\n", (long long)s.m, (long long)s.n, (long long)s.k, dn, r.mgpu_ms,
+                        first ? "" : ",\n", (long long)s.m, (long long)s.n, (long long)s.k, (long long)(s.batch > 1 ? s.batch : 1), dn, r.mgpu_ms,
                         r.cublas_ms, ratio, r.rel_err, r.ok ? "true" : "false");
                 first = 0;
             }

@@ -17,6 +17,8 @@
  */
 #include "variants.h"
 
+#include "../kernels/common/gather_abi.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +120,25 @@ static int group_index(const char *groups[], int n, const char *g)
 
 static const char *cuda_type(enum gen_dtype d)
 {
-    return d == GEN_F16 ? "__half" : "__nv_bfloat16";
+    return d == GEN_F16 ? "__half" : d == GEN_F32 ? "float" : "__nv_bfloat16";
+}
+
+static const char *index_ctype(enum gen_index i)
+{
+    return i == GEN_I64 ? "int64_t" : "int32_t";
+}
+
+/* The body each gather / scatter kind calls in kernels/common/gather_portable.cuh. */
+static const char *gather_body(enum gen_kind k)
+{
+    switch (k) {
+    case GEN_GATHER_NARROW: return "gather_narrow";
+    case GEN_GATHER_WIDE: return "gather_wide";
+    case GEN_GATHER_UNALIGNED: return "gather_unaligned";
+    case GEN_SCATTER_ADD: return "scatter_add";
+    case GEN_SCATTER_ADD_SORTED: return "scatter_add_sorted";
+    default: return "?";
+    }
 }
 
 static const char *kernel_header(enum gen_kind k)
@@ -127,6 +147,16 @@ static const char *kernel_header(enum gen_kind k)
     case GEN_GEMM_SM90_TMA: return "hopper/gemm_sm90.cuh";
     case GEN_GEMM_SM100_TMA: return "blackwell/gemm_sm100.cuh";
     case GEN_GEMM_PORTABLE: return "common/gemm_portable.cuh";
+    case GEN_GATHER_NARROW:
+    case GEN_GATHER_WIDE:
+    case GEN_GATHER_UNALIGNED:
+    case GEN_SCATTER_ADD:
+    case GEN_SCATTER_ADD_SORTED: return "common/gather_portable.cuh";
+    case GEN_GATHER4: return "blackwell/gather_sm100.cuh";
+    case GEN_GEMM_SM90_PERSISTENT: return "hopper/gemm_sm90_persistent.cuh";
+    case GEN_GEMM_SPLITK_REDUCE: return "common/gemm_splitk_reduce.cuh";
+    case GEN_GEMM_PACK: return "common/gemm_pack.cuh";
+    case GEN_ATTENTION_FWD_SM90: return "hopper/attention_fwd_sm90.cuh";
     }
     return "?";
 }
@@ -163,6 +193,80 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
                 "%s(const __grid_constant__ mgpu_gemm_args args)\n"
                 "{\n    mgpu::gemm_portable<Config%d>(args);\n}\n",
                 index, v->tile_m, v->tile_n, v->tile_k, index, v->threads, name, v->threads, name, index);
+        return;
+    case GEN_GATHER_NARROW:
+    case GEN_GATHER_WIDE:
+    case GEN_GATHER_UNALIGNED:
+    case GEN_SCATTER_ADD:
+    case GEN_SCATTER_ADD_SORTED: {
+        char targs[64];
+        if (v->kind == GEN_SCATTER_ADD || v->kind == GEN_SCATTER_ADD_SORTED)
+            snprintf(targs, sizeof targs, "%s, %s", index_ctype(v->index_type), cuda_type(v->dtype));
+        else
+            snprintf(targs, sizeof targs, "%s", index_ctype(v->index_type));
+        fprintf(f,
+                "\nstatic_assert(MGPU_GATHER_THREADS == %d, \"%s: threads differ from gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                "%s(const __grid_constant__ mgpu_gather_args args)\n"
+                "{\n    mgpu::portable::%s<%s>(args);\n}\n",
+                v->threads, name, v->threads, name, gather_body(v->kind), targs);
+        return;
+    }
+    case GEN_GATHER4:
+        fprintf(f,
+                "\nstatic_assert(MGPU_GATHER4_THREADS == %d, \"%s: threads differ from gen/variants.c\");\n"
+                "static_assert(MGPU_GATHER4_DYNAMIC_SMEM_BYTES == %d, \"%s: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                "%s(const __grid_constant__ mgpu_gather4_args args)\n"
+                "{\n    mgpu::sm100::gather4<%s>(args);\n}\n",
+                v->threads, name, gen_smem_bytes(v), name, v->threads, name, index_ctype(v->index_type));
+        return;
+    case GEN_GEMM_SM90_PERSISTENT:
+        fprintf(f, "\nusing Config%d = mgpu::sm90::PersistentGemmConfig<%s, %s, %s, %d, %d, %d, %d>;\n", index,
+                cuda_type(v->dtype), v->a_kmajor ? "true" : "false", v->b_kmajor ? "true" : "false", v->tile_m,
+                v->tile_n, v->stages, v->cluster_n);
+        fprintf(f, "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n",
+                index, v->threads, name);
+        fprintf(f,
+                "static_assert(Config%d::kSmemBytes <= %d, \"%s: shared memory exceeds gen/variants.c\");\n",
+                index, gen_smem_bytes(v), name);
+        fprintf(f,
+                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
+                "%s(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
+                "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm90::gemm_persistent<Config%d>(&tma_a, &tma_b, &tma_c, args);\n}\n",
+                v->threads, name, index);
+        return;
+    case GEN_GEMM_SPLITK_REDUCE:
+        fprintf(f,
+                "\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
+                "%s(const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::gemm_splitk_reduce<%d>(args);\n}\n",
+                v->threads, name, v->threads);
+        return;
+    case GEN_GEMM_PACK:
+        fprintf(f,
+                "\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
+                "%s(const __grid_constant__ mgpu_gemm_pack_args args)\n"
+                "{\n    mgpu::gemm_pack<%d>(args);\n}\n",
+                v->threads, name, v->threads);
+        return;
+    case GEN_ATTENTION_FWD_SM90:
+        fprintf(f, "\nusing Config%d = mgpu::sm90::AttnFwdConfig<%s, %d>;\n", index, cuda_type(v->dtype), v->tile_k);
+        fprintf(f,
+                "static_assert(Config%d::kThreads == %d && %d == MGPU_ATTENTION_FWD_THREADS, \"%s: threads differ "
+                "from gen/variants.c\");\n"
+                "static_assert(Config%d::kBlockM == %d && %d == MGPU_ATTENTION_FWD_BLOCK_M && Config%d::kBlockN == %d "
+                "&& Config%d::kStages == %d, \"%s: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config%d::kSmemBytes == %d, \"%s: shared memory differs from gen/variants.c\");\n",
+                index, v->threads, v->threads, name, index, v->tile_m, v->tile_m, index, v->tile_n, index,
+                v->stages, name, index, gen_smem_bytes(v), name);
+        fprintf(f,
+                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
+                "%s(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd<Config%d>(p);\n}\n",
+                v->threads, name, index);
         return;
     }
 }
@@ -204,6 +308,16 @@ static const char *kind_enum(enum gen_kind k)
     case GEN_GEMM_SM90_TMA: return "MGPU_KIND_GEMM_SM90_TMA";
     case GEN_GEMM_SM100_TMA: return "MGPU_KIND_GEMM_SM100_TMA";
     case GEN_GEMM_PORTABLE: return "MGPU_KIND_GEMM_PORTABLE";
+    case GEN_GATHER_NARROW: return "MGPU_KIND_GATHER_NARROW";
+    case GEN_GATHER_WIDE: return "MGPU_KIND_GATHER_WIDE";
+    case GEN_GATHER_UNALIGNED: return "MGPU_KIND_GATHER_UNALIGNED";
+    case GEN_SCATTER_ADD: return "MGPU_KIND_SCATTER_ADD";
+    case GEN_SCATTER_ADD_SORTED: return "MGPU_KIND_SCATTER_ADD_SORTED";
+    case GEN_GATHER4: return "MGPU_KIND_GATHER4";
+    case GEN_GEMM_SM90_PERSISTENT: return "MGPU_KIND_GEMM_SM90_PERSISTENT";
+    case GEN_GEMM_SPLITK_REDUCE: return "MGPU_KIND_GEMM_SPLITK_REDUCE";
+    case GEN_GEMM_PACK: return "MGPU_KIND_GEMM_PACK";
+    case GEN_ATTENTION_FWD_SM90: return "MGPU_KIND_ATTENTION_FWD_SM90";
     }
     return "?";
 }
@@ -212,6 +326,12 @@ static const char *kind_enum(enum gen_kind k)
 static int dtype_value(enum gen_dtype d)
 {
     return d == GEN_ANY_DTYPE ? -1 : (int)d;
+}
+
+/* gen_index as the ABI's mgpu_abi_index_type; no index becomes -1. */
+static int index_value(enum gen_index i)
+{
+    return i == GEN_I32 ? MGPU_ABI_INDEX_I32 : i == GEN_I64 ? MGPU_ABI_INDEX_I64 : -1;
 }
 
 static void emit_registry(const char *outdir, const char *groups[], int n_groups)
@@ -229,11 +349,13 @@ static void emit_registry(const char *outdir, const char *groups[], int n_groups
         fprintf(f,
                 "    {.name = \"%s\", .kind = %s, .cc_major = %d, .cc_minor = %d, .image = %d,\n"
                 "     .threads = %d, .smem_bytes = %d, .dtype = %d, .a_kmajor = %d, .b_kmajor = %d,\n"
-                "     .tile_m = %d, .tile_n = %d, .tile_k = %d, .stages = %d},\n",
+                "     .tile_m = %d, .tile_n = %d, .tile_k = %d, .stages = %d, .index_type = %d,\n"
+                "     .band = %d, .cluster_m = %d, .cluster_n = %d},\n",
                 name, kind_enum(v->kind), gen_archs[v->arch].cc_major, gen_archs[v->arch].cc_minor,
                 group_index(groups, n_groups, gen_group_name(v)), v->threads, gen_smem_bytes(v),
                 dtype_value(v->dtype), v->a_kmajor, v->b_kmajor, v->tile_m, v->tile_n, v->tile_k,
-                v->stages);
+                v->stages, index_value(v->index_type), v->band, v->cluster_m ? v->cluster_m : 1,
+                v->cluster_n ? v->cluster_n : 1);
         count++;
     }
     if (count == 0)
@@ -248,17 +370,28 @@ static void emit_variants_doc(const char *outdir)
     fputs("# Kernel variants\n\n"
           "Generated by `mgpu-gen` from `gen/variants.c`; a test checks that this copy is current.\n"
           "Layout letters are cuBLAS's `transa`/`transb` (column-major): `tn` means A transposed\n"
-          "(K-major), B not (K-major). `any` means the kernel takes it at run time.\n\n"
-          "| entry | arch | group | dtype | tile (m×n×k) | stages | threads | dynamic smem |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+          "(K-major), B not (K-major). `any` means the kernel takes it at run time (gathers\n"
+          "move bytes, so they take every element size). `index` is the gather / scatter index type.\n\n"
+          "| entry | arch | group | dtype | index | tile (m×n×k) | stages | threads | dynamic smem |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
           f);
     for (int i = 0; i < gen_variant_count; i++) {
         const struct gen_variant *v = &gen_variants[i];
         char name[NAME_SIZE];
         gen_entry_name(v, name, sizeof name);
-        fprintf(f, "| `%s` | %s | %s | %s | %d×%d×%d | %d | %d | %d |\n", name, gen_archs[v->arch].name,
-                gen_group_name(v), v->dtype == GEN_F16 ? "f16" : v->dtype == GEN_BF16 ? "bf16" : "any",
-                v->tile_m, v->tile_n, v->tile_k, v->stages, v->threads, gen_smem_bytes(v));
+        char tile[48] = "—", stages[16] = "—";
+        if (v->index_type == GEN_NO_INDEX) {
+            snprintf(tile, sizeof tile, "%d×%d×%d", v->tile_m, v->tile_n, v->tile_k);
+            snprintf(stages, sizeof stages, "%d", v->stages);
+        }
+        fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %d | %d |\n", name, gen_archs[v->arch].name,
+                gen_group_name(v),
+                v->dtype == GEN_F16    ? "f16"
+                : v->dtype == GEN_BF16 ? "bf16"
+                : v->dtype == GEN_F32  ? "f32"
+                                       : "any",
+                v->index_type == GEN_I32 ? "i32" : v->index_type == GEN_I64 ? "i64" : "—", tile, stages,
+                v->threads, gen_smem_bytes(v));
     }
     close_out(f);
 }

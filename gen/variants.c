@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "../kernels/common/gather_abi.h"
+
 const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     [GEN_SM90A] = {"sm90a", 9, 0},
     [GEN_SM100A] = {"sm100a", 10, 0},
@@ -18,18 +20,69 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM90_GEMM(dt, layout) {GEN_GEMM_SM90_TMA, GEN_SM90A, dt, layout, 128, 128, 64, 4, 384}
-#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128}
-#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256}
+#define SM90_GEMM(dt, layout) {GEN_GEMM_SM90_TMA, GEN_SM90A, dt, layout, 128, 128, 64, 4, 384, GEN_NO_INDEX, 0, 0, 0}
+#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, 0}
+#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, 0}
+
+/* Persistent sm90 GEMM: tile_m x 128 tiles (tile_m is the wgmma N, 64..256), 384
+ * threads, `st` stages, grouped tile order with bands of `bd` tile rows, clusters
+ * of `cn` CTAs along N sharing (multicasting) the A tile. The split-K
+ * reduction and the operand pack are helpers of the same launch path. */
+#define SM90_WS_GEMM(dt, tm, st, bd, cn, ...) \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, bd, 1, cn}
+#define SM90_WS_FAMILY(dt, ...) \
+    SM90_WS_GEMM(dt, 256, 4, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 256, 4, 8, 2, __VA_ARGS__), \
+        SM90_WS_GEMM(dt, 128, 6, 8, 1, __VA_ARGS__)
+/* Helpers' "tile" is the elements one thread handles: 4 fp32 rows (a float4) of
+ * partials, 8 16-bit elements (16 bytes) of a packed column. */
+#define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0}
+
+/* Gather and scatter-add: the kernels move bytes, so gathers take any dtype;
+ * scatter-add is compiled per element type. Every kind comes with int32 and
+ * int64 indices. The portable bodies are built for both architectures. */
+#define GATHER_ROW(k, target, dt, idx, nthreads) \
+    {.kind = k, .arch = target, .dtype = dt, .a_kmajor = -1, .b_kmajor = -1, .threads = nthreads, .index_type = idx}
+#define BOTH_INDEX(k, target, dt, nthreads) \
+    GATHER_ROW(k, target, dt, GEN_I32, nthreads), GATHER_ROW(k, target, dt, GEN_I64, nthreads)
+#define SCATTER_ROWS(k, target)                                                                   \
+    BOTH_INDEX(k, target, GEN_F32, MGPU_GATHER_THREADS), BOTH_INDEX(k, target, GEN_BF16, MGPU_GATHER_THREADS), \
+        BOTH_INDEX(k, target, GEN_F16, MGPU_GATHER_THREADS)
+#define PORTABLE_GATHER_FAMILY(target)                                                            \
+    BOTH_INDEX(GEN_GATHER_NARROW, target, GEN_ANY_DTYPE, MGPU_GATHER_THREADS),                    \
+        BOTH_INDEX(GEN_GATHER_WIDE, target, GEN_ANY_DTYPE, MGPU_GATHER_THREADS),                  \
+        BOTH_INDEX(GEN_GATHER_UNALIGNED, target, GEN_ANY_DTYPE, MGPU_GATHER_THREADS),             \
+        SCATTER_ROWS(GEN_SCATTER_ADD, target), SCATTER_ROWS(GEN_SCATTER_ADD_SORTED, target)
+
+/* Hopper attention forward: 128 query rows x tile_n keys per block, tile_k =
+ * head dim, 2 stages of K and V, 1 producer + 2 consumer warpgroups. The key
+ * block shrinks as the head dim grows (kernels/hopper/attention_fwd_tile_size.cuh
+ * says why); the generated unit checks every number against the kernel. */
+#define SM90_ATTENTION_FWD(dt, head_dim, block_n)                                                                \
+    {.kind = GEN_ATTENTION_FWD_SM90, .arch = GEN_SM90A, .dtype = dt, .a_kmajor = -1, .b_kmajor = -1,          \
+     .tile_m = 128, .tile_n = block_n, .tile_k = head_dim, .stages = 2, .threads = 384, .index_type = GEN_NO_INDEX}
+#define SM90_ATTENTION_FWD_FAMILY(dt)                                                                            \
+    SM90_ATTENTION_FWD(dt, 64, 128), SM90_ATTENTION_FWD(dt, 96, 128), SM90_ATTENTION_FWD(dt, 128, 128),         \
+        SM90_ATTENTION_FWD(dt, 192, 112), SM90_ATTENTION_FWD(dt, 256, 80)
 
 const struct gen_variant gen_variants[] = {
     SM90_GEMM(GEN_F16, TN), SM90_GEMM(GEN_F16, NN), SM90_GEMM(GEN_F16, TT), SM90_GEMM(GEN_F16, NT),
     SM90_GEMM(GEN_BF16, TN), SM90_GEMM(GEN_BF16, NN), SM90_GEMM(GEN_BF16, TT), SM90_GEMM(GEN_BF16, NT),
     PORTABLE_GEMM(GEN_SM90A),
+    SM90_WS_FAMILY(GEN_F16, TN), SM90_WS_FAMILY(GEN_F16, NN), SM90_WS_FAMILY(GEN_F16, TT), SM90_WS_FAMILY(GEN_F16, NT),
+    SM90_WS_FAMILY(GEN_BF16, TN), SM90_WS_FAMILY(GEN_BF16, NN), SM90_WS_FAMILY(GEN_BF16, TT),
+    SM90_WS_FAMILY(GEN_BF16, NT),
+    GEMM_HELPER(GEN_GEMM_SPLITK_REDUCE, GEN_SM90A, 4), GEMM_HELPER(GEN_GEMM_PACK, GEN_SM90A, 8),
 
     SM100_GEMM(GEN_F16, TN), SM100_GEMM(GEN_F16, NN), SM100_GEMM(GEN_F16, TT), SM100_GEMM(GEN_F16, NT),
     SM100_GEMM(GEN_BF16, TN), SM100_GEMM(GEN_BF16, NN), SM100_GEMM(GEN_BF16, TT), SM100_GEMM(GEN_BF16, NT),
     PORTABLE_GEMM(GEN_SM100A),
+
+    PORTABLE_GATHER_FAMILY(GEN_SM90A),
+
+    SM90_ATTENTION_FWD_FAMILY(GEN_BF16), SM90_ATTENTION_FWD_FAMILY(GEN_F16),
+
+    BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
+    PORTABLE_GATHER_FAMILY(GEN_SM100A),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);
@@ -40,13 +93,33 @@ const char *gen_group_name(const struct gen_variant *v)
     case GEN_GEMM_SM90_TMA: return "gemm_sm90";
     case GEN_GEMM_SM100_TMA: return "gemm_sm100";
     case GEN_GEMM_PORTABLE: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
+    case GEN_GEMM_SM90_PERSISTENT: return "gemm_sm90_ws";
+    case GEN_GEMM_SPLITK_REDUCE:
+    case GEN_GEMM_PACK: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
+    case GEN_GATHER_NARROW:
+    case GEN_GATHER_WIDE:
+    case GEN_GATHER_UNALIGNED:
+    case GEN_SCATTER_ADD:
+    case GEN_SCATTER_ADD_SORTED:
+    case GEN_GATHER4: return v->arch == GEN_SM90A ? "gather_sm90" : "gather_sm100";
+    case GEN_ATTENTION_FWD_SM90: return "attention_fwd_sm90";
     }
     return "?";
 }
 
 static const char *dtype_tag(enum gen_dtype d)
 {
-    return d == GEN_F16 ? "f16" : d == GEN_BF16 ? "bf16" : "any";
+    return d == GEN_F16 ? "f16" : d == GEN_BF16 ? "bf16" : d == GEN_F32 ? "f32" : "any";
+}
+
+static const char *arch_tag(enum gen_arch a)
+{
+    return a == GEN_SM90A ? "sm90" : "sm100";
+}
+
+static const char *index_tag(enum gen_index i)
+{
+    return i == GEN_I64 ? "i64" : "i32";
 }
 
 /* cuBLAS letters for the layout: "tn" means transa = T, transb = N. */
@@ -72,8 +145,50 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
         snprintf(buf, size, "mgpu_gemm_portable_%s_%dx%d", v->arch == GEN_SM90A ? "sm90" : "sm100",
                  v->tile_m, v->tile_n);
         return;
+    case GEN_GATHER_NARROW:
+    case GEN_GATHER_WIDE:
+    case GEN_GATHER_UNALIGNED:
+        snprintf(buf, size, "mgpu_gather_%s_%s_%s",
+                 v->kind == GEN_GATHER_NARROW ? "narrow" : v->kind == GEN_GATHER_WIDE ? "wide" : "unaligned",
+                 arch_tag(v->arch), index_tag(v->index_type));
+        return;
+    case GEN_SCATTER_ADD:
+    case GEN_SCATTER_ADD_SORTED:
+        snprintf(buf, size, "mgpu_scatter_add%s_%s_%s_%s", v->kind == GEN_SCATTER_ADD_SORTED ? "_sorted" : "",
+                 arch_tag(v->arch), dtype_tag(v->dtype), index_tag(v->index_type));
+        return;
+    case GEN_GATHER4:
+        snprintf(buf, size, "mgpu_gather4_%s_%s", arch_tag(v->arch), index_tag(v->index_type));
+        return;
+    case GEN_GEMM_SM90_PERSISTENT:
+        layout_tag(v, lt);
+        snprintf(buf, size, "mgpu_gemm_sm90_ws_%s_%s_%dx%dx%d_s%d_c%d", dtype_tag(v->dtype), lt, v->tile_m,
+                 v->tile_n, v->tile_k, v->stages, v->cluster_m * v->cluster_n);
+        return;
+    case GEN_GEMM_SPLITK_REDUCE:
+        snprintf(buf, size, "mgpu_gemm_splitk_reduce_%s", arch_tag(v->arch));
+        return;
+    case GEN_GEMM_PACK:
+        snprintf(buf, size, "mgpu_gemm_pack_%s", arch_tag(v->arch));
+        return;
+    case GEN_ATTENTION_FWD_SM90:
+        snprintf(buf, size, "mgpu_attention_fwd_sm90_%s_d%d", dtype_tag(v->dtype), v->tile_k);
+        return;
     }
     snprintf(buf, size, "?");
+}
+
+/* Attention forward: the Q tile and `stages` K and V tiles, the head dim
+ * padded to whole 128-byte swizzle rows, plus 1 KiB of barriers (padded to the
+ * swizzle alignment) and 1 KiB for aligning the base. */
+#define ATTN_SWIZZLE_ROW_ELEMS 64
+#define ATTN_SWIZZLE_ROW_BYTES 128
+#define ATTN_BARRIER_AND_ALIGN_BYTES 2048
+static int attention_smem_bytes(const struct gen_variant *v)
+{
+    const int rows = v->tile_m + 2 * v->stages * v->tile_n;
+    const int dim_rows = (v->tile_k + ATTN_SWIZZLE_ROW_ELEMS - 1) / ATTN_SWIZZLE_ROW_ELEMS;
+    return dim_rows * ATTN_SWIZZLE_ROW_BYTES * rows + ATTN_BARRIER_AND_ALIGN_BYTES;
 }
 
 /* Bytes of 16-bit A and B tiles for all stages, plus 1 KiB for rounding the
@@ -86,6 +201,21 @@ int gen_smem_bytes(const struct gen_variant *v)
     case GEN_GEMM_SM100_TMA:
         return v->stages * (v->tile_m + v->tile_n) * v->tile_k * 2 + 2048;
     case GEN_GEMM_PORTABLE:
+        return 0;
+    case GEN_GATHER_NARROW:
+    case GEN_GATHER_WIDE:
+    case GEN_GATHER_UNALIGNED:
+    case GEN_SCATTER_ADD:
+    case GEN_SCATTER_ADD_SORTED:
+        return 0;
+    case GEN_GATHER4:
+        return MGPU_GATHER4_DYNAMIC_SMEM_BYTES;
+    case GEN_ATTENTION_FWD_SM90:
+        return attention_smem_bytes(v);
+    case GEN_GEMM_SM90_PERSISTENT: /* plus two 8 KiB epilogue buffers per 64 columns (consumer) */
+        return v->stages * (v->tile_m + v->tile_n) * v->tile_k * 2 + (v->tile_n / 64) * 2 * 8192 + 2048;
+    case GEN_GEMM_SPLITK_REDUCE:
+    case GEN_GEMM_PACK:
         return 0;
     }
     return 0;

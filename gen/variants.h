@@ -21,9 +21,25 @@ enum gen_kind {
     GEN_GEMM_SM90_TMA,   /* kernels/hopper/gemm_sm90.cuh: TMA + wgmma, warp-specialized */
     GEN_GEMM_SM100_TMA,  /* kernels/blackwell/gemm_sm100.cuh: TMA + tcgen05 + TMEM */
     GEN_GEMM_PORTABLE,   /* kernels/common/gemm_portable.cuh: any alignment, any k */
+    /* kernels/common/gather_portable.cuh (built for each arch): */
+    GEN_GATHER_NARROW,      /* 16-byte aligned rows <= 512 B, several rows per warp */
+    GEN_GATHER_WIDE,        /* 16-byte aligned rows of any length, 4 KiB chunks per warp */
+    GEN_GATHER_UNALIGNED,   /* any alignment, one warp per row */
+    GEN_SCATTER_ADD,        /* atomic dst[index[i]] += src[i] */
+    GEN_SCATTER_ADD_SORTED, /* deterministic, for sorted indices */
+    GEN_GATHER4,            /* kernels/blackwell/gather_sm100.cuh: TMA tile::gather4 */
+    GEN_GEMM_SM90_PERSISTENT, /* kernels/hopper/gemm_sm90_persistent.cuh: persistent, TMA store, clusters */
+    GEN_GEMM_SPLITK_REDUCE,   /* kernels/common/gemm_splitk_reduce.cuh: sums split-K partials */
+    GEN_GEMM_PACK,            /* kernels/common/gemm_pack.cuh: copies an operand TMA cannot read */
+    /* kernels/hopper/attention_fwd_sm90.cuh: FA3-style forward; tile_m x tile_n is
+     * the query x key block, tile_k the head dim (the depth of Q K^T) */
+    GEN_ATTENTION_FWD_SM90,
 };
 
-enum gen_dtype { GEN_F16, GEN_BF16, GEN_ANY_DTYPE };
+enum gen_dtype { GEN_F16, GEN_BF16, GEN_F32, GEN_ANY_DTYPE };
+
+/* Index element type of gather / scatter variants; GEMM rows have none. */
+enum gen_index { GEN_NO_INDEX, GEN_I32, GEN_I64 };
 
 struct gen_variant {
     enum gen_kind kind;
@@ -33,6 +49,9 @@ struct gen_variant {
     int tile_m, tile_n, tile_k;
     int stages;
     int threads;
+    enum gen_index index_type; /* gather / scatter; GEN_NO_INDEX for GEMM */
+    int band;                  /* persistent GEMM: tile rows per band of the grouped tile order */
+    int cluster_m, cluster_n;  /* persistent GEMM: CTAs per cluster along M and N (0: no cluster) */
 };
 
 extern const struct gen_variant gen_variants[];

@@ -21,6 +21,14 @@
  *   operation          sm_90a (cc 9.0)              sm_100a (cc 10.0)
  *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same; not yet run on hardware
  *                       fp16/bf16/fp32 out
+ *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
+ *                       int32/int64 indices          16-byte aligned rows; gather4 not
+ *                                                    yet run on hardware
+ *   mgpu_scatter_add    fp32/bf16/fp16, atomic or    same kernels
+ *                       deterministic (sorted)
+ *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  none yet (ARCH_MISMATCH)
+ *                       128, 192, 256; causal,
+ *                       windows, soft-cap, GQA, varlen
  *
  * Other compute capabilities get MGPU_STATUS_ARCH_MISMATCH.
  */
@@ -70,7 +78,7 @@ typedef enum mgpu_status {
     MGPU_STATUS_OUT_OF_MEMORY = 13,     /* host or device allocation failed */
     MGPU_STATUS_LAUNCH_FAILED = 14,     /* the driver refused a kernel launch */
     MGPU_STATUS_NOT_SUPPORTED = 15,     /* valid arguments this build has no kernel for */
-    MGPU_STATUS_INDEX_OUT_OF_RANGE = 16,/* reserved for indexed operations */
+    MGPU_STATUS_INDEX_OUT_OF_RANGE = 16,/* an index was outside the table (mgpu_check_index_errors) */
     MGPU_STATUS_INTERNAL_ERROR = 17     /* a bug in the library; please report it */
 } mgpu_status;
 
@@ -167,6 +175,223 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
                                                const float *beta,
                                                void *C, mgpu_dtype c_type, int64_t ldc, int64_t stride_c,
                                                int64_t batch_count);
+
+/* ------------------------------------------------------- gather / scatter */
+
+/*
+ * Row gather and its inverse (see docs/gather.md):
+ *
+ *   mgpu_gather:       dst[i, :]         = src[index[i], :]     0 <= i < n_indices
+ *   mgpu_scatter_add:  dst[index[i], :] += src[i, :]            0 <= i < n_indices
+ *
+ * Matrices are row-major with an explicit distance in BYTES from one row to
+ * the next (the "row stride"), so a row may be a slice of a wider row. The
+ * indexed side is the "table" (src for gather, dst for scatter_add); its row
+ * count bounds the indices.
+ *
+ * Out-of-range indices (index < 0 or index >= table rows) never cause an
+ * out-of-bounds access: gather writes zeros to dst row i, scatter_add skips
+ * src row i, and both set a flag in a device word owned by the handle. The
+ * call itself still returns SUCCESS (it cannot know without waiting for the
+ * GPU); call mgpu_check_index_errors() to learn about it.
+ *
+ * Descriptors carry their own size in their first field so that later
+ * versions can add fields: start from the _INIT macro, then set the fields.
+ */
+
+typedef enum mgpu_index_type {
+    MGPU_INDEX_I32 = 0, /* int32_t indices */
+    MGPU_INDEX_I64 = 1  /* int64_t indices */
+} mgpu_index_type;
+
+typedef struct mgpu_gather_desc {
+    size_t struct_size;         /* sizeof(mgpu_gather_desc), set by MGPU_GATHER_DESC_INIT */
+    const void *src;            /* device: src_rows rows; may be NULL when src_rows == 0 */
+    int64_t src_rows;           /* rows of src; indices must lie in [0, src_rows) */
+    int64_t src_row_stride;     /* bytes from one src row to the next, >= row_elems * elem_size */
+    void *dst;                  /* device: n_indices rows */
+    int64_t dst_row_stride;     /* bytes from one dst row to the next, >= row_elems * elem_size */
+    const void *index;          /* device: n_indices indices of index_type */
+    mgpu_index_type index_type;
+    int64_t n_indices;          /* rows to gather (rows of dst) */
+    int64_t row_elems;          /* elements per row */
+    int elem_size;              /* bytes per element: 1, 2, 4 or 8 (the bytes are copied verbatim) */
+} mgpu_gather_desc;
+
+#define MGPU_GATHER_DESC_INIT {sizeof(mgpu_gather_desc), NULL, 0, 0, NULL, 0, NULL, MGPU_INDEX_I32, 0, 0, 0}
+
+/*
+ * dst[i, :] = src[index[i], :] for 0 <= i < n_indices, copying row_elems
+ * elements of elem_size bytes per row. Any alignment of src, dst and the
+ * strides is accepted; 16-byte aligned addresses, strides and row lengths
+ * take the fast kernels (see docs/gather.md for which kernel runs when).
+ * src and dst must occupy disjoint address ranges, and neither may overlap
+ * the index array. Bytes of dst between rows (stride padding) are never
+ * written. n_indices == 0 or row_elems == 0 does nothing and returns SUCCESS.
+ * An out-of-range index gives a zero dst row and is reported by
+ * mgpu_check_index_errors(). Sizes and row counts are at most 2^48.
+ *
+ * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc, or a needed pointer),
+ * INVALID_VALUE (struct_size, index_type, elem_size not 1/2/4/8, overlapping
+ * arrays), INVALID_SIZE (negative or too large sizes), INVALID_LD (a row
+ * stride smaller than a row, or too large), WRONG_DEVICE, NO_DRIVER,
+ * NO_DEVICE, ARCH_MISMATCH, NOT_SUPPORTED (MGPU_FORCE_VARIANT names a gather
+ * variant that cannot do this call), OUT_OF_MEMORY (the handle's error word),
+ * DRIVER_ERROR or LAUNCH_FAILED.
+ */
+MGPU_API mgpu_status mgpu_gather(mgpu_handle *handle, const mgpu_gather_desc *desc);
+
+typedef enum mgpu_scatter_mode {
+    /* Atomic additions in the destination's precision, any index order. The
+     * order of additions to one row is unspecified, so sums over duplicate
+     * indices may differ in rounding from run to run (fp32 included). */
+    MGPU_SCATTER_ATOMIC = 0,
+    /* Deterministic: index[] must be sorted ascending. Each destination row
+     * is read once, its run of duplicate indices summed in fp32 in index
+     * order and written once: bitwise reproducible. Unsorted input gives an
+     * undefined result and is reported by mgpu_check_index_errors(). */
+    MGPU_SCATTER_SORTED = 1
+} mgpu_scatter_mode;
+
+typedef struct mgpu_scatter_add_desc {
+    size_t struct_size;         /* sizeof(mgpu_scatter_add_desc), set by MGPU_SCATTER_ADD_DESC_INIT */
+    const void *src;            /* device: n_indices rows */
+    int64_t src_row_stride;     /* bytes, >= row_elems * element size */
+    void *dst;                  /* device: dst_rows rows, updated in place; may be NULL when dst_rows == 0 */
+    int64_t dst_rows;           /* rows of dst; indices must lie in [0, dst_rows) */
+    int64_t dst_row_stride;     /* bytes, >= row_elems * element size */
+    const void *index;          /* device: n_indices indices of index_type */
+    mgpu_index_type index_type;
+    int64_t n_indices;          /* rows of src */
+    int64_t row_elems;          /* elements per row */
+    mgpu_dtype dtype;           /* of src and dst: MGPU_DTYPE_F32, BF16 or F16 */
+    mgpu_scatter_mode mode;
+} mgpu_scatter_add_desc;
+
+#define MGPU_SCATTER_ADD_DESC_INIT \
+    {sizeof(mgpu_scatter_add_desc), NULL, 0, NULL, 0, 0, NULL, MGPU_INDEX_I32, 0, 0, MGPU_DTYPE_F32, MGPU_SCATTER_ATOMIC}
+
+/*
+ * dst[index[i], :] += src[i, :] for 0 <= i < n_indices, in place. Both
+ * matrices hold `dtype`; src, dst and both strides must be multiples of the
+ * element size. Atomic mode accumulates in dst's precision (bf16/fp16 round
+ * at every addition); sorted mode sums each run in fp32 and rounds once.
+ * src, dst and index must not overlap. n_indices == 0 or row_elems == 0
+ * does nothing. Out-of-range indices skip their src row and are reported by
+ * mgpu_check_index_errors().
+ *
+ * Returns what mgpu_gather returns, with UNSUPPORTED_DTYPE for a dtype other
+ * than F32/BF16/F16, and INVALID_VALUE for an unknown mode or pointers or
+ * strides not aligned to the element size.
+ */
+MGPU_API mgpu_status mgpu_scatter_add(mgpu_handle *handle, const mgpu_scatter_add_desc *desc);
+
+/*
+ * Reports index problems of every mgpu_gather / mgpu_scatter_add queued on
+ * this handle since the last check, then clears the record. It synchronises
+ * the handle's current stream first (work queued through this handle on a
+ * stream set earlier must be finished by the caller).
+ *
+ * Returns SUCCESS (no problem, or no gather / scatter_add since the last
+ * check), INDEX_OUT_OF_RANGE (some index was < 0 or >= the table's rows: the
+ * affected gather rows were zero-filled, scatter rows skipped), INVALID_VALUE
+ * (a MGPU_SCATTER_SORTED call got indices that were not sorted ascending; its
+ * result is undefined; takes precedence), INVALID_HANDLE, WRONG_DEVICE or
+ * DRIVER_ERROR (the stream reported an error of earlier work).
+ */
+MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
+
+/* ------------------------------------------------------- attention forward */
+
+/*
+ * Flash attention forward (see docs/attention.md). For each sequence b,
+ * query head h and query row i:
+ *
+ *   O[b, i, h, :] = sum_j softmax_j(s(i, j)) V[b, j, h / (heads_q / heads_kv), :]
+ *   s(i, j)       = softmax_scale * <Q[b, i, h, :], K[b, j, h / (heads_q / heads_kv), :]>
+ *                   (with softcap > 0: softcap * tanh(s / softcap))
+ *
+ * over the keys j the mask allows. Masks are aligned to the bottom-right
+ * corner (the FlashAttention convention): with diag = seqlen_k - seqlen_q of
+ * the sequence, key j is allowed for row i when
+ *   (window_right < 0 or j <= i + diag + window_right) and
+ *   (window_left  < 0 or j >= i + diag - window_left);
+ * causal is window_right = 0 (a smaller non-negative window_right is kept).
+ * A row that no key is allowed for gets O = 0 and LSE = +infinity.
+ *
+ * Layout. Q, K, V and O hold `dtype` in (batch, seq, head, dim) order, the
+ * dim contiguous, with element strides per tensor. Q and O have heads_q
+ * heads, K and V heads_kv. All-zero strides mean the dense layout:
+ * {seq * heads * head_dim, heads * head_dim, head_dim}.
+ *
+ * Variable length (cu_seqlens_q != NULL): the sequences are packed one after
+ * another along the seq dimension, Q and O with total_q rows, K and V with
+ * total_k rows; cu_seqlens_q and cu_seqlens_k are int32 device arrays of
+ * batch + 1 offsets, non-decreasing, starting at 0 and ending at total_q /
+ * total_k (both given, or neither). seqlen_q and seqlen_k are then the
+ * longest sequence of each (no sequence may be longer); batch strides are
+ * ignored. The offsets are read by the kernel, not checked.
+ *
+ * LSE (lse != NULL): fp32, natural log, log(sum_j exp(s(i, j))) over the
+ * allowed keys, the layout the backward pass reads:
+ *   fixed length  lse[(b * heads_q + h) * seqlen_q + i]        [batch][heads_q][seqlen_q]
+ *   varlen        lse[h * total_q + cu_seqlens_q[b] + i]        [heads_q][total_q]
+ *
+ * Descriptors carry their size in their first field: start from
+ * MGPU_ATTENTION_FWD_DESC_INIT, then set the fields.
+ */
+
+typedef struct mgpu_attention_strides {
+    int64_t batch, seq, head;   /* elements; the dim stride is 1 */
+} mgpu_attention_strides;
+
+typedef struct mgpu_attention_fwd_desc {
+    size_t struct_size;         /* sizeof(mgpu_attention_fwd_desc), set by MGPU_ATTENTION_FWD_DESC_INIT */
+    int64_t batch;              /* sequences */
+    int64_t seqlen_q, seqlen_k; /* per sequence; varlen: the longest */
+    int64_t heads_q, heads_kv;  /* heads_q a multiple of heads_kv (GQA; MQA: heads_kv = 1) */
+    int64_t head_dim;           /* 64, 96, 128, 192 or 256 */
+    mgpu_dtype dtype;           /* of Q, K, V, O: MGPU_DTYPE_F16 or MGPU_DTYPE_BF16 */
+    float softmax_scale;        /* > 0; 0 means 1 / sqrt(head_dim) */
+    int causal;                 /* 0 or 1 */
+    int window_left;            /* keys allowed left of the diagonal; -1: unbounded */
+    int window_right;           /* keys allowed right of the diagonal; -1: unbounded */
+    float softcap;              /* logit soft-cap; 0: off */
+    const int32_t *cu_seqlens_q;/* device, batch + 1 offsets, or NULL (fixed length) */
+    const int32_t *cu_seqlens_k;/* device, batch + 1 offsets, or NULL */
+    int64_t total_q, total_k;   /* varlen only: rows of the packed Q / O and K / V */
+    mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
+} mgpu_attention_fwd_desc;
+
+#define MGPU_ATTENTION_FWD_DESC_INIT                                                                      \
+    {sizeof(mgpu_attention_fwd_desc), 0, 0, 0, 0, 0, 0, MGPU_DTYPE_BF16, 0.0f, 0, -1, -1, 0.0f, NULL, NULL, \
+     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}}
+
+/*
+ * O = attention(Q, K, V) as described above; q, k, v, o are device pointers,
+ * lse a device pointer to fp32 or NULL. O and LSE are written, nothing else.
+ * batch == 0 or seqlen_q == 0 (varlen: total_q == 0) does nothing.
+ *
+ * The kernels read Q, K and V through TMA and store O in 16-byte vectors, so
+ * q, k, v and o must be 16-byte aligned and every batch / seq / head stride
+ * a multiple of 8 elements; lse must be 4-byte aligned. Calls that break
+ * these rules, or ask for another head dim, get NOT_SUPPORTED (with the rule
+ * in the message): there is no slower fallback for attention yet.
+ *
+ * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc, or q / k / v / o when
+ * there is work), INVALID_VALUE (struct_size, causal not 0/1, a window below
+ * -1, softmax_scale or softcap negative or not finite, only one of the
+ * cu_seqlens given, lse not 4-byte aligned), INVALID_SIZE (a negative size,
+ * seqlen_k == 0 or head_dim <= 0 with queries to answer, heads_q not a
+ * multiple of heads_kv, sizes above 2^31 - 1), INVALID_LD (a negative
+ * stride, or one that cannot be addressed: >= 2^39 elements),
+ * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment
+ * or stride rules above; MGPU_FORCE_VARIANT naming an attention variant that
+ * cannot do this call), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH
+ * (devices other than compute capability 9.0), DRIVER_ERROR or LAUNCH_FAILED.
+ */
+MGPU_API mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
+                                        const void *k, const void *v, void *o, float *lse);
 
 #ifdef __cplusplus
 }

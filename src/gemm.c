@@ -1,19 +1,31 @@
 /*
- * mgpu_gemm and mgpu_gemm_strided_batched: validate, select, build the kernel
- * parameters (TMA tensor maps for the tensor-core variants), launch.
+ * mgpu_gemm and mgpu_gemm_strided_batched: validate, plan (src/select.c),
+ * build the kernel parameters (TMA tensor maps for the tensor-core variants),
+ * launch on the handle's stream.
  *
- * Tensor maps, one per operand, rank 3 over {contiguous, strided, batch}
- * dimensions, 128-byte swizzled boxes 64 elements (128 bytes) wide:
+ * Tensor maps of A and B, one per operand, rank 3 over {contiguous, strided,
+ * batch} dimensions, 128-byte swizzled boxes 64 elements (128 bytes) wide:
  *   K-major operand (A with transa = T, B with transb = N):
  *       dims {k, rows, batch}, box {64, tile_rows, 1}
  *   MN-major operand (A with transa = N, B with transb = T):
  *       dims {rows, k, batch}, box {64, 64, 1}; the kernel loads tile_rows / 64 boxes
- * where rows is m for A and n for B. Out-of-bounds elements read as zero,
- * which is how partial tiles at the m, n and k edges are handled.
+ * where rows is m for A and n for B (a broadcast operand, batch stride 0, has
+ * batch dimension 1). Out-of-bounds elements read as zero, which is how
+ * partial tiles at the m, n and k edges are handled. With 2-CTA clusters each
+ * CTA loads half of the A tile (tile_rows = tile_m / 2) and multicasts it.
+ *
+ * The persistent kernel also takes a map of D (C): dims {m, n, batch}, box
+ * {128 bytes of rows, 64 columns, 1}, 128-byte swizzle, for its TMA stores;
+ * when C's alignment rules that out it stores directly. A plan may add, on
+ * the same stream, a stream-ordered workspace (cuMemAllocAsync, freed with
+ * cuMemFreeAsync after the last kernel that uses it) holding packed copies of
+ * the operands TMA cannot read and the fp32 split-K partials, the pack
+ * kernel in front and the split-K reduction behind.
  */
 #include "internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "../kernels/common/gemm_abi.h"
 
@@ -22,7 +34,25 @@ _Static_assert((int)MGPU_ABI_F16 == (int)MGPU_DTYPE_F16 && (int)MGPU_ABI_BF16 ==
                "kernel dtype codes must equal the public ones");
 
 #define TMA_BOX_INNER 64   /* elements: one 128-byte swizzle row of 16-bit data */
+#define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of the C map */
+#define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
 #define MAX_GRID_Z 65535
+#define WS_ALIGN 256       /* bytes: start of every workspace part */
+#define PACK_GROUP 8       /* elements per 16 bytes: packed leading dimensions are multiples */
+#define SPLITK_ROWS 4      /* the reduction reads float4s: ws_ld is a multiple */
+#define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack and reduction kernels */
+
+static CUtensorMapDataType tma_dtype(int dtype)
+{
+    return dtype == MGPU_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+           : dtype == MGPU_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+static int dtype_bytes(int dtype)
+{
+    return dtype == MGPU_DTYPE_F32 ? 4 : 2;
+}
 
 static mgpu_status encode_operand(const struct mgpu_driver *d, CUtensorMap *map, int dtype, uintptr_t base,
                                   int k_major, int64_t rows, int64_t k, int64_t ld, int64_t stride,
@@ -34,11 +64,28 @@ static mgpu_status encode_operand(const struct mgpu_driver *d, CUtensorMap *map,
     cuuint32_t box[3] = {TMA_BOX_INNER, (cuuint32_t)(k_major ? tile_rows : tile_k), 1};
     cuuint32_t elem_strides[3] = {1, 1, 1};
     CUresult r = d->cuTensorMapEncodeTiled(
-        map, dtype == MGPU_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+        map, tma_dtype(dtype), 3,
         (void *)base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         return mgpu_driver_fail(d, r, "cuTensorMapEncodeTiled");
+    return MGPU_STATUS_SUCCESS;
+}
+
+/* D as the persistent kernel stores it: {m, n, batch}, box {128 bytes, 64, 1}. */
+static mgpu_status encode_output(const struct mgpu_driver *d, CUtensorMap *map, int dtype, uintptr_t base,
+                                 int64_t m, int64_t n, int64_t ld, int64_t stride, int64_t batch)
+{
+    const cuuint64_t esize = (cuuint64_t)dtype_bytes(dtype);
+    cuuint64_t dims[3] = {(cuuint64_t)m, (cuuint64_t)n, (cuuint64_t)batch};
+    cuuint64_t strides[2] = {(cuuint64_t)ld * esize, batch > 1 ? (cuuint64_t)stride * esize : (cuuint64_t)ld * esize};
+    cuuint32_t box[3] = {(cuuint32_t)(TMA_ROW_BYTES / esize), EPI_COLS, 1};
+    cuuint32_t elem_strides[3] = {1, 1, 1};
+    CUresult r = d->cuTensorMapEncodeTiled(map, tma_dtype(dtype), 3, (void *)base, dims, strides, box, elem_strides,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        return mgpu_driver_fail(d, r, "cuTensorMapEncodeTiled (C)");
     return MGPU_STATUS_SUCCESS;
 }
 
@@ -47,8 +94,49 @@ static const char *dtype_name(int dtype)
     return dtype == MGPU_DTYPE_F16 ? "f16" : dtype == MGPU_DTYPE_BF16 ? "bf16" : "f32";
 }
 
-static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
-                          int variant)
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+static mgpu_status launch_grid(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
+                               unsigned grid_y, unsigned grid_z, void **params)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    CUfunction fn;
+    mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    CUlaunchAttribute attr;
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = (unsigned)(v->cluster_m * v->cluster_n);
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg = {
+        .gridDimX = grid_x, .gridDimY = grid_y, .gridDimZ = grid_z,
+        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
+        .sharedMemBytes = (unsigned)v->smem_bytes,
+        .hStream = h->stream,
+        .attrs = &attr, .numAttrs = v->cluster_m * v->cluster_n > 1 ? 1 : 0,
+    };
+    CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
+    if (r != CUDA_SUCCESS)
+        return mgpu_driver_fail(d, r, v->name);
+    return MGPU_STATUS_SUCCESS;
+}
+
+static unsigned helper_grid(const mgpu_handle *h, int64_t work_items, int threads)
+{
+    const int64_t need = (work_items + threads - 1) / threads;
+    const int64_t cap = (int64_t)(h->caps.sm_count > 0 ? h->caps.sm_count : 1) * HELPER_BLOCKS_PER_SM;
+    return (unsigned)(need < cap ? (need > 0 ? need : 1) : cap);
+}
+
+
+/* The foundation's launch: one CTA per tile, grid z over the batch (the first
+ * sm90 kernel, the Blackwell kernel and the portable kernel). */
+static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
+                                 int variant)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     CUfunction fn;
@@ -98,6 +186,142 @@ static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, const str
     return MGPU_STATUS_SUCCESS;
 }
 
+/* Where the persistent kernel reads one operand: the caller's matrix or its packed copy. */
+struct operand {
+    uintptr_t base;
+    int64_t ld, stride;
+};
+
+/* Copies `batches` matrices of rows x cols (rows contiguous) into the
+ * workspace at dst with columns round_up(rows, 8) apart. */
+static mgpu_status pack_operand(mgpu_handle *h, const struct mgpu_driver *d, int variant, uintptr_t src,
+                                int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batches,
+                                CUdeviceptr dst, struct operand *out)
+{
+    struct mgpu_gemm_pack_args pa = {
+        .src = src, .dst = dst, .rows = rows, .cols = cols, .batch = batches,
+        .ld_src = ld, .stride_src = stride,
+        .ld_dst = round_up(rows, PACK_GROUP), .stride_dst = round_up(rows, PACK_GROUP) * cols,
+    };
+    void *params[1] = {&pa};
+    out->base = dst;
+    out->ld = pa.ld_dst;
+    out->stride = pa.stride_dst;
+    return launch_grid(h, d, variant, helper_grid(h, pa.ld_dst / PACK_GROUP * cols * batches,
+                                                  mgpu_variants[variant].threads), 1, 1, params);
+}
+
+static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
+                                     const struct mgpu_gemm_plan *plan, CUdeviceptr ws)
+{
+    const struct mgpu_variant *v = &mgpu_variants[plan->variant];
+    const int64_t rows_a = p->transa == MGPU_OP_N ? p->m : p->k, cols_a = p->transa == MGPU_OP_N ? p->k : p->m;
+    const int64_t rows_b = p->transb == MGPU_OP_N ? p->k : p->n, cols_b = p->transb == MGPU_OP_N ? p->n : p->k;
+    const int bcast_a = p->batch > 1 && p->stride_a == 0, bcast_b = p->batch > 1 && p->stride_b == 0;
+    const int64_t batches_a = bcast_a ? 1 : p->batch, batches_b = bcast_b ? 1 : p->batch;
+    struct operand a = {p->a, p->lda, p->stride_a}, b = {p->b, p->ldb, p->stride_b};
+    CUdeviceptr next = ws;
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    if (plan->pack_a) {
+        s = pack_operand(h, d, plan->pack_variant, p->a, rows_a, cols_a, p->lda, p->stride_a, batches_a, next, &a);
+        next += (CUdeviceptr)round_up(a.stride * batches_a * 2, WS_ALIGN);
+    }
+    if (s == MGPU_STATUS_SUCCESS && plan->pack_b) {
+        s = pack_operand(h, d, plan->pack_variant, p->b, rows_b, cols_b, p->ldb, p->stride_b, batches_b, next, &b);
+        next += (CUdeviceptr)round_up(b.stride * batches_b * 2, WS_ALIGN);
+    }
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+
+    struct mgpu_gemm_args args = {
+        .m = (int32_t)p->m, .n = (int32_t)p->n, .k = (int32_t)p->k,
+        .alpha = *p->alpha, .beta = *p->beta,
+        .c_dtype = p->c_dtype, .ab_dtype = p->a_dtype,
+        .trans_a = p->transa, .trans_b = p->transb,
+        .c = p->c, .ldc = p->ldc, .stride_c = p->stride_c,
+        .a = a.base, .b = b.base, .lda = a.ld, .ldb = b.ld, .stride_a = a.stride, .stride_b = b.stride,
+        .batch_count = (int32_t)p->batch, .band = v->band, .splits = plan->splits,
+        .a_broadcast = bcast_a, .b_broadcast = bcast_b,
+        .workspace = next, .ws_ld = round_up(p->m, SPLITK_ROWS),
+    };
+    CUtensorMap maps[3];
+    memset(maps, 0, sizeof maps);
+    s = encode_operand(d, &maps[0], p->a_dtype, a.base, p->transa == MGPU_OP_T, p->m, p->k, a.ld, a.stride,
+                       batches_a, v->tile_m / v->cluster_n, v->tile_k);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = encode_operand(d, &maps[1], p->a_dtype, b.base, p->transb == MGPU_OP_N, p->n, p->k, b.ld, b.stride,
+                           batches_b, v->tile_n / v->cluster_m, v->tile_k);
+    struct mgpu_gemm_args main_args = args;
+    if (plan->splits > 1) {
+        /* the GEMM writes fp32 partials: D_s = 1 * A_s B_s, batch index b * splits + s */
+        main_args.c = args.workspace;
+        main_args.ldc = args.ws_ld;
+        main_args.stride_c = args.ws_ld * p->n;
+        main_args.c_dtype = MGPU_DTYPE_F32;
+        main_args.alpha = 1.0f;
+        main_args.beta = 0.0f;
+        main_args.c_tma = 1;
+        if (s == MGPU_STATUS_SUCCESS)
+            s = encode_output(d, &maps[2], MGPU_DTYPE_F32, main_args.c, p->m, p->n, main_args.ldc,
+                              main_args.stride_c, p->batch * plan->splits);
+    } else {
+        main_args.c_tma = mgpu_gemm_c_tma_eligible(p);
+        if (s == MGPU_STATUS_SUCCESS && main_args.c_tma)
+            s = encode_output(d, &maps[2], p->c_dtype, p->c, p->m, p->n, p->ldc, p->stride_c, p->batch);
+    }
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    void *params[4] = {&maps[0], &maps[1], &maps[2], &main_args};
+    s = launch_grid(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
+    if (s != MGPU_STATUS_SUCCESS || plan->splits == 1)
+        return s;
+    void *reduce_params[1] = {&args};
+    const int64_t quads = (p->m + SPLITK_ROWS - 1) / SPLITK_ROWS;
+    return launch_grid(h, d, plan->reduce_variant,
+                       helper_grid(h, quads * p->n * p->batch, mgpu_variants[plan->reduce_variant].threads), 1, 1,
+                       reduce_params);
+}
+
+/* Bytes of workspace a plan needs: packed operands, then split-K partials. */
+static size_t workspace_bytes(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_plan *plan)
+{
+    int64_t bytes = 0;
+    if (plan->pack_a) {
+        const int64_t rows = p->transa == MGPU_OP_N ? p->m : p->k, cols = p->transa == MGPU_OP_N ? p->k : p->m;
+        const int64_t batches = p->batch > 1 && p->stride_a == 0 ? 1 : p->batch;
+        bytes += round_up(round_up(rows, PACK_GROUP) * cols * batches * 2, WS_ALIGN);
+    }
+    if (plan->pack_b) {
+        const int64_t rows = p->transb == MGPU_OP_N ? p->k : p->n, cols = p->transb == MGPU_OP_N ? p->n : p->k;
+        const int64_t batches = p->batch > 1 && p->stride_b == 0 ? 1 : p->batch;
+        bytes += round_up(round_up(rows, PACK_GROUP) * cols * batches * 2, WS_ALIGN);
+    }
+    if (plan->splits > 1)
+        bytes += round_up(p->m, SPLITK_ROWS) * p->n * p->batch * plan->splits * 4;
+    return (size_t)bytes;
+}
+
+static mgpu_status run_plan(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
+                            const struct mgpu_gemm_plan *plan)
+{
+    if (mgpu_variants[plan->variant].kind != MGPU_KIND_GEMM_SM90_PERSISTENT)
+        return launch_single(h, d, p, plan->variant);
+    const size_t bytes = workspace_bytes(p, plan);
+    CUdeviceptr ws = 0;
+    if (bytes) {
+        CUresult r = d->cuMemAllocAsync(&ws, bytes, h->stream);
+        if (r != CUDA_SUCCESS)
+            return mgpu_driver_fail(d, r, "cuMemAllocAsync (GEMM workspace)");
+    }
+    mgpu_status s = launch_persistent(h, d, p, plan, ws);
+    if (ws) {
+        CUresult r = d->cuMemFreeAsync(ws, h->stream);
+        if (r != CUDA_SUCCESS && s == MGPU_STATUS_SUCCESS)
+            s = mgpu_driver_fail(d, r, "cuMemFreeAsync (GEMM workspace)");
+    }
+    return s;
+}
+
 static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
 {
     const struct mgpu_driver *d;
@@ -113,16 +337,25 @@ static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch_count must be <= 2^31 - 1");
 
     const char *force = getenv("MGPU_FORCE_VARIANT");
-    int variant = mgpu_select_gemm(p, &h->caps, force, &s);
-    if (variant < 0)
+    const char *force_splits = getenv("MGPU_FORCE_SPLIT_K");
+    struct mgpu_gemm_plan plan;
+    if (mgpu_plan_gemm(p, &h->caps, force, force_splits ? atoi(force_splits) : 0, &plan, &s) < 0)
         return s;
     if (mgpu_log_enabled())
-        mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s->%s lda=%lld ldb=%lld ldc=%lld: %s%s",
+        mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s->%s lda=%lld ldb=%lld ldc=%lld: %s%s [%s; "
+                 "split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s]",
                  p->transa == MGPU_OP_N ? "N" : "T", p->transb == MGPU_OP_N ? "N" : "T", (long long)p->m,
                  (long long)p->n, (long long)p->k, (long long)p->batch, dtype_name(p->a_dtype),
                  dtype_name(p->c_dtype), (long long)p->lda, (long long)p->ldb, (long long)p->ldc,
-                 mgpu_variants[variant].name, force && force[0] ? " (forced)" : "");
-    return launch(h, d, p, variant);
+                 mgpu_variants[plan.variant].name, force && force[0] ? " (forced)" : "", plan.shape_class,
+                 plan.splits, (long long)plan.grid, mgpu_variants[plan.variant].band,
+                 mgpu_variants[plan.variant].cluster_m, mgpu_variants[plan.variant].cluster_n,
+                 plan.pack_a ? ", A packed" : "", plan.pack_b ? ", B packed" : "",
+                 mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT && !mgpu_gemm_c_tma_eligible(p) &&
+                         plan.splits == 1
+                     ? ", direct stores"
+                     : "");
+    return run_plan(h, d, p, &plan);
 }
 
 mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb, int64_t m, int64_t n,

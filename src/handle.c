@@ -83,6 +83,7 @@ mgpu_status mgpu_destroy(mgpu_handle *h)
     if (!h)
         return MGPU_STATUS_SUCCESS;
     const struct mgpu_driver *d;
+    mgpu_gather_release(h);
     if (h->retained_primary && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuDevicePrimaryCtxRelease(h->device);
     h->magic = 0;

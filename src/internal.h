@@ -70,11 +70,17 @@ struct mgpu_handle {
     /* per variant, for this handle's context */
     CUfunction *functions;
     unsigned char *smem_configured;
+    /* gather.c: the int32 the gather / scatter kernels OR index errors into;
+     * 0 until the first such call allocates it */
+    CUdeviceptr index_error_word;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
  * handle's device (making the handle's context current when none is). */
 mgpu_status mgpu_handle_enter(mgpu_handle *h, const struct mgpu_driver **d);
+
+/* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
+void mgpu_gather_release(mgpu_handle *h);
 
 /* ---- module.c: embedded images, loaded lazily and once */
 mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, int variant, CUfunction *out);

@@ -12,6 +12,16 @@ enum mgpu_kernel_kind {
     MGPU_KIND_GEMM_SM90_TMA,
     MGPU_KIND_GEMM_SM100_TMA,
     MGPU_KIND_GEMM_PORTABLE,
+    MGPU_KIND_GATHER_NARROW,      /* row gather, 16-byte aligned rows <= 512 B */
+    MGPU_KIND_GATHER_WIDE,        /* row gather, 16-byte aligned rows of any length */
+    MGPU_KIND_GATHER_UNALIGNED,   /* row gather, any alignment */
+    MGPU_KIND_SCATTER_ADD,        /* atomic row scatter-add */
+    MGPU_KIND_SCATTER_ADD_SORTED, /* deterministic row scatter-add, sorted indices */
+    MGPU_KIND_GATHER4,            /* sm_100a row gather through TMA tile::gather4 */
+    MGPU_KIND_GEMM_SM90_PERSISTENT, /* persistent warp-specialized sm_90a GEMM (A, B, C tensor maps) */
+    MGPU_KIND_GEMM_SPLITK_REDUCE,   /* sums split-K partials, applies alpha / beta */
+    MGPU_KIND_GEMM_PACK,            /* copies an operand into an aligned workspace */
+    MGPU_KIND_ATTENTION_FWD_SM90,   /* flash attention forward; tile_k is the head dim */
 };
 
 /* dtype of a variant's A and B, or ANY when the kernel takes it at run time */
@@ -30,6 +40,9 @@ struct mgpu_variant {
     int a_kmajor, b_kmajor; /* 0/1, or MGPU_VARIANT_ANY_LAYOUT */
     int tile_m, tile_n, tile_k;
     int stages;
+    int index_type;         /* gather / scatter: mgpu_abi_index_type (gather_abi.h); GEMM: -1 */
+    int band;               /* persistent GEMM: tile rows per band of the tile order (0: none) */
+    int cluster_m, cluster_n; /* CTAs per cluster along M and N (1 x 1: no cluster) */
 };
 
 struct mgpu_image {

@@ -1,12 +1,21 @@
 /*
  * GEMM argument validation and variant selection (see select.h).
  *
- * Selection walks the generated registry in table order and takes the first
- * variant that runs on the device's exact compute capability (sm_90a and
- * sm_100a images load nowhere else), takes the problem's dtype and operand
- * layouts, and whose operand access path the inputs allow: tensor-core
- * variants read A and B through TMA, which needs 16-byte alignment; the
- * portable variant takes anything.
+ * Only variants for the device's exact compute capability count (sm_90a and
+ * sm_100a images load nowhere else). Where the registry has persistent
+ * kernels for the device (sm_90a), a call is planned by shape class:
+ *   k == 0                -> the portable kernel (D = beta * C);
+ *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster;
+ *   otherwise ("large")   -> the 256 x 128 tile, 2-CTA clusters along N when the
+ *                            tile columns pair up (even, or >= 8 of them);
+ *   too few tiles to fill the SMs (small m, skinny n, small batch with long
+ *     K)                  -> split-K over ceil(SMs / tiles) K slices, at least
+ *                            kMinKTilesPerSplit k-tiles each;
+ *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
+ *                         -> that operand is packed into an aligned workspace.
+ * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
+ * the layouts and the operand alignment wins: the TMA kernel when TMA can read
+ * A and B, else the portable kernel.
  */
 #include "internal.h"
 
@@ -17,6 +26,12 @@
 #define MGPU_MAX_EXTENT ((int64_t)1 << 48)
 #define TMA_ALIGN 16
 #define TMA_MAX_STRIDE_BYTES ((int64_t)1 << 40)
+#define KTILE 64                 /* K elements per pipeline stage of every tensor-core kernel */
+#define MIN_KTILES_PER_SPLIT 4   /* a K slice shorter than this is not worth its partials */
+#define MAX_SPLITS 16
+#define SMALL_M 128              /* m up to this takes the 128-row tile */
+#define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
+#define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 
 static const char *op_name(int op)
 {
@@ -99,19 +114,26 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
     return MGPU_STATUS_SUCCESS;
 }
 
-static int tma_ok(uintptr_t base, int64_t ld, int64_t stride, int64_t batch)
+static int tma_ok(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int allow_broadcast, int esize)
 {
-    const int64_t esize = 2;
     if (base % TMA_ALIGN || (ld * esize) % TMA_ALIGN || ld * esize >= TMA_MAX_STRIDE_BYTES)
         return 0;
-    if (batch > 1 && (stride == 0 || (stride * esize) % TMA_ALIGN || stride * esize >= TMA_MAX_STRIDE_BYTES))
+    if (batch > 1 && stride == 0)
+        return allow_broadcast;
+    if (batch > 1 && ((stride * esize) % TMA_ALIGN || stride * esize >= TMA_MAX_STRIDE_BYTES))
         return 0;
     return 1;
 }
 
 int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p)
 {
-    return p->k > 0 && tma_ok(p->a, p->lda, p->stride_a, p->batch) && tma_ok(p->b, p->ldb, p->stride_b, p->batch);
+    return p->k > 0 && tma_ok(p->a, p->lda, p->stride_a, p->batch, 0, 2) &&
+           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 0, 2);
+}
+
+int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
+{
+    return tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, dtype_size(p->c_dtype));
 }
 
 static int is_tma_kind(enum mgpu_kernel_kind k)
@@ -119,51 +141,124 @@ static int is_tma_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_GEMM_SM90_TMA || k == MGPU_KIND_GEMM_SM100_TMA;
 }
 
-/* Whether variant v can compute problem p at all (device aside). */
+static int is_gemm_kind(enum mgpu_kernel_kind k)
+{
+    return is_tma_kind(k) || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
+}
+
+static int on_device(const struct mgpu_variant *v, const struct mgpu_device_caps *caps)
+{
+    return v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->smem_bytes <= caps->max_smem_per_block;
+}
+
+/* Whether variant v can compute problem p at all (device aside). The
+ * persistent kernel takes any alignment (operands TMA cannot read are packed
+ * first) but not k == 0. */
 static int applicable(const struct mgpu_variant *v, const struct mgpu_gemm_problem *p, int tma)
 {
+    if (!is_gemm_kind(v->kind))
+        return 0;
     if (v->dtype != MGPU_VARIANT_ANY_DTYPE && v->dtype != p->a_dtype)
         return 0;
     if (v->a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->a_kmajor != (p->transa == MGPU_OP_T))
         return 0;
     if (v->b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->b_kmajor != (p->transb == MGPU_OP_N))
         return 0;
-    if (is_tma_kind(v->kind)) {
-        /* the tile grid must fit the launch limits: grid.y = ceil(n / tile_n) */
-        if (!tma || (p->n + v->tile_n - 1) / v->tile_n > 65535)
-            return 0;
-    } else if ((p->n + v->tile_n - 1) / v->tile_n > 65535) {
+    if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT)
+        return p->k > 0;
+    /* the tile grid must fit the launch limits: grid.y = ceil(n / tile_n) */
+    if ((p->n + v->tile_n - 1) / v->tile_n > 65535)
         return 0;
-    }
-    return 1;
+    return is_tma_kind(v->kind) ? tma : 1;
 }
 
-int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
-                     const char *force, mgpu_status *status)
+static int find_kind(enum mgpu_kernel_kind kind, const struct mgpu_device_caps *caps)
+{
+    for (int i = 0; i < mgpu_variant_count; i++)
+        if (mgpu_variants[i].kind == kind && on_device(&mgpu_variants[i], caps))
+            return i;
+    return -1;
+}
+
+/* The persistent variant of this dtype and layout with the given tile rows
+ * and cluster size, or -1. */
+static int find_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int tile_m,
+                           int cluster)
+{
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && on_device(v, caps) && applicable(v, p, 1) &&
+            v->tile_m == tile_m && v->cluster_m * v->cluster_n == cluster)
+            return i;
+    }
+    return -1;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Split-K factor, grid and helpers of a persistent variant on a problem. */
+static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
+                           int force_splits, struct mgpu_gemm_plan *plan)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    const int64_t cluster = (int64_t)v->cluster_m * v->cluster_n;
+    const int64_t k_tiles = ceil_div(p->k, KTILE);
+    const int64_t units = ceil_div(ceil_div(p->m, v->tile_m), v->cluster_m) *
+                          ceil_div(ceil_div(p->n, v->tile_n), v->cluster_n) * p->batch;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    int64_t splits = 1;
+    if (force_splits > 0) {
+        splits = force_splits < k_tiles ? force_splits : k_tiles;
+    } else if (units * cluster * 2 <= sms && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+        splits = sms / (units * cluster);
+        if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
+            splits = k_tiles / MIN_KTILES_PER_SPLIT;
+        if (splits > MAX_SPLITS)
+            splits = MAX_SPLITS;
+    }
+    plan->variant = variant;
+    plan->splits = (int)splits;
+    plan->reduce_variant = -1;
+    if (splits > 1) {
+        plan->reduce_variant = find_kind(MGPU_KIND_GEMM_SPLITK_REDUCE, caps);
+        if (plan->reduce_variant < 0)
+            return -1;
+    }
+    plan->pack_a = !tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, 2);
+    plan->pack_b = !tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, 2);
+    plan->pack_variant = -1;
+    if (plan->pack_a || plan->pack_b) {
+        plan->pack_variant = find_kind(MGPU_KIND_GEMM_PACK, caps);
+        if (plan->pack_variant < 0)
+            return -1;
+    }
+    const int64_t max_grid = sms / cluster * cluster;
+    const int64_t want = units * splits * cluster;
+    plan->grid = want < max_grid ? want : (max_grid > 0 ? max_grid : cluster);
+    return 0;
+}
+
+static void plan_single(struct mgpu_gemm_plan *plan, int variant, const char *shape_class)
+{
+    plan->variant = variant;
+    plan->splits = 1;
+    plan->reduce_variant = plan->pack_variant = -1;
+    plan->pack_a = plan->pack_b = 0;
+    plan->grid = 0;
+    plan->shape_class = shape_class;
+}
+
+int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
+                   int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status)
 {
     const int tma = mgpu_gemm_tma_eligible(p);
     int for_device = 0;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        if (v->cc_major != caps->cc_major || v->cc_minor != caps->cc_minor)
-            continue;
-        for_device++;
-        if (v->smem_bytes > caps->max_smem_per_block)
-            continue;
-        if (force && force[0]) {
-            if (strcmp(force, v->name) != 0)
-                continue;
-            if (!applicable(v, p, tma)) {
-                *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
-                                    "MGPU_FORCE_VARIANT=%s cannot compute this problem (dtype, layout or alignment)",
-                                    force);
-                return -1;
-            }
-            return i;
-        }
-        if (applicable(v, p, tma))
-            return i;
-    }
+    for (int i = 0; i < mgpu_variant_count; i++)
+        for_device += mgpu_variants[i].cc_major == caps->cc_major && mgpu_variants[i].cc_minor == caps->cc_minor &&
+                      is_gemm_kind(mgpu_variants[i].kind);
     if (!for_device) {
         *status = mgpu_fail(MGPU_STATUS_ARCH_MISMATCH,
                             "this build has no GEMM kernel for compute capability %d.%d (it has sm_90a and/or "
@@ -171,12 +266,59 @@ int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device
                             caps->cc_major, caps->cc_minor);
         return -1;
     }
-    if (force && force[0])
+
+    if (force && force[0]) {
+        for (int i = 0; i < mgpu_variant_count; i++) {
+            const struct mgpu_variant *v = &mgpu_variants[i];
+            if (!on_device(v, caps) || strcmp(force, v->name) != 0)
+                continue;
+            if (!applicable(v, p, tma)) {
+                *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
+                                    "MGPU_FORCE_VARIANT=%s cannot compute this problem (dtype, layout or alignment)",
+                                    force);
+                return -1;
+            }
+            plan_single(plan, i, "forced");
+            if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && plan_persistent(p, caps, i, force_splits, plan) < 0)
+                break;
+            return 0;
+        }
         *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
-                            "MGPU_FORCE_VARIANT=%s names no variant for compute capability %d.%d", force,
+                            "MGPU_FORCE_VARIANT=%s names no usable variant for compute capability %d.%d", force,
                             caps->cc_major, caps->cc_minor);
-    else
-        *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "no GEMM variant takes m=%lld n=%lld on this device",
-                            (long long)p->m, (long long)p->n);
+        return -1;
+    }
+
+    if (p->k > 0) {
+        const int small_m = p->m <= SMALL_M;
+        /* A 2-CTA cluster takes two tile columns; with an odd count one CTA
+         * per cluster row idles, which only pays when there are many columns. */
+        const int64_t tiles_n = ceil_div(p->n, CLUSTER_TILE_N);
+        const int cluster = tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER ? 2 : 1;
+        int v = small_m ? find_persistent(p, caps, 128, 1) : find_persistent(p, caps, 256, cluster);
+        if (v < 0)
+            v = find_persistent(p, caps, 256, 1);
+        if (v >= 0 && plan_persistent(p, caps, v, force_splits, plan) == 0) {
+            plan->shape_class = plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
+                                                 : (small_m ? "small m" : "large");
+            return 0;
+        }
+    }
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (on_device(v, caps) && v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT && applicable(v, p, tma)) {
+            plan_single(plan, i, v->kind == MGPU_KIND_GEMM_PORTABLE ? "portable" : "tma");
+            return 0;
+        }
+    }
+    *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "no GEMM variant takes m=%lld n=%lld on this device",
+                        (long long)p->m, (long long)p->n);
     return -1;
+}
+
+int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                     const char *force, mgpu_status *status)
+{
+    struct mgpu_gemm_plan plan;
+    return mgpu_plan_gemm(p, caps, force, 0, &plan, status) < 0 ? -1 : plan.variant;
 }

@@ -35,6 +35,29 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p);
  * dimensions and batch strides multiples of 16 bytes, no broadcast batch. */
 int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p);
 
+/* How one GEMM call runs: the persistent kernel, possibly behind an operand
+ * pack and in front of a split-K reduction (all on the handle's stream). */
+struct mgpu_gemm_plan {
+    int variant;          /* the GEMM kernel: index into mgpu_variants */
+    int splits;           /* K slices (1: no split-K; > 1: fp32 partials + reduce_variant) */
+    int reduce_variant;   /* the split-K reduction, or -1 */
+    int pack_variant;     /* the operand copy, or -1 */
+    int pack_a, pack_b;   /* 1: that operand is copied into an aligned workspace first */
+    int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */
+    const char *shape_class; /* why: for MGPU_LOG */
+};
+
+/* The full plan for a valid problem on a device (see mgpu_select_gemm for
+ * `force`); force_splits > 0 fixes the split-K factor of the persistent
+ * kernel (clamped to [1, number of 64-wide k-tiles]), 0 lets the heuristic
+ * choose. Returns 0, or -1 with *status (and the message) set. */
+int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
+                   int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status);
+
+/* 1 when D can leave through a TMA store: C 16-byte aligned, ldc (and for
+ * batches stride_c) multiples of 16 bytes. */
+int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p);
+
 /* Picks the variant for a valid problem on a device. `force` (may be NULL)
  * names a variant to use instead, as MGPU_FORCE_VARIANT does. Returns the
  * index into mgpu_variants, or -1 with *status (and the message) set to

@@ -4,6 +4,13 @@
  * with C poisoned (NaN) whenever beta == 0. Each case checks the relative
  * Frobenius error, the max abs error, that no NaN came out, and that no byte
  * of C outside the m x n matrices changed. Skips (77) without a GPU.
+ *
+ * The cases walk every path of the planner (src/select.c): the persistent
+ * kernel with and without 2-CTA clusters (odd tile-column counts included),
+ * TMA stores and the direct-store fallback (odd ldc), split-K (heuristic and
+ * forced through MGPU_FORCE_SPLIT_K, bitwise reproducible), the operand pack
+ * for odd leading dimensions, batch strides and pointers, broadcast batches,
+ * and the portable kernel for k == 0.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -143,10 +150,64 @@ static void run_case(const struct gemm_case *g)
     cudaFree(c_ref);
 }
 
-/* Two runs on the same inputs give the same bits. */
-static void check_deterministic(void)
+/* run_case with MGPU_FORCE_VARIANT / MGPU_FORCE_SPLIT_K set (NULL: unset). */
+static void run_forced(const struct gemm_case *g, const char *variant, const char *splits)
 {
-    const int64_t m = 1000, n = 700, k = 3000;
+    if (variant)
+        setenv("MGPU_FORCE_VARIANT", variant, 1);
+    if (splits)
+        setenv("MGPU_FORCE_SPLIT_K", splits, 1);
+    run_case(g);
+    unsetenv("MGPU_FORCE_VARIANT");
+    unsetenv("MGPU_FORCE_SPLIT_K");
+}
+
+/* The persistent kernel's paths, whatever the heuristic would pick. */
+static void check_persistent_paths(mgpu_dtype t)
+{
+    const char *variants[] = {"256x128x64_s4_c1", "256x128x64_s4_c2", "128x128x64_s6_c1"};
+    const char *layouts[4] = {"nn", "nt", "tn", "tt"};
+    const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
+    char name[96];
+    for (unsigned v = 0; v < sizeof variants / sizeof variants[0]; v++)
+        for (int l = 0; l < 4; l++) {
+            const mgpu_operation ta = ops[l / 2], tb = ops[l % 2]; /* the name's letters */
+            snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_%s_%s", t == MGPU_DTYPE_BF16 ? "bf16" : "f16",
+                     layouts[l], variants[v]);
+            /* 9 tile columns: the cluster's last CTA computes a tile outside D */
+            struct gemm_case edge = {ta, tb, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
+            run_forced(&edge, name, NULL);
+            struct gemm_case beta = {ta, tb, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f};
+            run_forced(&beta, name, NULL);
+            /* odd ldc: direct stores instead of TMA stores */
+            struct gemm_case odd_c = {ta, tb, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f};
+            run_forced(&odd_c, name, NULL);
+            /* split-K, batched, fp32 and 16-bit out */
+            struct gemm_case split = {ta, tb, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
+            run_forced(&split, name, "3");
+            struct gemm_case split16 = {ta, tb, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
+            run_forced(&split16, name, "5");
+            /* batched with broadcast B (stride 0 read through TMA) */
+            struct gemm_case bcast = {ta, tb, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f};
+            run_forced(&bcast, name, NULL);
+        }
+    /* shape classes the planner sends to split-K and to the pack on its own */
+    struct gemm_case heuristics[] = {
+        {MGPU_OP_T, MGPU_OP_N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_N, MGPU_OP_N, 128, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        {MGPU_OP_N, MGPU_OP_T, 4096, 128, 8192, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_T, MGPU_OP_N, 1031, 1025, 513, 1, t, t, 1, 3, 0, 0, 0, 0, 1.0f, 0.0f}, /* odd lda, ldb */
+        {MGPU_OP_N, MGPU_OP_T, 1000, 999, 777, 1, t, t, 0, 0, 0, 1, 0, 0, 1.0f, 0.0f},  /* A, B offset by 1 */
+        {MGPU_OP_T, MGPU_OP_N, 1024, 1024, 1024, 8, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_N, MGPU_OP_N, 300, 200, 520, 5, t, t, 3, 5, 0, 0, 3, 0, 1.0f, 0.0f},  /* odd batch strides */
+    };
+    for (unsigned i = 0; i < sizeof heuristics / sizeof heuristics[0]; i++)
+        run_case(&heuristics[i]);
+}
+
+/* Two runs on the same inputs give the same bits. */
+static void check_deterministic_shape(int64_t m, int64_t n, int64_t k)
+{
     float one = 1.0f, zero = 0.0f;
     void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
     void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
@@ -159,13 +220,21 @@ static void check_deterministic(void)
     float *h1 = malloc((size_t)(m * n * 4)), *h2 = malloc((size_t)(m * n * 4));
     cudaMemcpy(h1, c1, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
     cudaMemcpy(h2, c2, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
-    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "two identical calls gave different bits");
+    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "%lldx%lldx%lld: two identical calls gave different bits",
+          (long long)m, (long long)n, (long long)k);
     free(h1);
     free(h2);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c1);
     cudaFree(c2);
+}
+
+/* Split-K included: the planner splits both shapes (few tiles, long K). */
+static void check_deterministic(void)
+{
+    check_deterministic_shape(1000, 700, 3000);
+    check_deterministic_shape(64, 4096, 4096);
 }
 
 /* Calls the device can reject only at run time. */
@@ -234,6 +303,7 @@ int main(void)
                 for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
                     run_case(&cases[i]);
             }
+        check_persistent_paths(t);
         /* k == 0: D = beta * C */
         struct gemm_case k0 = {MGPU_OP_N, MGPU_OP_N, 33, 17, 0, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 2.0f};
         run_case(&k0);

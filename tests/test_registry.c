@@ -31,7 +31,10 @@ int main(void)
               v->threads);
         CHECK(v->smem_bytes >= 0 && v->smem_bytes <= MAX_SMEM_PER_BLOCK, "%s: %d bytes of smem", v->name,
               v->smem_bytes);
-        CHECK(v->tile_m > 0 && v->tile_n > 0 && v->tile_k > 0, "%s: bad tile", v->name);
+        if (v->index_type < 0) /* GEMM variants have tiles; gather / scatter variants an index type */
+            CHECK(v->tile_m > 0 && v->tile_n > 0 && v->tile_k > 0, "%s: bad tile", v->name);
+        else
+            CHECK(v->index_type == 0 || v->index_type == 1, "%s: index type %d", v->name, v->index_type);
         CHECK((v->cc_major == 9 && v->cc_minor == 0) || (v->cc_major == 10 && v->cc_minor == 0),
               "%s: unexpected compute capability %d.%d", v->name, v->cc_major, v->cc_minor);
         if (v->kind == MGPU_KIND_GEMM_SM90_TMA)

@@ -1,7 +1,9 @@
 /*
  * Variant selection as a pure function of (problem, device capabilities),
  * with made-up devices: Hopper (9.0), Blackwell (10.0), and devices this
- * library has no kernels for (8.0, 10.3, 12.0).
+ * library has no kernels for (8.0, 10.3, 12.0). On Hopper it also checks the
+ * plan of the persistent kernel per shape class: tile, cluster, split-K
+ * factor, grid (from the device's SM count), operand packing.
  */
 #include <string.h>
 
@@ -67,21 +69,34 @@ static void check_tensor_core_choice(const struct mgpu_device_caps *caps, enum m
             }
 }
 
-static void check_portable_paths(const struct mgpu_device_caps *caps)
+/* On Blackwell, inputs TMA cannot read take the portable kernel; on Hopper
+ * the persistent kernel packs them. k == 0 is the portable kernel's everywhere. */
+static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs)
 {
     mgpu_status s;
     struct mgpu_gemm_problem base = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    struct mgpu_gemm_plan plan;
     const struct mgpu_variant *v;
+    const enum mgpu_kernel_kind fast = packs ? MGPU_KIND_GEMM_SM90_PERSISTENT : MGPU_KIND_GEMM_SM100_TMA;
+    const enum mgpu_kernel_kind unaligned = packs ? MGPU_KIND_GEMM_SM90_PERSISTENT : MGPU_KIND_GEMM_PORTABLE;
 
     struct mgpu_gemm_problem p = base;
     p.lda = 1001; /* not a multiple of 8 elements */
     v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "odd lda: got %s", v ? v->name : "none");
+    CHECK(v && v->kind == unaligned, "odd lda: got %s", v ? v->name : "none");
+    if (packs) {
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b &&
+                  plan.pack_variant >= 0 && mgpu_variants[plan.pack_variant].kind == MGPU_KIND_GEMM_PACK,
+              "odd lda: A not packed");
+    }
 
     p = base;
     p.b += 2; /* element-aligned, not 16-byte aligned */
     v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "unaligned B: got %s", v ? v->name : "none");
+    CHECK(v && v->kind == unaligned, "unaligned B: got %s", v ? v->name : "none");
+    if (packs)
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && plan.pack_b,
+              "unaligned B: B not packed");
 
     p = base;
     p.k = 0;
@@ -94,19 +109,96 @@ static void check_portable_paths(const struct mgpu_device_caps *caps)
     p.stride_b = 1000 * 1000;
     p.stride_c = 1000 * 1000;
     v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "broadcast A: got %s", v ? v->name : "none");
+    CHECK(v && v->kind == unaligned, "broadcast A: got %s", v ? v->name : "none");
+    if (packs)
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+              "broadcast A: the persistent kernel reads it through TMA, unpacked");
     p.stride_a = 1000 * 1000;
     v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind != MGPU_KIND_GEMM_PORTABLE, "aligned batch: got %s", v ? v->name : "none");
+    CHECK(v && v->kind == fast, "aligned batch: got %s", v ? v->name : "none");
     p.stride_a = 1000 * 1000 + 1; /* odd batch stride */
     v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "odd batch stride: got %s", v ? v->name : "none");
+    CHECK(v && v->kind == unaligned, "odd batch stride: got %s", v ? v->name : "none");
+    if (packs)
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+              "odd batch stride: A not packed");
 
     /* a device with too little shared memory for the tensor-core tiles */
     struct mgpu_device_caps small = *caps;
     small.max_smem_per_block = 48 * 1024;
     v = pick(&base, &small, NULL, &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "small smem: got %s", v ? v->name : "none");
+}
+
+static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                     const struct mgpu_device_caps *caps, int force_splits)
+{
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.batch = batch;
+    p.lda = k;
+    p.ldb = k;
+    p.ldc = m;
+    p.stride_a = m * k;
+    p.stride_b = n * k;
+    p.stride_c = m * n;
+    struct mgpu_gemm_plan plan = {0};
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "%lldx%lldx%lld: invalid", (long long)m, (long long)n,
+          (long long)k);
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, force_splits, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m,
+          (long long)n, (long long)k, mgpu_status_string(s));
+    return plan;
+}
+
+/* The persistent kernel's plan per shape class on Hopper. */
+static void check_plans(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int tile_m, cluster, splits; } cases[] = {
+        {8192, 8192, 8192, 1, 256, 2, 1},  /* large: 256 x 128 tiles, 2-CTA clusters */
+        {4000, 4000, 4000, 1, 256, 2, 1},
+        {1024, 1024, 1024, 32, 256, 2, 1}, /* batched: 16 clusters x 32 batches fill the GPU */
+        {64, 4096, 4096, 1, 128, 1, 4},    /* small m: 32 tiles on 132 SMs -> 4 K slices */
+        {128, 4096, 4096, 1, 128, 1, 4},
+        {64, 8192, 8192, 1, 128, 1, 2},
+        {128, 8192, 8192, 1, 128, 1, 2},
+        {1000, 1000, 1000, 1, 256, 2, 4},  /* 16 clusters = 32 CTAs -> 4 K slices */
+        {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n: no cluster (one tile column), 8 K slices */
+        {4096, 384, 8192, 1, 256, 1, 2},   /* 3 tile columns: a cluster would idle 1 CTA in 4 */
+        {64, 4096, 256, 1, 128, 1, 1},     /* K too short to split */
+        {300, 200, 20000, 1, 256, 2, 16},  /* few tiles, long K: capped at 16 slices */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int cluster = v->cluster_m * v->cluster_n;
+        CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->tile_m == cases[i].tile_m &&
+                  cluster == cases[i].cluster && plan.splits == cases[i].splits,
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d (want tile_m %d, cluster %d, split-k %d)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
+              v->name, plan.splits, cases[i].tile_m, cases[i].cluster, cases[i].splits);
+        CHECK(plan.grid >= cluster && plan.grid <= caps->sm_count && plan.grid % cluster == 0,
+              "%s: grid %lld on %d SMs", v->name, (long long)plan.grid, caps->sm_count);
+        CHECK((plan.splits > 1) == (plan.reduce_variant >= 0), "%s: split-k %d, reduce %d", v->name, plan.splits,
+              plan.reduce_variant);
+        CHECK(!plan.pack_a && !plan.pack_b && plan.pack_variant < 0, "%s: aligned operands packed", v->name);
+        CHECK(v->band > 0, "%s: no band width", v->name);
+    }
+    /* the grid follows the device's SM count, never a constant */
+    struct mgpu_device_caps fewer = *caps;
+    fewer.sm_count = 78;
+    struct mgpu_gemm_plan plan = plan_of(8192, 8192, 8192, 1, &fewer, 0);
+    CHECK(plan.grid == 78, "8192^3 on 78 SMs: grid %lld", (long long)plan.grid);
+    plan = plan_of(64, 4096, 4096, 1, &fewer, 0);
+    CHECK(plan.splits == 2 && plan.grid == 64, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
+          (long long)plan.grid);
+    /* forced split factors are clamped to the number of k-tiles */
+    plan = plan_of(8192, 8192, 8192, 1, caps, 3);
+    CHECK(plan.splits == 3 && plan.reduce_variant >= 0, "forced split-k 3: got %d", plan.splits);
+    plan = plan_of(64, 64, 100, 1, caps, 1000);
+    CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
 
 static void check_force(const struct mgpu_device_caps *caps)
@@ -121,8 +213,25 @@ static void check_force(const struct mgpu_device_caps *caps)
         return;
     CHECK(pick(&p, caps, portable->name, &s) == portable, "forcing the portable variant failed");
     CHECK(pick(&p, caps, tc->name, &s) == tc, "forcing the chosen variant failed");
-    CHECK(pick(&odd, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
-          "forcing a TMA variant on unaligned input: %s", mgpu_status_string(s));
+    if (tc->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
+        /* the persistent kernel packs what TMA cannot read; the first sm90 kernel cannot */
+        CHECK(pick(&odd, caps, tc->name, &s) == tc, "forcing the persistent variant on unaligned input: %s",
+              mgpu_status_string(s));
+        for (int i = 0; i < mgpu_variant_count; i++)
+            if (mgpu_variants[i].kind == MGPU_KIND_GEMM_SM90_TMA && mgpu_variants[i].dtype == MGPU_DTYPE_F16 &&
+                mgpu_variants[i].a_kmajor == 1 && mgpu_variants[i].b_kmajor == 1) {
+                CHECK(pick(&p, caps, mgpu_variants[i].name, &s) != NULL, "forcing %s", mgpu_variants[i].name);
+                CHECK(pick(&odd, caps, mgpu_variants[i].name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+                      "forcing %s on unaligned input: %s", mgpu_variants[i].name, mgpu_status_string(s));
+            }
+        struct mgpu_gemm_problem k0 = p;
+        k0.k = 0;
+        CHECK(pick(&k0, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+              "forcing the persistent variant with k = 0: %s", mgpu_status_string(s));
+    } else {
+        CHECK(pick(&odd, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+              "forcing a TMA variant on unaligned input: %s", mgpu_status_string(s));
+    }
     CHECK(pick(&p, caps, "mgpu_no_such_kernel", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
           "forcing an unknown name: %s", mgpu_status_string(s));
     struct mgpu_gemm_problem bf = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
@@ -133,13 +242,14 @@ static void check_force(const struct mgpu_device_caps *caps)
 int main(void)
 {
     if (has_cc(9, 0)) {
-        check_tensor_core_choice(&hopper, MGPU_KIND_GEMM_SM90_TMA);
-        check_portable_paths(&hopper);
+        check_tensor_core_choice(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
+        check_unaligned_paths(&hopper, 1);
         check_force(&hopper);
+        check_plans(&hopper);
     }
     if (has_cc(10, 0)) {
         check_tensor_core_choice(&blackwell, MGPU_KIND_GEMM_SM100_TMA);
-        check_portable_paths(&blackwell);
+        check_unaligned_paths(&blackwell, 0);
         check_force(&blackwell);
         /* a Hopper-only name cannot be forced onto Blackwell */
         mgpu_status s;

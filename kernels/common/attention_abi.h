@@ -79,7 +79,7 @@
  * Validation the runtime must do (the kernel trusts these):
  *   - head_dim equals the variant's; heads_q % heads_kv == 0, group_size = heads_q / heads_kv
  *   - Q, K, V base addresses 16-byte aligned; seq/head/batch strides of Q, K, V
- *     multiples of 8 elements (16 bytes) and < 2^37 elements (TMA stride limit 2^40 B)
+ *     multiples of 8 elements (16 bytes) and < 2^39 elements (TMA stride limit 2^40 B)
  *   - O: base 16-byte aligned, seq/head/batch strides multiples of 8 elements
  *     (the epilogue stores 16-byte vectors)
  *   - lse 4-byte aligned when given
@@ -94,6 +94,11 @@
 
 #include <cuda.h>
 #include <stdint.h>
+
+/* Every variant: query rows per work tile (kBlockM) and threads per CTA; the
+ * generated units check both against the kernel's configuration. */
+#define MGPU_ATTENTION_FWD_BLOCK_M 128
+#define MGPU_ATTENTION_FWD_THREADS 384
 
 struct mgpu_attention_fwd_args {
     int32_t batch;            /* number of sequences */

@@ -1,6 +1,7 @@
 /*
  * The contract between the runtime (src/) and the row gather / scatter-add
- * kernels (kernels/hopper/gather_sm90.cuh, kernels/blackwell/gather_sm100.cuh).
+ * kernels (kernels/common/gather_portable.cuh, compiled for sm_90a and sm_100a,
+ * and kernels/blackwell/gather_sm100.cuh).
  *
  * Plain C, included by the C11 runtime and by the CUDA C++ kernels; the structs
  * are passed by value as `const __grid_constant__` kernel parameters, so their
@@ -32,7 +33,8 @@
  * src, dst, src_stride, dst_stride and row_bytes are all multiples of 16.
  * Write ceil(a / b) as cdiv(a, b).
  *
- * sm_90a (also valid on sm_100a: plain loads/stores and atomics only)
+ * common/gather_portable.cuh, built for sm_90a and sm_100a (plain loads/stores
+ * and atomics only)
  *
  *   gather_narrow<Index>   256 threads, 0 dynamic smem
  *     requires vec16 and row_bytes <= MGPU_GATHER_NARROW_MAX_ROW_BYTES (512).
@@ -126,7 +128,7 @@ enum mgpu_abi_index_type {
 
 /* Shape constants shared by the runtime's formulas and the kernels. */
 enum mgpu_gather_constants {
-    MGPU_GATHER_THREADS = 256,            /* every sm_90a gather / scatter entry */
+    MGPU_GATHER_THREADS = 256,            /* every portable gather / scatter entry */
     MGPU_GATHER_VEC_BYTES = 16,           /* one LDG.128 / STG.128 */
     MGPU_GATHER_NARROW_MAX_ROW_BYTES = 512, /* 32 lanes x 16 bytes */
     MGPU_GATHER_NARROW_UNROLL = 8,        /* rows in flight per lane */
@@ -143,7 +145,7 @@ enum mgpu_gather_constants {
     MGPU_GATHER4_CTAS_PER_SM = 4,         /* 228 KB smem / ~49 KB per CTA */
 };
 
-/* The parameters of every sm_90a entry (and the common part of gather4). */
+/* The parameters of every portable entry (and the common part of gather4). */
 typedef struct mgpu_gather_args {
     uint64_t src;          /* device address of src row 0 */
     uint64_t dst;          /* device address of dst row 0 */

@@ -41,6 +41,28 @@ struct mgpu_gemm_args {
     int64_t ldc, stride_c;  /* in elements */
     uint64_t a, b;        /* device addresses of A and B (portable kernel only) */
     int64_t lda, ldb, stride_a, stride_b; /* in elements (portable kernel only) */
+
+    /* Persistent sm90 kernel, split-K reduction (the Blackwell and the first
+     * sm90 kernel ignore these; the runtime zeroes what a kernel does not use). */
+    int32_t batch_count;  /* batches in this launch */
+    int32_t band;         /* tile rows (of tile_m) per band of the grouped tile order */
+    int32_t splits;       /* K is cut into this many slices (1: no split-K) */
+    int32_t c_tma;        /* 1: D leaves through the C tensor map (TMA store); 0: direct stores */
+    int32_t a_broadcast, b_broadcast; /* 1: every batch reads batch 0 of that operand */
+    uint64_t workspace;   /* split-K partials, fp32, [batch][split][n][ws_ld] */
+    int64_t ws_ld;        /* in elements, a multiple of 4 */
+};
+
+/* Arguments of the copy that packs an operand TMA cannot read (odd leading
+ * dimension or batch stride, pointer not 16-byte aligned) into an aligned
+ * workspace: `batch` matrices of `cols` columns of `rows` contiguous 16-bit
+ * elements. dst columns are ld_dst (a multiple of 8) apart; the padding rows
+ * are written with zeros. */
+struct mgpu_gemm_pack_args {
+    uint64_t src, dst;
+    int64_t rows, cols, batch;
+    int64_t ld_src, stride_src; /* in elements */
+    int64_t ld_dst, stride_dst; /* in elements */
 };
 
 #endif

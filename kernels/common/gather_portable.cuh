@@ -1,7 +1,11 @@
 /*
- * Row gather and scatter-add for sm_90a: dst[i,:] = src[index[i],:] and
- * dst[index[i],:] += src[i,:]. The contract (argument struct, what the runtime
- * computes, alignment rules, error word) is in common/gather_abi.h.
+ * Row gather and scatter-add with plain loads, stores and reductions:
+ * dst[i,:] = src[index[i],:] and dst[index[i],:] += src[i,:]. Written for
+ * sm_90a and compiled for sm_100a too (it uses nothing Hopper-only: 16-byte
+ * non-coherent loads and sm_90's vector red.global.add), so both architectures
+ * have an exact path for every input; sm_100a adds gather4 (blackwell/
+ * gather_sm100.cuh) for aligned gathers. The contract (argument struct, what
+ * the runtime computes, alignment rules, error word) is in common/gather_abi.h.
  *
  * A gather is a copy whose source addresses are known only after a load, so
  * speed comes from having enough independent loads in flight to cover the
@@ -43,7 +47,7 @@
 #include "common/gather_abi.h"
 
 namespace mgpu {
-namespace sm90 {
+namespace portable {
 namespace gather_detail {
 
 constexpr int kWarp = 32;
@@ -498,5 +502,5 @@ __device__ __forceinline__ void scatter_add_sorted(const mgpu_gather_args &a)
     });
 }
 
-} // namespace sm90
+} // namespace portable
 } // namespace mgpu

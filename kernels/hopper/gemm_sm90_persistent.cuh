@@ -1,0 +1,343 @@
+/*
+ * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = alpha*op(A)*op(B) + beta*C
+ * (column-major, BLAS conventions: common/gemm_abi.h), optionally one K slice
+ * of a split-K GEMM writing fp32 partials.
+ *
+ * The grid is at most one CTA per SM (or one cluster per two SMs); each CTA
+ * walks work units (tile_m x tile_n tiles of D, per batch and K slice) in the
+ * order of common/tile_scheduler.cuh. The tensor cores compute D^T: the wgmma
+ * M side is D's columns (B's n), the wgmma N side is D's rows (A's m), so the
+ * accumulator pairs are contiguous in column-major D and the epilogue
+ * (gemm_sm90_epilogue.cuh) writes 16-byte granules.
+ *
+ * Schedule (kThreads = 384: one producer and two consumer warpgroups):
+ *
+ *   producer warpgroup (setmaxnreg.dec to kProducerRegs), one thread:
+ *     for each unit, for each k-tile of its K slice, stage s, round parity p:
+ *       wait empty[s] parity p^1      (every consumer warp of the cluster is done with s)
+ *       arrive_expect_tx(full[s], kStageBytes)
+ *       TMA B tile (n0.., 64 k) -> stage s;  TMA A tile (m0.., 64 k) -> stage s
+ *       (2-CTA cluster along N: each CTA loads half the A tile and multicasts it
+ *        to both CTAs; the two CTAs' tiles share m0)
+ *   consumer warpgroups c = 0, 1 (setmaxnreg.inc to kConsumerRegs); consumer c
+ *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
+ *     for each unit: zero acc; for each k-tile:
+ *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile); commit
+ *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
+ *     wait_group 0, release the last stage (the producer is already filling
+ *     the stages with the next unit's k-tiles), then the epilogue: TMA stores
+ *     that drain while the next unit's main loop runs.
+ *
+ * Barriers: full[s] (1 arrival + the stage's TMA bytes), empty[s] (one arrival
+ * per consumer warp of each CTA of the cluster). Stages and parities run on
+ * across units, so the pipeline never drains between tiles.
+ *
+ * Shared memory (dynamic, base rounded up to 1024 bytes): kStages A tiles,
+ * kStages B tiles, then 2 x 8 KB epilogue buffers per consumer. Operand tiles
+ * are 128-byte-swizzled TMA boxes as in gemm_sm90.cuh: a K-major operand is
+ * rows x 128 bytes; an M/N-major one is 64-element-wide chunks of 64 K-rows
+ * (8 KB each), the MN-major canonical wgmma layout with LBO = 8 KB.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <cuda/ptx>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "common/async_copy.cuh"
+#include "common/gemm_abi.h"
+#include "common/tile_scheduler.cuh"
+#include "hopper/gemm_sm90.cuh"
+#include "hopper/gemm_sm90_epilogue.cuh"
+#include "hopper/wgmma.cuh"
+
+namespace mgpu {
+namespace sm90 {
+
+template <class T, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_>
+struct PersistentGemmConfig {
+    using Element = T;
+    static constexpr bool kAKMajor = kAKMajor_;
+    static constexpr bool kBKMajor = kBKMajor_;
+    static constexpr int kBM = kBM_; /* D rows per tile: the wgmma N */
+    static constexpr int kBN = kBN_; /* D columns per tile: 64 per consumer warpgroup */
+    static constexpr int kBK = 64;   /* elements: one 128-byte swizzle row */
+    static constexpr int kStages = kStages_;
+    static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
+
+    static constexpr int kConsumers = kBN / 64;
+    static constexpr int kThreads = 128 * (1 + kConsumers);
+    /* Register budgets after setmaxnreg: the producer only issues TMA; each
+     * consumer thread holds kBM / 2 fp32 accumulators. */
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
+
+    static constexpr int kChunkBytes = 64 * kBK * 2; /* one 64-row box of 64 k: 8 KB */
+    static constexpr int kATileBytes = kBM * kBK * 2;
+    static constexpr int kBTileBytes = kBN * kBK * 2;
+    static constexpr int kStageBytes = kATileBytes + kBTileBytes;
+    static constexpr int kAPartRows = kBM / kClusterN; /* A rows each CTA of a cluster loads */
+    static constexpr int kEpiBytes = kConsumers * kEpiBufs * kEpiBufBytes;
+    static constexpr int kAlignSlack = 1024;
+    static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + kAlignSlack; /* dynamic */
+
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16 operands");
+    static_assert(kBN == 128, "two consumer warpgroups of m64 (register budgets assume 384 threads)");
+    static_assert(kBM == 64 || kBM == 128 || kBM == 256, "tile_m must be a wgmma N in {64, 128, 256}");
+    static_assert(kStages >= 4, "at least four stages");
+    static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
+    static_assert(kAPartRows % 64 == 0, "each CTA of a cluster loads whole 64-row A chunks");
+    static_assert(kSmemBytes + 2 * kStages * 8 <= 227 * 1024, "shared memory over the 227 KB per-block limit");
+    static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file");
+};
+
+namespace persistent {
+
+/* Arrives on the barrier at the same shared-memory offset in CTA `rank` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+/* TMA load of a rank-3 box written to the same offset of every CTA in `mask`,
+ * completing its bytes on each destination CTA's barrier at `bar`'s offset. */
+__device__ __forceinline__ void tma_load_3d_multicast(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
+                                                      int32_t c0, int32_t c1, int32_t c2, uint16_t mask)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(smem_dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar)), "h"(mask)
+                 : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync()
+{
+    ptx::barrier_cluster_arrive();
+    ptx::barrier_cluster_wait();
+}
+
+__device__ __forceinline__ uint32_t cluster_rank()
+{
+    return ptx::get_sreg_cluster_ctarank();
+}
+
+template <class Cfg>
+__device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensorMap *tma_b, uint8_t *a_tiles,
+                                        uint8_t *b_tiles, uint64_t *full, uint64_t *empty,
+                                        const GemmTileScheduler &sched, const mgpu_gemm_args &args)
+{
+    tma_prefetch_map(tma_a);
+    tma_prefetch_map(tma_b);
+    const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
+    const uint32_t rank = Cfg::kClusterN > 1 ? cluster_rank() : 0;
+    int stage = 0;
+    uint32_t phase = 0; /* parity of the current round through the stages */
+    for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
+        const GemmTile t = sched.tile(u);
+        const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
+        const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
+        int kt0, kt1;
+        sched.k_range(num_k_tiles, t.split, kt0, kt1);
+        for (int kt = kt0; kt < kt1; ++kt) {
+            mbar_wait(&empty[stage], phase ^ 1);
+            mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+            const int k0 = kt * Cfg::kBK;
+            uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
+            uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
+            if constexpr (Cfg::kBKMajor) {
+                tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
+            } else {
+#pragma unroll
+                for (int i = 0; i < Cfg::kBN / 64; ++i)
+                    tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
+            }
+            if constexpr (Cfg::kClusterN == 1) {
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Cfg::kBM / 64; ++i)
+                        tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
+                }
+            } else {
+                /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
+                constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
+                const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
+                        tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
+                                              m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
+                }
+            }
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    }
+}
+
+/* One unit's main loop for consumer warpgroup `consumer`: acc (D^T slice,
+ * 64 columns x kBM rows) = sum over the unit's k-tiles. */
+template <class Cfg>
+__device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
+                                        uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                        int &stage, uint32_t &phase)
+{
+    using T = typename Cfg::Element;
+    /* wgmma A = B's slice (rows n), wgmma B = the A tile (rows m).
+     * K-major: the k16 slice moves 32 bytes along the row; MN-major: 16 rows of 128 bytes. */
+    constexpr uint32_t kBStep = Cfg::kBKMajor ? 32 : 2048;
+    constexpr uint32_t kAStep = Cfg::kAKMajor ? 32 : 2048;
+    constexpr uint32_t kBLbo = Cfg::kBKMajor ? 16 : Cfg::kChunkBytes;
+    constexpr uint32_t kALbo = Cfg::kAKMajor ? 16 : Cfg::kChunkBytes;
+    constexpr uint32_t kSbo = 1024; /* 8 rows of 128 bytes */
+    const bool signals = (threadIdx.x % 32) == 0;
+
+#pragma unroll
+    for (int i = 0; i < Cfg::kBM / 2; ++i)
+        acc[i] = 0.0f;
+
+    int prev_stage = stage;
+    for (int kt = kt0; kt < kt1; ++kt) {
+        mbar_wait(&full[stage], phase);
+        const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes,
+                                           kBLbo, kSbo);
+        const uint64_t desc_a = wgmma_desc(a_tiles + stage * Cfg::kATileBytes, kALbo, kSbo);
+        wgmma_fence_operands(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < Cfg::kBK / 16; ++j)
+            wgmma_m64k16<Cfg::kBM, T, !Cfg::kBKMajor, !Cfg::kAKMajor>(
+                acc, wgmma_desc_advance(desc_b, j * kBStep), wgmma_desc_advance(desc_a, j * kAStep), 1);
+        wgmma_commit_group();
+        wgmma_fence_operands(acc);
+
+        /* Keep this k-tile's batch in flight; the previous one is done. */
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(acc);
+        if (kt > kt0 && signals) {
+#pragma unroll
+            for (int r = 0; r < Cfg::kClusterN; ++r) {
+                if constexpr (Cfg::kClusterN == 1)
+                    mbar_arrive(&empty[prev_stage]);
+                else
+                    mbar_arrive_cluster(&empty[prev_stage], r);
+            }
+        }
+        prev_stage = stage;
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+    wgmma_wait_group<0>();
+    wgmma_fence_operands(acc);
+    if (signals) {
+#pragma unroll
+        for (int r = 0; r < Cfg::kClusterN; ++r) {
+            if constexpr (Cfg::kClusterN == 1)
+                mbar_arrive(&empty[prev_stage]);
+            else
+                mbar_arrive_cluster(&empty[prev_stage], r);
+        }
+    }
+}
+
+template <class Cfg, class OutT>
+__device__ __forceinline__ void store_tile(const float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
+                                           const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
+                                           int out, int consumer)
+{
+    if (args.c_tma)
+        store_tile_tma<Cfg::kBM, OutT>(acc, args, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
+    else
+        store_tile_direct<Cfg::kBM, OutT>(acc, args, row0, col0, out);
+}
+
+} // namespace persistent
+
+template <class Cfg>
+__device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const CUtensorMap *tma_b,
+                                                const CUtensorMap *tma_c, const mgpu_gemm_args &args)
+{
+    __shared__ alignas(8) uint64_t full[Cfg::kStages];
+    __shared__ alignas(8) uint64_t empty[Cfg::kStages];
+    extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
+
+    /* 128-byte swizzled tiles want 1024-byte alignment; kSmemBytes has the slack.
+     * The offset is the same in every CTA, as multicast needs. */
+    const uint32_t raw = smem_u32(mgpu_gemm_ws_smem);
+    uint8_t *a_tiles = mgpu_gemm_ws_smem + (((raw + 1023u) & ~1023u) - raw);
+    uint8_t *b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
+    uint8_t *epi_bufs = b_tiles + Cfg::kStages * Cfg::kBTileBytes;
+
+    const int warpgroup = threadIdx.x / 128;
+    const GemmTileScheduler sched(args.m, args.n, args.batch_count, Cfg::kBM, Cfg::kBN, 1, Cfg::kClusterN,
+                                  args.band, args.splits);
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < Cfg::kStages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 4 * Cfg::kConsumers * Cfg::kClusterN);
+        }
+        mbar_fence_init();
+    }
+    if constexpr (Cfg::kClusterN > 1)
+        persistent::cluster_sync();
+    else
+        __syncthreads();
+
+    if (warpgroup == 0) {
+        detail::setmaxnreg_dec<Cfg::kProducerRegs>();
+        if (threadIdx.x == 0)
+            persistent::produce<Cfg>(tma_a, tma_b, a_tiles, b_tiles, full, empty, sched, args);
+    } else {
+        detail::setmaxnreg_inc<Cfg::kConsumerRegs>();
+        const int consumer = warpgroup - 1;
+        const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
+        uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
+        int stage = 0, buf = 0;
+        uint32_t phase = 0;
+        float acc[Cfg::kBM / 2];
+        for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
+            const GemmTile t = sched.tile(u);
+            int kt0, kt1;
+            sched.k_range(num_k_tiles, t.split, kt0, kt1);
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
+                                     stage, phase);
+            const int row0 = t.m_tile * Cfg::kBM;
+            const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
+            const int out = t.batch * args.splits + t.split;
+            switch (args.c_dtype) {
+            case MGPU_ABI_F16:
+                persistent::store_tile<Cfg, __half>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                break;
+            case MGPU_ABI_BF16:
+                persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                break;
+            default:
+                persistent::store_tile<Cfg, float>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                break;
+            }
+        }
+        if ((threadIdx.x % 128) == 0)
+            store_drain();
+    }
+    /* No CTA of a cluster leaves while its peer may still multicast into it
+     * or arrive on its barriers. */
+    if constexpr (Cfg::kClusterN > 1)
+        persistent::cluster_sync();
+}
+
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,432 @@
+/*
+ * GPU test of mgpu_attention_fwd against a float32 CPU reference.
+ *
+ * Each case fills Q, K and V (in one of several memory layouts: dense,
+ * (batch, head, seq, dim) through strides, padded strides, one fused QKV
+ * buffer, packed varlen) with random normal data, poisons O and LSE with NaN,
+ * runs the call and compares every O element and LSE value with the
+ * reference; O's padding between rows must still hold the poison. It prints
+ * the relative error ||O - ref|| / ||ref||, the max abs error and the max LSE
+ * error per case; a case passes when the relative error is <= 1e-2, the LSE
+ * error <= 1e-2 and nothing is left NaN. MGPU_TEST_QUICK=1 runs a few small
+ * cases (for compute-sanitizer). Exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpu_util.h"
+
+#define MAX_REL_ERR 1e-2
+#define MAX_LSE_ERR 1e-2
+#define POISON_16 0xffffu
+#define ALIGN_ELEMS 8 /* 16 bytes of 16-bit elements: what strides and offsets keep */
+
+enum layout {
+    DENSE,   /* zero strides: the library's dense default */
+    BHSD,    /* (batch, head, seq, dim) memory order through strides */
+    PADDED,  /* gaps after each head and each row */
+    FUSED,   /* Q, K, V interleaved in one (batch, seq, 3, heads, dim) buffer */
+};
+
+struct tcase {
+    int batch, sq, sk, hq, hkv, d;
+    mgpu_dtype dtype;
+    int causal, wl, wr;
+    float softcap;
+    int varlen;
+    enum layout layout;
+    int no_lse;
+};
+
+struct tensor {
+    void *dev;
+    float *val;              /* the whole allocation (or the fused buffer), decoded */
+    int64_t offset;          /* elements from the allocation's start */
+    mgpu_attention_strides st;
+    size_t elems;            /* of the allocation */
+};
+
+static uint64_t seed_counter = 1;
+
+static float decode(uint16_t v, mgpu_dtype t)
+{
+    if (t == MGPU_DTYPE_BF16) {
+        uint32_t u = (uint32_t)v << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    const int sign = v >> 15, exp = (v >> 10) & 0x1f, mant = v & 0x3ff;
+    float mag = exp == 0 ? ldexpf((float)mant, -24) : exp == 31 ? (mant ? NAN : INFINITY)
+                                                                 : ldexpf((float)(mant | 0x400), exp - 25);
+    return sign ? -mag : mag;
+}
+
+/* Row (b, s, h) of a tensor: head_dim contiguous values. */
+static const float *row_of(const struct tensor *t, int64_t b, int64_t s, int64_t h)
+{
+    return t->val + t->offset + b * t->st.batch + s * t->st.seq + h * t->st.head;
+}
+
+/* Strides of one tensor with `rows` seq rows per batch entry (varlen: the
+ * packed total and one batch entry). */
+static mgpu_attention_strides strides_for(enum layout l, int64_t rows, int64_t heads, int64_t d)
+{
+    mgpu_attention_strides s;
+    switch (l) {
+    case BHSD:
+        s.seq = d;
+        s.head = rows * d;
+        s.batch = heads * rows * d;
+        break;
+    case PADDED:
+        s.head = d + 2 * ALIGN_ELEMS;
+        s.seq = heads * s.head + ALIGN_ELEMS;
+        s.batch = rows * s.seq + 4 * ALIGN_ELEMS;
+        break;
+    default:
+        s.head = d;
+        s.seq = heads * d;
+        s.batch = rows * heads * d;
+        break;
+    }
+    return s;
+}
+
+static size_t span_of(const mgpu_attention_strides *s, int64_t nbatch, int64_t rows, int64_t heads, int64_t d)
+{
+    return (size_t)((nbatch - 1) * s->batch + (rows - 1) * s->seq + (heads - 1) * s->head + d);
+}
+
+static void tensor_alloc(struct tensor *t, size_t elems)
+{
+    t->elems = elems;
+    t->offset = 0;
+    cudaMalloc(&t->dev, elems * 2);
+    t->val = malloc(elems * sizeof(float));
+}
+
+static void tensor_fill(struct tensor *t, mgpu_dtype dt)
+{
+    uint16_t *raw = malloc(t->elems * 2);
+    fill_normal(t->dev, dt, t->elems, seed_counter++, 1.0f);
+    cudaMemcpy(raw, t->dev, t->elems * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < t->elems; i++)
+        t->val[i] = decode(raw[i], dt);
+    free(raw);
+}
+
+static void tensor_free(struct tensor *t)
+{
+    cudaFree(t->dev);
+    free(t->val);
+}
+
+/* Deterministic pseudo-random lengths in [lo, hi]. */
+static int pick(uint64_t *s, int lo, int hi)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (int)((*s >> 33) % (uint64_t)(hi - lo + 1));
+}
+
+static const char *layout_name(enum layout l)
+{
+    return l == BHSD ? "bhsd" : l == PADDED ? "padded" : l == FUSED ? "fused" : "dense";
+}
+
+static void run_case(mgpu_handle *h, struct tcase c)
+{
+    const mgpu_dtype dt = c.dtype;
+    /* Sequence lengths and offsets. Varlen: ragged, the last one the longest;
+     * one empty query sequence when the batch allows. */
+    int *lq = malloc(sizeof(int) * c.batch), *lk = malloc(sizeof(int) * c.batch);
+    int32_t *cq = malloc(sizeof(int32_t) * (c.batch + 1)), *ck = malloc(sizeof(int32_t) * (c.batch + 1));
+    uint64_t rs = (uint64_t)(c.sq * 131 + c.sk * 7 + c.d);
+    cq[0] = ck[0] = 0;
+    for (int b = 0; b < c.batch; b++) {
+        const int last = b == c.batch - 1;
+        lq[b] = !c.varlen || last ? c.sq : (b == 1 ? 0 : pick(&rs, 1, c.sq));
+        lk[b] = !c.varlen || last ? c.sk : c.layout == FUSED ? lq[b] : pick(&rs, 1, c.sk);
+        cq[b + 1] = cq[b] + lq[b];
+        ck[b + 1] = ck[b] + lk[b];
+    }
+    const int64_t total_q = c.varlen ? cq[c.batch] : c.sq, total_k = c.varlen ? ck[c.batch] : c.sk;
+    const int64_t nb = c.varlen ? 1 : c.batch;
+
+    struct tensor q, k, v, o, fused;
+    memset(&fused, 0, sizeof fused);
+    if (c.layout == FUSED) { /* requires hq == hkv */
+        mgpu_attention_strides st = strides_for(DENSE, total_q, 3 * c.hq, c.d);
+        tensor_alloc(&fused, span_of(&st, nb, total_q, 3 * c.hq, c.d));
+        tensor_fill(&fused, dt);
+        struct tensor *parts[3] = {&q, &k, &v};
+        for (int i = 0; i < 3; i++) {
+            *parts[i] = fused;
+            parts[i]->offset = (int64_t)i * c.hq * c.d;
+            parts[i]->st = st;
+        }
+        q.st.batch = k.st.batch = v.st.batch = c.varlen ? 0 : st.batch;
+    } else {
+        q.st = strides_for(c.layout, total_q, c.hq, c.d);
+        k.st = strides_for(c.layout, total_k, c.hkv, c.d);
+        v.st = k.st;
+        tensor_alloc(&q, span_of(&q.st, nb, total_q, c.hq, c.d));
+        tensor_alloc(&k, span_of(&k.st, nb, total_k, c.hkv, c.d));
+        tensor_alloc(&v, span_of(&v.st, nb, total_k, c.hkv, c.d));
+        tensor_fill(&q, dt);
+        tensor_fill(&k, dt);
+        tensor_fill(&v, dt);
+    }
+    o.st = strides_for(c.layout == FUSED ? PADDED : c.layout, total_q, c.hq, c.d);
+    tensor_alloc(&o, span_of(&o.st, nb, total_q, c.hq, c.d));
+    poison(o.dev, o.elems * 2);
+    const size_t n_lse = (size_t)c.hq * (c.varlen ? total_q : (int64_t)c.batch * c.sq);
+    float *lse_dev = NULL;
+    cudaMalloc((void **)&lse_dev, n_lse * sizeof(float) + 1);
+    poison(lse_dev, n_lse * sizeof(float));
+    int32_t *cq_dev = NULL, *ck_dev = NULL;
+    if (c.varlen) {
+        cudaMalloc((void **)&cq_dev, sizeof(int32_t) * (c.batch + 1));
+        cudaMalloc((void **)&ck_dev, sizeof(int32_t) * (c.batch + 1));
+        cudaMemcpy(cq_dev, cq, sizeof(int32_t) * (c.batch + 1), cudaMemcpyHostToDevice);
+        cudaMemcpy(ck_dev, ck, sizeof(int32_t) * (c.batch + 1), cudaMemcpyHostToDevice);
+    }
+
+    mgpu_attention_fwd_desc desc = MGPU_ATTENTION_FWD_DESC_INIT;
+    desc.batch = c.batch;
+    desc.seqlen_q = c.sq;
+    desc.seqlen_k = c.sk;
+    desc.heads_q = c.hq;
+    desc.heads_kv = c.hkv;
+    desc.head_dim = c.d;
+    desc.dtype = dt;
+    desc.causal = c.causal;
+    desc.window_left = c.wl;
+    desc.window_right = c.wr;
+    desc.softcap = c.softcap;
+    if (c.varlen) {
+        desc.cu_seqlens_q = cq_dev;
+        desc.cu_seqlens_k = ck_dev;
+        desc.total_q = total_q;
+        desc.total_k = total_k;
+    }
+    if (c.layout != DENSE) {
+        desc.q_strides = q.st;
+        desc.k_strides = k.st;
+        desc.v_strides = v.st;
+    }
+    desc.o_strides = o.st; /* O is always given explicitly; DENSE gives dense values */
+    mgpu_status s = mgpu_attention_fwd(h, &desc, (const uint16_t *)q.dev + q.offset,
+                                       (const uint16_t *)k.dev + k.offset, (const uint16_t *)v.dev + v.offset, o.dev,
+                                       c.no_lse ? NULL : lse_dev);
+    cudaError_t ce = cudaDeviceSynchronize();
+    CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
+          mgpu_last_error_message(), cudaGetErrorString(ce));
+
+    uint16_t *oh = malloc(o.elems * 2);
+    float *lh = malloc(n_lse * sizeof(float) + 1);
+    cudaMemcpy(oh, o.dev, o.elems * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(lh, lse_dev, n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+    unsigned char *written = calloc(o.elems, 1);
+
+    const float scale = 1.0f / sqrtf((float)c.d);
+    const int group = c.hq / c.hkv;
+    const int wr = c.causal ? 0 : c.wr; /* causal: no key right of the diagonal */
+    float *sc = malloc(sizeof(float) * (c.sk + 1)), *acc = malloc(sizeof(float) * c.d);
+    double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0;
+    long bad = 0, lse_bad = 0;
+    for (int b = 0; b < c.batch; b++) {
+        const int Sq = lq[b], Sk = lk[b], diag = Sk - Sq;
+        const int64_t qo = c.varlen ? cq[b] : 0, ko = c.varlen ? ck[b] : 0, bb = c.varlen ? 0 : b;
+        for (int hh = 0; hh < c.hq; hh++) {
+            const int hk = hh / group;
+            for (int i = 0; i < Sq; i++) {
+                const float *qr = row_of(&q, bb, qo + i, hh);
+                float mx = -INFINITY;
+                for (int j = 0; j < Sk; j++) {
+                    sc[j] = -INFINITY;
+                    if ((wr >= 0 && j > i + diag + wr) || (c.wl >= 0 && j < i + diag - c.wl))
+                        continue;
+                    const float *kr = row_of(&k, bb, ko + j, hk);
+                    float dot = 0;
+                    for (int x = 0; x < c.d; x++)
+                        dot += qr[x] * kr[x];
+                    float sv = dot * scale;
+                    if (c.softcap > 0)
+                        sv = c.softcap * tanhf(sv / c.softcap);
+                    sc[j] = sv;
+                    mx = fmaxf(mx, sv);
+                }
+                double sum = 0;
+                for (int x = 0; x < c.d; x++)
+                    acc[x] = 0;
+                for (int j = 0; j < Sk; j++) {
+                    if (sc[j] == -INFINITY)
+                        continue;
+                    const float p = expf(sc[j] - mx);
+                    const float *vr = row_of(&v, bb, ko + j, hk);
+                    sum += p;
+                    for (int x = 0; x < c.d; x++)
+                        acc[x] += p * vr[x];
+                }
+                const int64_t row = bb * o.st.batch + (qo + i) * o.st.seq + hh * o.st.head;
+                for (int x = 0; x < c.d; x++) {
+                    const double ref = sum > 0 ? acc[x] / sum : 0.0;
+                    const float got = decode(oh[row + x], dt);
+                    written[row + x] = 1;
+                    if (!isfinite(got)) {
+                        bad++;
+                        continue;
+                    }
+                    err2 += (got - ref) * (got - ref);
+                    ref2 += ref * ref;
+                    max_abs = fmax(max_abs, fabs(got - ref));
+                }
+                if (c.no_lse)
+                    continue;
+                const double lref = sum > 0 ? mx + log(sum) : INFINITY;
+                const size_t li = c.varlen ? (size_t)hh * total_q + qo + i : ((size_t)b * c.hq + hh) * c.sq + i;
+                const float lg = lh[li];
+                if (isinf(lref))
+                    lse_bad += !(isinf(lg) && lg > 0);
+                else if (!isfinite(lg))
+                    lse_bad++;
+                else
+                    lse_max = fmax(lse_max, fabs(lg - lref));
+            }
+        }
+    }
+    long clobbered = 0; /* O elements outside the tensor must keep the poison */
+    for (size_t e = 0; e < o.elems; e++)
+        clobbered += !written[e] && oh[e] != POISON_16;
+    const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+    const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 && rel <= MAX_REL_ERR &&
+                     lse_max <= MAX_LSE_ERR;
+    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g %s%s%s: rel=%.2e "
+           "maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
+           pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
+           c.causal, c.wl, c.wr, (double)c.softcap, layout_name(c.layout), c.varlen ? " varlen" : "",
+           c.no_lse ? " no-lse" : "", rel, max_abs, lse_max, bad, lse_bad, clobbered);
+    CHECK(pass, "case above failed");
+
+    free(sc);
+    free(acc);
+    free(oh);
+    free(lh);
+    free(written);
+    free(lq);
+    free(lk);
+    free(cq);
+    free(ck);
+    if (c.layout == FUSED) {
+        tensor_free(&fused);
+    } else {
+        tensor_free(&q);
+        tensor_free(&k);
+        tensor_free(&v);
+    }
+    tensor_free(&o);
+    cudaFree(lse_dev);
+    cudaFree(cq_dev);
+    cudaFree(ck_dev);
+}
+
+#define CASE(...) run_case(h, (struct tcase){__VA_ARGS__})
+#define BF16 MGPU_DTYPE_BF16
+#define F16 MGPU_DTYPE_F16
+
+static void quick_cases(mgpu_handle *h)
+{
+    CASE(.batch = 1, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = 64, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1);
+    CASE(.batch = 3, .sq = 130, .sk = 150, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1);
+    CASE(.batch = 1, .sq = 65, .sk = 200, .hq = 1, .hkv = 1, .d = 256, .dtype = BF16, .wl = 50, .wr = 10,
+         .softcap = 5.0f, .layout = PADDED);
+}
+
+static void full_cases(mgpu_handle *h)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    static const mgpu_dtype dtypes[] = {BF16, F16};
+    /* Every variant, causal and not, with a ragged last block. */
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++)
+            for (int causal = 0; causal < 2; causal++)
+                CASE(.batch = 2, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = dims[i], .dtype = dtypes[t],
+                     .causal = causal, .wl = -1, .wr = -1);
+    /* Edge sequence lengths. */
+    static const int lens[] = {1, 17, 127, 128, 129, 1000};
+    for (int i = 0; i < 6; i++)
+        for (int causal = 0; causal < 2; causal++)
+            CASE(.batch = 1, .sq = lens[i], .sk = lens[i], .hq = 2, .hkv = 2, .d = 128, .dtype = BF16,
+                 .causal = causal, .wl = -1, .wr = -1);
+    /* seqlen_q != seqlen_k, causal aligned bottom-right, both ways. */
+    static const int qk[][2] = {{17, 300}, {300, 17}, {129, 1000}, {1000, 129}, {1, 513}, {200, 1}};
+    for (int i = 0; i < 6; i++)
+        for (int causal = 0; causal < 2; causal++)
+            CASE(.batch = 2, .sq = qk[i][0], .sk = qk[i][1], .hq = 2, .hkv = 1, .d = 64, .dtype = i % 2 ? F16 : BF16,
+                 .causal = causal, .wl = -1, .wr = -1);
+    /* Heads: 1, GQA 8:1, MQA; batch many. */
+    CASE(.batch = 1, .sq = 333, .sk = 333, .hq = 1, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1);
+    CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);
+    CASE(.batch = 1, .sq = 200, .sk = 390, .hq = 6, .hkv = 1, .d = 64, .dtype = F16, .causal = 1, .wl = -1, .wr = -1);
+    CASE(.batch = 9, .sq = 70, .sk = 90, .hq = 4, .hkv = 4, .d = 96, .dtype = BF16, .wl = -1, .wr = -1);
+    /* Sliding windows and soft-cap. */
+    CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = 100, .wr = 50);
+    CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = 200, .wr = -1);
+    CASE(.batch = 1, .sq = 300, .sk = 600, .hq = 2, .hkv = 1, .d = 64, .dtype = BF16, .wl = 64, .wr = 0);
+    CASE(.batch = 1, .sq = 500, .sk = 500, .hq = 2, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .softcap = 30.0f);
+    CASE(.batch = 1, .sq = 257, .sk = 257, .hq = 2, .hkv = 2, .d = 256, .dtype = F16, .wl = -1, .wr = -1,
+         .softcap = 5.0f);
+    /* Variable length (ragged, one empty query sequence), layouts, no LSE. */
+    CASE(.batch = 4, .sq = 300, .sk = 300, .hq = 4, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1, .varlen = 1);
+    CASE(.batch = 4, .sq = 300, .sk = 400, .hq = 4, .hkv = 2, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1);
+    CASE(.batch = 5, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = 64, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .layout = PADDED);
+    CASE(.batch = 3, .sq = 200, .sk = 150, .hq = 2, .hkv = 1, .d = 256, .dtype = BF16, .wl = -1, .wr = -1,
+         .varlen = 1);
+    CASE(.batch = 3, .sq = 100, .sk = 100, .hq = 3, .hkv = 3, .d = 192, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .layout = FUSED);
+    CASE(.batch = 2, .sq = 300, .sk = 300, .hq = 4, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .layout = BHSD);
+    CASE(.batch = 2, .sq = 140, .sk = 140, .hq = 3, .hkv = 3, .d = 96, .dtype = BF16, .wl = -1, .wr = -1,
+         .layout = FUSED);
+    CASE(.batch = 2, .sq = 150, .sk = 170, .hq = 4, .hkv = 1, .d = 192, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .layout = PADDED, .no_lse = 1);
+}
+
+int main(void)
+{
+    if (!gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return MGPU_TEST_SKIP;
+    }
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    if (!h)
+        return check_exit();
+    const char *quick = getenv("MGPU_TEST_QUICK");
+    if (quick && quick[0] == '1')
+        quick_cases(h);
+    else
+        full_cases(h);
+
+    /* A call the kernels cannot take fails cleanly on the device too. */
+    mgpu_attention_fwd_desc bad = MGPU_ATTENTION_FWD_DESC_INIT;
+    bad.batch = 1;
+    bad.seqlen_q = bad.seqlen_k = 64;
+    bad.heads_q = bad.heads_kv = 1;
+    bad.head_dim = 80;
+    void *buf = NULL;
+    cudaMalloc(&buf, 1 << 16);
+    CHECK_STATUS(mgpu_attention_fwd(h, &bad, buf, buf, buf, buf, NULL), MGPU_STATUS_NOT_SUPPORTED);
+    cudaFree(buf);
+    mgpu_destroy(h);
+    return check_exit();
+}

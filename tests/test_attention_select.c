@@ -1,0 +1,220 @@
+/*
+ * mgpu_attention_fwd's pure half on the CPU: descriptor validation (every
+ * status the header lists for a bad descriptor), variant selection with
+ * made-up devices (9.0 picks the variant of the call's dtype and head dim;
+ * 10.0 and 8.0 get ARCH_MISMATCH), forcing, and the launch plan (tensor-map
+ * shapes, LSE layout, grid) for fixed-length and varlen calls.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "attention_select.h"
+#include "check.h"
+#include "internal.h"
+
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
+static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
+
+/* Made-up, suitably aligned device addresses. */
+#define Q_ADDR ((const void *)(uintptr_t)0x7f0000000000)
+#define K_ADDR ((const void *)(uintptr_t)0x7f1000000000)
+#define V_ADDR ((const void *)(uintptr_t)0x7f2000000000)
+#define O_ADDR ((void *)(uintptr_t)0x7f3000000000)
+#define LSE_ADDR ((float *)(uintptr_t)0x7f4000000000)
+
+static mgpu_attention_fwd_desc base_desc(void)
+{
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = 2;
+    d.seqlen_q = 1000;
+    d.seqlen_k = 1500;
+    d.heads_q = 16;
+    d.heads_kv = 4;
+    d.head_dim = 128;
+    d.dtype = MGPU_DTYPE_BF16;
+    return d;
+}
+
+static mgpu_status validate(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
+{
+    return mgpu_attention_fwd_validate(d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, LSE_ADDR, p);
+}
+
+#define EXPECT(field_set, status)                                                                  \
+    do {                                                                                           \
+        mgpu_attention_fwd_desc d_ = base_desc();                                                  \
+        field_set;                                                                                 \
+        CHECK_STATUS(validate(&d_, &p), status);                                                   \
+        CHECK(status == MGPU_STATUS_SUCCESS || mgpu_last_error_message()[0], "no message for %s", #field_set); \
+    } while (0)
+
+static void test_validation(void)
+{
+    struct mgpu_attention_problem p;
+    EXPECT((void)0, MGPU_STATUS_SUCCESS);
+    CHECK(fabsf(p.softmax_scale - 1.0f / sqrtf(128.0f)) < 1e-7f, "default scale %g", (double)p.softmax_scale);
+    CHECK(p.q_strides.head == 128 && p.q_strides.seq == 16 * 128 && p.q_strides.batch == 1000 * 16 * 128,
+          "dense q strides");
+    CHECK(p.k_strides.seq == 4 * 128 && p.k_strides.batch == 1500 * 4 * 128, "dense k strides");
+
+    CHECK_STATUS(mgpu_attention_fwd_validate(NULL, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, NULL, &p), MGPU_STATUS_NULL_POINTER);
+    EXPECT(d_.struct_size = 8, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.dtype = MGPU_DTYPE_F32, MGPU_STATUS_UNSUPPORTED_DTYPE);
+    EXPECT(d_.dtype = (mgpu_dtype)7, MGPU_STATUS_UNSUPPORTED_DTYPE);
+    EXPECT(d_.causal = 2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.window_left = -2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.window_right = -5, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softmax_scale = -1.0f, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softmax_scale = NAN, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softcap = -1.0f, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softcap = INFINITY, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000, MGPU_STATUS_INVALID_VALUE);
+    EXPECT((d_.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1002, d_.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000),
+           MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.batch = -1, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.seqlen_q = (int64_t)1 << 31, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.heads_kv = 3, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.heads_kv = 0, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.seqlen_k = 0, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.head_dim = 0, MGPU_STATUS_INVALID_SIZE);
+    EXPECT((d_.batch = 1 << 20, d_.heads_q = 1 << 10, d_.heads_kv = 1, d_.seqlen_q = 1 << 10),
+           MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.q_strides.seq = -8, MGPU_STATUS_INVALID_LD);
+    EXPECT((d_.o_strides.seq = 16 * 128, d_.o_strides.head = 128), MGPU_STATUS_INVALID_LD); /* batch 0, batch 2 */
+    EXPECT((d_.q_strides.seq = 16 * 128, d_.q_strides.batch = 1 << 30), MGPU_STATUS_INVALID_LD); /* head 0, 16 heads */
+    EXPECT((d_.k_strides.batch = (int64_t)1 << 40, d_.k_strides.seq = 512, d_.k_strides.head = 128),
+           MGPU_STATUS_INVALID_LD);
+
+    /* Valid descriptors this build has no kernel for. */
+    EXPECT(d_.head_dim = 80, MGPU_STATUS_NOT_SUPPORTED);
+    EXPECT(d_.head_dim = 512, MGPU_STATUS_NOT_SUPPORTED);
+    EXPECT((d_.q_strides.batch = 1000 * 16 * 136, d_.q_strides.seq = 16 * 136, d_.q_strides.head = 136),
+           MGPU_STATUS_SUCCESS);
+    EXPECT((d_.o_strides.batch = 1000 * 16 * 129, d_.o_strides.seq = 16 * 129, d_.o_strides.head = 129),
+           MGPU_STATUS_NOT_SUPPORTED);
+    CHECK(strstr(mgpu_last_error_message(), "multiples of 8"), "stride message: %s", mgpu_last_error_message());
+    {
+        mgpu_attention_fwd_desc d = base_desc();
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, (const char *)Q_ADDR + 8, K_ADDR, V_ADDR, O_ADDR, NULL, &p),
+                     MGPU_STATUS_NOT_SUPPORTED);
+        CHECK(strstr(mgpu_last_error_message(), "16-byte aligned"), "alignment message: %s",
+              mgpu_last_error_message());
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, Q_ADDR, K_ADDR, V_ADDR, (char *)O_ADDR + 2, NULL, &p),
+                     MGPU_STATUS_NOT_SUPPORTED);
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, (float *)((char *)LSE_ADDR + 2),
+                                                 &p),
+                     MGPU_STATUS_INVALID_VALUE);
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, Q_ADDR, NULL, V_ADDR, O_ADDR, NULL, &p), MGPU_STATUS_NULL_POINTER);
+        /* nothing to do: pointers may be NULL, and the call succeeds */
+        d.seqlen_q = 0;
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, NULL, NULL, NULL, NULL, NULL, &p), MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_problem_empty(&p), "seqlen_q = 0 is empty");
+        d = base_desc();
+        d.batch = 0;
+        d.head_dim = 80; /* not even looked at */
+        CHECK_STATUS(mgpu_attention_fwd_validate(&d, NULL, NULL, NULL, NULL, NULL, &p), MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_problem_empty(&p), "batch = 0 is empty");
+    }
+    /* varlen: batch strides are ignored, even when not multiples of 8 */
+    EXPECT((d_.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000, d_.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+            d_.total_q = 3000, d_.total_k = 2000, d_.q_strides.batch = 3, d_.q_strides.seq = 16 * 128,
+            d_.q_strides.head = 128),
+           MGPU_STATUS_SUCCESS);
+    EXPECT((d_.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000, d_.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+            d_.total_q = 3000, d_.total_k = 0),
+           MGPU_STATUS_INVALID_SIZE);
+}
+
+static void test_selection(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    struct mgpu_attention_problem p;
+    mgpu_status s;
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++) {
+            mgpu_attention_fwd_desc d = base_desc();
+            d.dtype = dtypes[t];
+            d.head_dim = dims[i];
+            CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+            const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+            CHECK(idx >= 0, "9.0 d=%d: %s", dims[i], mgpu_last_error_message());
+            if (idx < 0)
+                continue;
+            const struct mgpu_variant *v = &mgpu_variants[idx];
+            CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_SM90 && v->dtype == (int)dtypes[t] && v->tile_k == dims[i] &&
+                      v->cc_major == 9 && v->cc_minor == 0,
+                  "9.0 dtype %d d=%d got %s", dtypes[t], dims[i], v->name);
+            CHECK(v->threads == MGPU_ATTENTION_FWD_THREADS && v->tile_m == MGPU_ATTENTION_FWD_BLOCK_M,
+                  "%s: threads / block", v->name);
+            CHECK(mgpu_select_attention_fwd(&p, &hopper, NULL, &s) == idx, "selection not deterministic");
+            /* forcing: its own name works, another head dim's does not, a GEMM name is ignored */
+            CHECK(mgpu_select_attention_fwd(&p, &hopper, v->name, &s) == idx, "forcing %s", v->name);
+            const char *other = dims[i] == 64 ? "mgpu_attention_fwd_sm90_bf16_d128" : "mgpu_attention_fwd_sm90_bf16_d64";
+            CHECK(mgpu_select_attention_fwd(&p, &hopper, other, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                  "forcing %s for d=%d", other, dims[i]);
+            CHECK(mgpu_select_attention_fwd(&p, &hopper, "mgpu_gemm_portable_sm90_64x64", &s) == idx,
+                  "a GEMM name is not for attention");
+            CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                  "10.0 must be ARCH_MISMATCH");
+            CHECK(mgpu_select_attention_fwd(&p, &ampere, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                  "8.0 must be ARCH_MISMATCH");
+        }
+}
+
+static void test_plan(void)
+{
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    mgpu_status s;
+    mgpu_attention_fwd_desc d = base_desc();
+    d.head_dim = 96;
+    d.causal = 1;
+    d.window_left = 256;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+    if (idx < 0)
+        return;
+    const struct mgpu_variant *v = &mgpu_variants[idx];
+    mgpu_attention_make_plan(&p, v, &plan);
+    CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
+    CHECK(plan.q_map.dims[0] == 96 && plan.q_map.dims[1] == 1000 && plan.q_map.dims[2] == 16 &&
+              plan.q_map.dims[3] == 2,
+          "q map dims");
+    CHECK(plan.k_map.dims[1] == 1500 && plan.k_map.dims[2] == 4 && plan.k_map.box[1] == (uint32_t)v->tile_n,
+          "k map dims / box");
+    CHECK(plan.q_map.byte_strides[0] == 16 * 96 * 2 && plan.q_map.byte_strides[1] == 96 * 2 &&
+              plan.q_map.byte_strides[2] == 1000 * 16 * 96 * 2,
+          "q map strides");
+    CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == 128, "q box");
+    CHECK(plan.args.group_size == 4 && plan.args.causal == 1 && plan.args.window_left == 256 &&
+              plan.args.window_right == -1,
+          "args");
+    CHECK(plan.args.lse_head_stride == 1000 && plan.args.lse_batch_stride == 16 * 1000, "lse [b][h][sq]");
+    CHECK(fabsf(plan.args.scale_log2 - plan.args.softmax_scale * 1.44269504f) < 1e-6f, "scale_log2");
+
+    d = base_desc();
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = 1800;
+    d.total_k = 2500;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx < 0)
+        return;
+    mgpu_attention_make_plan(&p, &mgpu_variants[idx], &plan);
+    CHECK(plan.q_map.dims[1] == 1800 && plan.q_map.dims[3] == 1 && plan.k_map.dims[1] == 2500, "varlen map dims");
+    CHECK(plan.args.lse_head_stride == 1800 && plan.args.lse_batch_stride == 0, "lse [h][total_q]");
+    CHECK(plan.args.cu_seqlens_q == 0x1000 && plan.args.cu_seqlens_k == 0x2000, "offsets passed");
+    CHECK(plan.grid == 8 * 16 * 2, "varlen grid uses the longest sequence");
+}
+
+int main(void)
+{
+    test_validation();
+    test_selection();
+    test_plan();
+    return check_exit();
+}
