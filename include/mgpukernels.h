@@ -384,7 +384,8 @@ typedef struct mgpu_attention_fwd_desc {
  * cu_seqlens given, lse not 4-byte aligned), INVALID_SIZE (a negative size,
  * seqlen_k == 0 or head_dim <= 0 with queries to answer, heads_q not a
  * multiple of heads_kv, sizes above 2^31 - 1), INVALID_LD (a negative
- * stride, or one that cannot be addressed: >= 2^39 elements),
+ * stride, one >= 2^39 elements, or a zero stride along a dimension with
+ * more than one entry),
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment
  * or stride rules above; MGPU_FORCE_VARIANT naming an attention variant that
  * cannot do this call), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH

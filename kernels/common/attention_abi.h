@@ -86,8 +86,9 @@
  *   - seqlen_q >= 1, seqlen_k >= 1 (fixed length); total sizes < 2^31
  *   - softmax_scale > 0 finite; softcap >= 0 (0 = off); scale_log2 = softmax_scale * log2(e)
  *   - cu_seqlens_q and cu_seqlens_k both given or both 0, 4-byte aligned
- * Inputs that break the TMA alignment rules go to the documented slower path,
- * not to this kernel.
+ * src/attention_select.c does all of this; inputs that break the alignment
+ * rules get MGPU_STATUS_NOT_SUPPORTED there (docs/attention.md) and never
+ * reach the kernel.
  */
 #ifndef MGPU_KERNELS_COMMON_ATTENTION_ABI_H
 #define MGPU_KERNELS_COMMON_ATTENTION_ABI_H
