@@ -6,11 +6,13 @@
  * kernels for the device (sm_90a), a call is planned by shape class:
  *   k == 0                -> the portable kernel (D = beta * C);
  *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster;
- *   otherwise ("large")   -> the 256 x 128 tile, 2-CTA clusters along N when the
- *                            tile columns pair up (even, or >= 8 of them);
+ *   otherwise ("large")   -> the 256 x 128 tile; with CLUSTER_BY_DEFAULT, 2-CTA
+ *                            clusters along N when the tile columns pair up
+ *                            (even, or >= 8 of them);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
- *     K)                  -> split-K over ceil(SMs / tiles) K slices, at least
- *                            kMinKTilesPerSplit k-tiles each;
+ *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
+ *                         -> split-K over floor(SMs / CTAs of the tiles) K slices,
+ *                            at least MIN_KTILES_PER_SPLIT k-tiles each;
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
  *                         -> that operand is packed into an aligned workspace.
  * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
@@ -32,6 +34,14 @@
 #define SMALL_M 128              /* m up to this takes the 128-row tile */
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
+/* Measured on H200 (docs/performance.md): the 2-CTA cluster variants are
+ * correct but 1.6x slower than the single-CTA ones, and split-K loses to its
+ * per-call workspace allocation (the default memory pool is trimmed at every
+ * synchronization, so cuMemAllocAsync maps fresh memory each call). Both stay
+ * selectable (MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K) and tested, and are
+ * off by default until those costs are removed. */
+#define CLUSTER_BY_DEFAULT 0
+#define SPLIT_K_BY_DEFAULT 0
 
 static const char *op_name(int op)
 {
@@ -131,9 +141,14 @@ int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p)
            tma_ok(p->b, p->ldb, p->stride_b, p->batch, 0, 2);
 }
 
+/* TMA stores clip at the tensor's edge in whole 16-byte granules along the
+ * contiguous dimension (measured: with m * 4 = 2052 bytes the rows up to the
+ * 16-byte boundary were written), so m must end on a granule too, or the
+ * rows between m and ldc would be overwritten. */
 int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 {
-    return tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, dtype_size(p->c_dtype));
+    return (p->m * dtype_size(p->c_dtype)) % TMA_ALIGN == 0 &&
+           tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, dtype_size(p->c_dtype));
 }
 
 static int is_tma_kind(enum mgpu_kernel_kind k)
@@ -212,7 +227,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     int64_t splits = 1;
     if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
-    } else if (units * cluster * 2 <= sms && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= sms && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
         splits = sms / (units * cluster);
         if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
             splits = k_tiles / MIN_KTILES_PER_SPLIT;
@@ -294,7 +309,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
         /* A 2-CTA cluster takes two tile columns; with an odd count one CTA
          * per cluster row idles, which only pays when there are many columns. */
         const int64_t tiles_n = ceil_div(p->n, CLUSTER_TILE_N);
-        const int cluster = tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER ? 2 : 1;
+        const int cluster = CLUSTER_BY_DEFAULT && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER) ? 2 : 1;
         int v = small_m ? find_persistent(p, caps, 128, 1) : find_persistent(p, caps, 256, cluster);
         if (v < 0)
             v = find_persistent(p, caps, 256, 1);

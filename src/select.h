@@ -54,7 +54,7 @@ struct mgpu_gemm_plan {
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
                    int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status);
 
-/* 1 when D can leave through a TMA store: C 16-byte aligned, ldc (and for
+/* 1 when D can leave through a TMA store: C 16-byte aligned, m, ldc (and for
  * batches stride_c) multiples of 16 bytes. */
 int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p);
 
