@@ -78,11 +78,41 @@ mgpu_status mgpu_create(mgpu_handle **out)
     return MGPU_STATUS_SUCCESS;
 }
 
+/* Waits for the work queued on the handle's stream, then frees its workspace. */
+static void release_workspace(mgpu_handle *h)
+{
+    const struct mgpu_driver *d;
+    if (!h->workspace || mgpu_driver(&d) != MGPU_STATUS_SUCCESS)
+        return;
+    d->cuStreamSynchronize(h->stream);
+    d->cuMemFree(h->workspace);
+    h->workspace = 0;
+    h->workspace_bytes = 0;
+}
+
+mgpu_status mgpu_handle_workspace(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out)
+{
+    if (bytes > h->workspace_bytes) {
+        release_workspace(h);
+        /* grow by at least half again, so that a run of growing calls reallocates rarely */
+        size_t want = bytes + bytes / 2;
+        CUresult r = d->cuMemAlloc(&h->workspace, want);
+        if (r != CUDA_SUCCESS) {
+            h->workspace = 0;
+            return mgpu_driver_fail(d, r, "cuMemAlloc (workspace)");
+        }
+        h->workspace_bytes = want;
+    }
+    *out = h->workspace;
+    return MGPU_STATUS_SUCCESS;
+}
+
 mgpu_status mgpu_destroy(mgpu_handle *h)
 {
     if (!h)
         return MGPU_STATUS_SUCCESS;
     const struct mgpu_driver *d;
+    release_workspace(h);
     mgpu_gather_release(h);
     if (h->retained_primary && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuDevicePrimaryCtxRelease(h->device);
@@ -97,6 +127,14 @@ mgpu_status mgpu_set_stream(mgpu_handle *h, void *stream)
 {
     if (!h || h->magic != MGPU_HANDLE_MAGIC)
         return mgpu_fail(MGPU_STATUS_INVALID_HANDLE, "the handle is NULL or was destroyed");
+    /* Work already queued on the old stream may still use the workspace;
+     * let it finish before work on the new stream can reuse it. */
+    const struct mgpu_driver *d;
+    if (h->workspace && (CUstream)stream != h->stream && mgpu_driver(&d) == MGPU_STATUS_SUCCESS) {
+        CUresult r = d->cuStreamSynchronize(h->stream);
+        if (r != CUDA_SUCCESS)
+            return mgpu_driver_fail(d, r, "cuStreamSynchronize (previous stream)");
+    }
     h->stream = (CUstream)stream;
     return MGPU_STATUS_SUCCESS;
 }

@@ -73,11 +73,21 @@ struct mgpu_handle {
     /* gather.c: the int32 the gather / scatter kernels OR index errors into;
      * 0 until the first such call allocates it */
     CUdeviceptr index_error_word;
+    /* scratch device memory reused by every call on this handle (packed GEMM
+     * operands, split-K partials); grows on demand, see mgpu_handle_workspace */
+    CUdeviceptr workspace;
+    size_t workspace_bytes;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
  * handle's device (making the handle's context current when none is). */
 mgpu_status mgpu_handle_enter(mgpu_handle *h, const struct mgpu_driver **d);
+
+/* At least `bytes` of device scratch memory for work queued on the handle's
+ * stream. The buffer is kept and reused: calls on one handle are ordered on its
+ * stream, so a later call never overlaps an earlier one's use. Growing it
+ * waits for the stream first, since queued work may still read the old one. */
+mgpu_status mgpu_handle_workspace(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out);
 
 /* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
 void mgpu_gather_release(mgpu_handle *h);

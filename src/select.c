@@ -35,13 +35,11 @@
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 /* Measured on H200 (docs/performance.md): the 2-CTA cluster variants are
- * correct but 1.6x slower than the single-CTA ones, and split-K loses to its
- * per-call workspace allocation (the default memory pool is trimmed at every
- * synchronization, so cuMemAllocAsync maps fresh memory each call). Both stay
- * selectable (MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K) and tested, and are
- * off by default until those costs are removed. */
+ * correct but 1.6x slower than the single-CTA ones, so they stay selectable
+ * (MGPU_FORCE_VARIANT) and tested but off by default. Split-K partials live in
+ * the handle's workspace, which is kept between calls (src/handle.c). */
 #define CLUSTER_BY_DEFAULT 0
-#define SPLIT_K_BY_DEFAULT 0
+#define SPLIT_K_BY_DEFAULT 1
 
 static const char *op_name(int op)
 {

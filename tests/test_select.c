@@ -156,20 +156,20 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
 /* The persistent kernel's plan per shape class on Hopper. */
 static void check_plans(const struct mgpu_device_caps *caps)
 {
-    /* 2-CTA clusters and automatic split-K are off by default (src/select.c
-     * says why): every class runs single CTAs over the whole of K. */
+    /* 2-CTA clusters are off by default (src/select.c says why); split-K
+     * fills the SMs when the tiles alone use at most half of them. */
     const struct { int64_t m, n, k, batch; int tile_m, cluster, splits; } cases[] = {
         {8192, 8192, 8192, 1, 256, 1, 1},  /* large: 256 x 128 tiles */
         {4000, 4000, 4000, 1, 256, 1, 1},
         {1024, 1024, 1024, 32, 256, 1, 1}, /* batched */
-        {64, 4096, 4096, 1, 128, 1, 1},    /* small m: the 128 x 128 tile */
-        {128, 4096, 4096, 1, 128, 1, 1},
-        {64, 8192, 8192, 1, 128, 1, 1},
-        {128, 8192, 8192, 1, 128, 1, 1},
-        {1000, 1000, 1000, 1, 256, 1, 1},
-        {4096, 128, 8192, 1, 256, 1, 1},   /* skinny n */
-        {64, 4096, 256, 1, 128, 1, 1},
-        {300, 200, 20000, 1, 256, 1, 1},
+        {64, 4096, 4096, 1, 128, 1, 4},    /* small m: 32 tiles of 128 x 128, split 132 / 32 */
+        {128, 4096, 4096, 1, 128, 1, 4},
+        {64, 8192, 8192, 1, 128, 1, 2},
+        {128, 8192, 8192, 1, 128, 1, 2},
+        {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
+        {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
+        {64, 4096, 256, 1, 128, 1, 1},     /* too little K to split */
+        {300, 200, 20000, 1, 256, 1, 16},  /* capped at MAX_SPLITS */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -193,7 +193,7 @@ static void check_plans(const struct mgpu_device_caps *caps)
     struct mgpu_gemm_plan plan = plan_of(8192, 8192, 8192, 1, &fewer, 0);
     CHECK(plan.grid == 78, "8192^3 on 78 SMs: grid %lld", (long long)plan.grid);
     plan = plan_of(64, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.splits == 1 && plan.grid == 32, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
+    CHECK(plan.splits == 2 && plan.grid == 64, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
           (long long)plan.grid);
     /* forced split factors are clamped to the number of k-tiles */
     plan = plan_of(8192, 8192, 8192, 1, caps, 3);

@@ -57,9 +57,7 @@
 namespace mgpu {
 namespace sm90 {
 
-template <typename Element, int kHeadDim_, int kBlockN_ = AttnFwdTile<kHeadDim_>::kBlockN,
-          bool kLazyRescale_ = AttnFwdTile<kHeadDim_>::kLazyRescale,
-          int kPolyExp2Every_ = AttnFwdTile<kHeadDim_>::kPolyExp2Every>
+template <typename Element, int kHeadDim_>
 struct AttnFwdConfig {
     using T = Element;
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
@@ -68,9 +66,7 @@ struct AttnFwdConfig {
 
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockM = AttnFwdTile<kHeadDim>::kBlockM;
-    static constexpr int kBlockN = kBlockN_;
-    static constexpr bool kLazyRescale = kLazyRescale_;
-    static constexpr int kPolyExp2Every = kPolyExp2Every_;
+    static constexpr int kBlockN = AttnFwdTile<kHeadDim>::kBlockN;
     static constexpr int kStages = AttnFwdTile<kHeadDim>::kStages;
 
     /* One TMA box / swizzle row is 128 bytes = 64 elements of the head dim. */
@@ -101,20 +97,12 @@ struct AttnFwdConfig {
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
     static_assert(kKVBlockBytes % attn::kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
 
-    /* Q is double-buffered where a second tile fits (head dims up to 128), so
-     * that a persistent CTA finds the next tile's Q loaded while it stores the
-     * previous O. The barriers and the base alignment take 2 KiB. */
-    static constexpr int kSmemLimit = 227 * 1024;
-    static constexpr int kSmemOverhead = 2 * attn::kSwizzleAtomBytes;
-    static constexpr int kQStages =
-        2 * kQTileBytes + 2 * kStages * kKVTileBytes + kSmemOverhead <= kSmemLimit ? 2 : 1;
-
     struct alignas(attn::kSwizzleAtomBytes) SharedStorage {
-        uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
+        uint8_t q[kQTileBytes]; /* Q tile; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
-        uint64_t q_full[kQStages];
-        uint64_t q_empty[kQStages];
+        uint64_t q_full;
+        uint64_t q_empty;
         uint64_t k_full[kStages];
         uint64_t k_empty[kStages];
         uint64_t v_full[kStages];
@@ -122,7 +110,7 @@ struct AttnFwdConfig {
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + attn::kSwizzleAtomBytes;
-    static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
+    static_assert(kSmemBytes <= 227 * 1024, "fits a Hopper CTA");
 };
 
 /* Named barrier ids (0 is __syncthreads). */
@@ -236,10 +224,8 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
-        for (int s = 0; s < Cfg::kQStages; ++s) {
-            mbar_init(&smem.q_full[s], 1);
-            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
-        }
+        mbar_init(&smem.q_full, 1);
+        mbar_init(&smem.q_empty, Cfg::kConsumerWarps);
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.k_full[s], 1);
             mbar_init(&smem.v_full[s], 1);

@@ -37,8 +37,6 @@ struct AttnFwdTile {
     static constexpr int kBlockM = 128;
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : (kHeadDim <= 192 ? 112 : 80);
     static constexpr int kStages = 2;
-    static constexpr bool kLazyRescale = false;
-    static constexpr int kPolyExp2Every = 0;
 };
 
 } // namespace sm90
