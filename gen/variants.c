@@ -178,17 +178,22 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
     snprintf(buf, size, "?");
 }
 
-/* Attention forward: the Q tile and `stages` K and V tiles, the head dim
- * padded to whole 128-byte swizzle rows, plus 1 KiB of barriers (padded to the
- * swizzle alignment) and 1 KiB for aligning the base. */
+/* Attention forward: the Q tile (two where they fit in a CTA's 227 KiB, see
+ * mgpu_attention_fwd_smem_bytes in kernels/common/attention_abi.h) and
+ * `stages` K and V tiles, the head dim padded to whole 128-byte swizzle rows,
+ * plus 1 KiB of barriers (padded to the swizzle alignment) and 1 KiB for
+ * aligning the base. */
 #define ATTN_SWIZZLE_ROW_ELEMS 64
 #define ATTN_SWIZZLE_ROW_BYTES 128
 #define ATTN_BARRIER_AND_ALIGN_BYTES 2048
+#define ATTN_SMEM_LIMIT (227 * 1024)
 static int attention_smem_bytes(const struct gen_variant *v)
 {
-    const int rows = v->tile_m + 2 * v->stages * v->tile_n;
+    const int kv_rows = 2 * v->stages * v->tile_n;
     const int dim_rows = (v->tile_k + ATTN_SWIZZLE_ROW_ELEMS - 1) / ATTN_SWIZZLE_ROW_ELEMS;
-    return dim_rows * ATTN_SWIZZLE_ROW_BYTES * rows + ATTN_BARRIER_AND_ALIGN_BYTES;
+    const int two_q = dim_rows * ATTN_SWIZZLE_ROW_BYTES * (2 * v->tile_m + kv_rows) + ATTN_BARRIER_AND_ALIGN_BYTES;
+    const int q_stages = two_q <= ATTN_SMEM_LIMIT ? 2 : 1;
+    return dim_rows * ATTN_SWIZZLE_ROW_BYTES * (q_stages * v->tile_m + kv_rows) + ATTN_BARRIER_AND_ALIGN_BYTES;
 }
 
 /* Bytes of 16-bit A and B tiles for all stages, plus 1 KiB for rounding the

@@ -54,7 +54,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         return s;
     const struct mgpu_variant *v = &mgpu_variants[variant];
     struct mgpu_attention_plan plan;
-    mgpu_attention_make_plan(p, v, &plan);
+    mgpu_attention_make_plan(p, v, &h->caps, &plan);
     if (mgpu_log_enabled())
         log_call(p, v, force, plan.grid);
 

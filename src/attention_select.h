@@ -60,7 +60,11 @@ struct mgpu_attention_plan {
     unsigned grid;
 };
 
+/* grid: persistent (min(tiles, SMs)) for fixed-length calls without causal or
+ * window masks and with at most 32 key blocks on variants that double-buffer
+ * Q; one CTA per tile otherwise
+ * (kernels/common/attention_abi.h, "Launch"). */
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
-                              struct mgpu_attention_plan *out);
+                              const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out);
 
 #endif

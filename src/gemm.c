@@ -17,7 +17,7 @@
  * The persistent kernel also takes a map of D (C): dims {m, n, batch}, box
  * {128 bytes of rows, 64 columns, 1}, 128-byte swizzle, for its TMA stores;
  * when C's alignment rules that out it stores directly. A plan may add, on
- * the same stream, the handle's workspace (src/handle.c) holding packed copies of
+ * the same stream, scratch memory from the handle's pool (src/handle.c) holding packed copies of
  * the operands TMA cannot read and the fp32 split-K partials, the pack
  * kernel in front and the split-K reduction behind.
  */
@@ -308,11 +308,17 @@ static mgpu_status run_plan(mgpu_handle *h, const struct mgpu_driver *d, const s
     const size_t bytes = workspace_bytes(p, plan);
     CUdeviceptr ws = 0;
     if (bytes) {
-        mgpu_status s = mgpu_handle_workspace(h, d, bytes, &ws);
+        mgpu_status s = mgpu_scratch_alloc(h, d, bytes, &ws);
         if (s != MGPU_STATUS_SUCCESS)
             return s;
     }
-    return launch_persistent(h, d, p, plan, ws);
+    mgpu_status s = launch_persistent(h, d, p, plan, ws);
+    if (ws) {
+        mgpu_status f = mgpu_scratch_free(h, d, ws);
+        if (s == MGPU_STATUS_SUCCESS)
+            s = f;
+    }
+    return s;
 }
 
 static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)

@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #define MGPU_HANDLE_MAGIC 0x6d677075u /* "mgpu" */
@@ -78,32 +79,35 @@ mgpu_status mgpu_create(mgpu_handle **out)
     return MGPU_STATUS_SUCCESS;
 }
 
-/* Waits for the work queued on the handle's stream, then frees its workspace. */
-static void release_workspace(mgpu_handle *h)
+mgpu_status mgpu_scratch_alloc(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out)
 {
-    const struct mgpu_driver *d;
-    if (!h->workspace || mgpu_driver(&d) != MGPU_STATUS_SUCCESS)
-        return;
-    d->cuStreamSynchronize(h->stream);
-    d->cuMemFree(h->workspace);
-    h->workspace = 0;
-    h->workspace_bytes = 0;
+    if (!h->scratch_pool) {
+        CUmemPoolProps props = {
+            .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+            .handleTypes = CU_MEM_HANDLE_TYPE_NONE,
+            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)h->device},
+        };
+        CUresult r = d->cuMemPoolCreate(&h->scratch_pool, &props);
+        if (r != CUDA_SUCCESS) {
+            h->scratch_pool = NULL;
+            return mgpu_driver_fail(d, r, "cuMemPoolCreate (scratch pool)");
+        }
+        cuuint64_t keep_everything = UINT64_MAX;
+        r = d->cuMemPoolSetAttribute(h->scratch_pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything);
+        if (r != CUDA_SUCCESS)
+            return mgpu_driver_fail(d, r, "cuMemPoolSetAttribute (release threshold)");
+    }
+    CUresult r = d->cuMemAllocFromPoolAsync(out, bytes, h->scratch_pool, h->stream);
+    if (r != CUDA_SUCCESS)
+        return mgpu_driver_fail(d, r, "cuMemAllocFromPoolAsync (scratch)");
+    return MGPU_STATUS_SUCCESS;
 }
 
-mgpu_status mgpu_handle_workspace(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out)
+mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdeviceptr ptr)
 {
-    if (bytes > h->workspace_bytes) {
-        release_workspace(h);
-        /* grow by at least half again, so that a run of growing calls reallocates rarely */
-        size_t want = bytes + bytes / 2;
-        CUresult r = d->cuMemAlloc(&h->workspace, want);
-        if (r != CUDA_SUCCESS) {
-            h->workspace = 0;
-            return mgpu_driver_fail(d, r, "cuMemAlloc (workspace)");
-        }
-        h->workspace_bytes = want;
-    }
-    *out = h->workspace;
+    CUresult r = d->cuMemFreeAsync(ptr, h->stream);
+    if (r != CUDA_SUCCESS)
+        return mgpu_driver_fail(d, r, "cuMemFreeAsync (scratch)");
     return MGPU_STATUS_SUCCESS;
 }
 
@@ -112,7 +116,10 @@ mgpu_status mgpu_destroy(mgpu_handle *h)
     if (!h)
         return MGPU_STATUS_SUCCESS;
     const struct mgpu_driver *d;
-    release_workspace(h);
+    /* Returns at once; the pool's memory is released when the work still
+     * queued on it has finished. */
+    if (h->scratch_pool && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
+        d->cuMemPoolDestroy(h->scratch_pool);
     mgpu_gather_release(h);
     if (h->retained_primary && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuDevicePrimaryCtxRelease(h->device);
@@ -127,14 +134,6 @@ mgpu_status mgpu_set_stream(mgpu_handle *h, void *stream)
 {
     if (!h || h->magic != MGPU_HANDLE_MAGIC)
         return mgpu_fail(MGPU_STATUS_INVALID_HANDLE, "the handle is NULL or was destroyed");
-    /* Work already queued on the old stream may still use the workspace;
-     * let it finish before work on the new stream can reuse it. */
-    const struct mgpu_driver *d;
-    if (h->workspace && (CUstream)stream != h->stream && mgpu_driver(&d) == MGPU_STATUS_SUCCESS) {
-        CUresult r = d->cuStreamSynchronize(h->stream);
-        if (r != CUDA_SUCCESS)
-            return mgpu_driver_fail(d, r, "cuStreamSynchronize (previous stream)");
-    }
     h->stream = (CUstream)stream;
     return MGPU_STATUS_SUCCESS;
 }

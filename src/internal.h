@@ -43,7 +43,11 @@ void mgpu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
     X(cuMemFreeAsync)                                                                                  \
     X(cuMemsetD32Async)                                                                                \
     X(cuMemcpyDtoHAsync)                                                                               \
-    X(cuStreamSynchronize)
+    X(cuStreamSynchronize)                                                                             \
+    X(cuMemPoolCreate)                                                                                 \
+    X(cuMemPoolDestroy)                                                                                \
+    X(cuMemPoolSetAttribute)                                                                           \
+    X(cuMemAllocFromPoolAsync)
 
 struct mgpu_driver {
 #define MGPU_DRIVER_MEMBER(name) __typeof__(name) *name;
@@ -73,21 +77,21 @@ struct mgpu_handle {
     /* gather.c: the int32 the gather / scatter kernels OR index errors into;
      * 0 until the first such call allocates it */
     CUdeviceptr index_error_word;
-    /* scratch device memory reused by every call on this handle (packed GEMM
-     * operands, split-K partials); grows on demand, see mgpu_handle_workspace */
-    CUdeviceptr workspace;
-    size_t workspace_bytes;
+    /* stream-ordered memory pool for scratch buffers (packed GEMM operands,
+     * split-K partials); created on first use, see mgpu_scratch_alloc */
+    CUmemoryPool scratch_pool;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
  * handle's device (making the handle's context current when none is). */
 mgpu_status mgpu_handle_enter(mgpu_handle *h, const struct mgpu_driver **d);
 
-/* At least `bytes` of device scratch memory for work queued on the handle's
- * stream. The buffer is kept and reused: calls on one handle are ordered on its
- * stream, so a later call never overlaps an earlier one's use. Growing it
- * waits for the stream first, since queued work may still read the old one. */
-mgpu_status mgpu_handle_workspace(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out);
+/* Scratch device memory for work queued on the handle's stream: allocated and
+ * freed in stream order from the handle's own pool, which keeps what it has
+ * mapped (no release threshold), so steady-state calls reuse memory without
+ * mapping it again and without any host synchronisation. */
+mgpu_status mgpu_scratch_alloc(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out);
+mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdeviceptr ptr);
 
 /* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
 void mgpu_gather_release(mgpu_handle *h);

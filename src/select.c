@@ -37,7 +37,8 @@
 /* Measured on H200 (docs/performance.md): the 2-CTA cluster variants are
  * correct but 1.6x slower than the single-CTA ones, so they stay selectable
  * (MGPU_FORCE_VARIANT) and tested but off by default. Split-K partials live in
- * the handle's workspace, which is kept between calls (src/handle.c). */
+ * scratch memory from the handle's own pool, which keeps its memory mapped
+ * between calls (src/handle.c). */
 #define CLUSTER_BY_DEFAULT 0
 #define SPLIT_K_BY_DEFAULT 1
 

@@ -346,6 +346,9 @@ static void quick_cases(mgpu_handle *h)
          .varlen = 1);
     CASE(.batch = 1, .sq = 65, .sk = 200, .hq = 1, .hkv = 1, .d = 256, .dtype = BF16, .wl = 50, .wr = 10,
          .softcap = 5.0f, .layout = PADDED);
+    /* Persistent grid: 300 tiles on at most 132 SMs, so CTAs take up to 3
+     * tiles and reuse a Q buffer. */
+    CASE(.batch = 2, .sq = 520, .sk = 300, .hq = 30, .hkv = 6, .d = 64, .dtype = BF16, .wl = -1, .wr = -1);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -370,6 +373,14 @@ static void full_cases(mgpu_handle *h)
         for (int causal = 0; causal < 2; causal++)
             CASE(.batch = 2, .sq = qk[i][0], .sk = qk[i][1], .hq = 2, .hkv = 1, .d = 64, .dtype = i % 2 ? F16 : BF16,
                  .causal = causal, .wl = -1, .wr = -1);
+    /* Unmasked fixed length with more tiles than SMs: the persistent grid, CTAs
+     * taking 2 or 3 tiles (every head dim that double-buffers Q). */
+    CASE(.batch = 3, .sq = 1000, .sk = 777, .hq = 12, .hkv = 3, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);
+    CASE(.batch = 2, .sq = 1100, .sk = 1100, .hq = 12, .hkv = 12, .d = 64, .dtype = F16, .wl = -1, .wr = -1);
+    CASE(.batch = 4, .sq = 600, .sk = 300, .hq = 8, .hkv = 8, .d = 96, .dtype = BF16, .wl = -1, .wr = -1,
+         .layout = PADDED);
+    CASE(.batch = 2, .sq = 900, .sk = 900, .hq = 20, .hkv = 20, .d = 128, .dtype = F16, .wl = -1, .wr = -1,
+         .softcap = 30.0f, .no_lse = 1);
     /* Heads: 1, GQA 8:1, MQA; batch many. */
     CASE(.batch = 1, .sq = 333, .sk = 333, .hq = 1, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1);
     CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);

@@ -178,7 +178,7 @@ static void test_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    mgpu_attention_make_plan(&p, v, &plan);
+    mgpu_attention_make_plan(&p, v, &hopper, &plan);
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     CHECK(plan.q_map.dims[0] == 96 && plan.q_map.dims[1] == 1000 && plan.q_map.dims[2] == 16 &&
               plan.q_map.dims[3] == 2,
@@ -195,6 +195,31 @@ static void test_plan(void)
     CHECK(plan.args.lse_head_stride == 1000 && plan.args.lse_batch_stride == 16 * 1000, "lse [b][h][sq]");
     CHECK(fabsf(plan.args.scale_log2 - plan.args.softmax_scale * 1.44269504f) < 1e-6f, "scale_log2");
 
+    /* Unmasked fixed length: persistent grid where Q is double-buffered (head dim <= 128). */
+    const int64_t dims[] = {64, 96, 128, 192, 256};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        d = base_desc();
+        d.head_dim = dims[i];
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "select d=%lld: %s", (long long)dims[i], mgpu_last_error_message());
+        if (idx < 0)
+            continue;
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        const unsigned tiles = 8 * 16 * 2;
+        const unsigned want = dims[i] <= 128 ? (unsigned)hopper.sm_count : tiles;
+        CHECK(plan.grid == want, "d=%lld grid %u, want %u", (long long)dims[i], plan.grid, want);
+        d.seqlen_q = 100; /* 1 * 16 * 2 tiles: fewer than SMs */
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        CHECK(plan.grid == 32, "d=%lld, 32 tiles: grid %u", (long long)dims[i], plan.grid);
+        d.seqlen_q = 1000;
+        d.seqlen_k = 16384; /* long key loop: one CTA per tile */
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        CHECK(plan.grid == tiles, "d=%lld, 16384 keys: grid %u", (long long)dims[i], plan.grid);
+    }
+
     d = base_desc();
     d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
     d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
@@ -204,7 +229,7 @@ static void test_plan(void)
     idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
     if (idx < 0)
         return;
-    mgpu_attention_make_plan(&p, &mgpu_variants[idx], &plan);
+    mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
     CHECK(plan.q_map.dims[1] == 1800 && plan.q_map.dims[3] == 1 && plan.k_map.dims[1] == 2500, "varlen map dims");
     CHECK(plan.args.lse_head_stride == 1800 && plan.args.lse_batch_stride == 0, "lse [h][total_q]");
     CHECK(plan.args.cu_seqlens_q == 0x1000 && plan.args.cu_seqlens_k == 0x2000, "offsets passed");

@@ -70,8 +70,12 @@
  * processes tiles c, c + gridDim.x, ... in the order of
  * kernels/hopper/attention_fwd_tile_scheduler.cuh, so any grid.x >= 1 is
  * correct. Use
- *   grid  = {tiles, 1, 1}   (one tile per CTA; measured fastest, see the
- *                            scheduler file; tiles < 2^31)
+ *   grid  = {min(tiles, SMs), 1, 1} (persistent) for fixed-length calls without
+ *           causal or window masks, with short key loops (the runtime's
+ *           threshold, src/attention_select.c), on variants with q_stages = 2
+ *           (see above); otherwise {tiles, 1, 1} (one tile per CTA: with unequal
+ *           tiles the hardware's greedy hand-out balances better than the
+ *           static round-robin; see the scheduler file). tiles < 2^31.
  *   block = {384, 1, 1}     (1 producer + 2 consumer warpgroups), no cluster
  *   dynamic shared memory = AttnFwdConfig<T, D>::kSmemBytes (set
  *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once per function).
@@ -100,6 +104,31 @@
  * generated units check both against the kernel's configuration. */
 #define MGPU_ATTENTION_FWD_BLOCK_M 128
 #define MGPU_ATTENTION_FWD_THREADS 384
+
+/* Shared memory of a variant: Q tiles (q_stages of them), `stages` K and V
+ * tiles, every tile's head dim padded to whole 128-byte swizzle rows, plus
+ * 1 KiB of barriers and 1 KiB for aligning the base. Q is double-buffered
+ * (q_stages = 2, what makes a persistent grid pay) where that fits in the
+ * 227 KiB a Hopper CTA may use, i.e. head dims up to 128. The generator sizes
+ * the variants with this, the runtime derives the grid from it, and the
+ * generated units check it against the kernel's own count. */
+#define MGPU_ATTENTION_FWD_SMEM_LIMIT (227 * 1024)
+#define MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS 64
+#define MGPU_ATTENTION_FWD_SWIZZLE_ROW_BYTES 128
+#define MGPU_ATTENTION_FWD_SMEM_OVERHEAD 2048
+
+static inline int mgpu_attention_fwd_smem_bytes(int block_m, int block_n, int head_dim, int stages, int q_stages)
+{
+    const int dim_rows = (head_dim + MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS - 1) / MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS;
+    return dim_rows * MGPU_ATTENTION_FWD_SWIZZLE_ROW_BYTES * (q_stages * block_m + 2 * stages * block_n) +
+           MGPU_ATTENTION_FWD_SMEM_OVERHEAD;
+}
+
+static inline int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_dim, int stages)
+{
+    return mgpu_attention_fwd_smem_bytes(block_m, block_n, head_dim, stages, 2) <= MGPU_ATTENTION_FWD_SMEM_LIMIT ? 2
+                                                                                                                : 1;
+}
 
 struct mgpu_attention_fwd_args {
     int32_t batch;            /* number of sequences */

@@ -62,7 +62,7 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int col)
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args &a,
                                                   typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
-                                                  int consumer, const float (&o)[Cfg::kHeadDim / 2],
+                                                  int consumer, int q_stage, const float (&o)[Cfg::kHeadDim / 2],
                                                   const float (&lse)[2])
 {
     constexpr int kRowsPerWarp = 16;
@@ -72,7 +72,7 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
      * addresses out of the persistent tile loop, where they would pin registers
      * that the main loop needs. */
     int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    uint32_t staging = smem_u32(smem.q);
+    uint32_t staging = smem_u32(smem.q[q_stage]);
     asm volatile("" : "+r"(thread), "+r"(staging));
     const int warp = thread / 32, lane = thread % 32;
     const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
@@ -106,7 +106,7 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     fence_smem_to_async();
     __syncwarp();
     if (lane == 0)
-        mbar_arrive(&smem.q_empty);
+        mbar_arrive(&smem.q_empty[q_stage]);
 
     if (a.lse != 0 && lane % 4 == 0) {
         float *lse_out = reinterpret_cast<float *>(a.lse) + static_cast<int64_t>(w.batch) * a.lse_batch_stride +

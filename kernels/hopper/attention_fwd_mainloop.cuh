@@ -55,11 +55,13 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w, Cfg::kBlockM))
             continue;
-        /* Q's buffer is free once both consumers have stored the previous O from it. */
-        mbar_wait(&smem.q_empty, (q_iter & 1) ^ 1);
-        mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
-        load_tile<Cfg, Cfg::kQBlockBytes>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM,
-                                          w.head_q, w.tma_batch);
+        /* A Q buffer is free once both consumers have stored from it the O of
+         * the tile it last held (kQStages tiles ago). */
+        const int q_stage = q_iter % Cfg::kQStages;
+        mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
+        mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
+        load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
+                                          w.q_offset + w.m_block * Cfg::kBlockM, w.head_q, w.tma_batch);
         ++q_iter;
         const int count = w.n_block_end - w.n_block_begin;
         for (int i = 0; i < count; ++i, ++kv_iter) {
@@ -144,8 +146,8 @@ __device__ __forceinline__ uint32_t phase_of(int g)
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
-                                                       int consumer, int kv_iter, float (&o)[Cfg::kHeadDim / 2],
-                                                       OnlineSoftmax<Cfg::kBlockN> &softmax)
+                                                       int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
+                                                       OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> &softmax)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
@@ -176,7 +178,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         softmax.update(s, a.scale_log2, correction);
     };
 
-    const uint32_t q_rows = smem_u32(smem.q) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
+    const uint32_t q_rows = smem_u32(smem.q[q_stage]) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
     auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
     auto v_tile = [&](int g) { return smem_u32(smem.v[stage_of<Cfg>(g)]); };
     auto release = [&](uint64_t *bar) {
@@ -212,7 +214,13 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         attn::wgmma_wait<0>();
         attn::wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
-        scale_rows(o, correction);
+        if constexpr (Cfg::kLazyRescale) {
+            /* Warp-uniform: most blocks leave every row's maximum in place. */
+            if (__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f))
+                scale_rows(o, correction);
+        } else {
+            scale_rows(o, correction);
+        }
         convert_p<Cfg>(pr, s);
     }
     /* Last block: O += P V only. */
@@ -249,12 +257,13 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
 #pragma unroll
         for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
             o[i] = 0.f;
-        OnlineSoftmax<Cfg::kBlockN> softmax;
+        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
         softmax.init();
 
-        mbar_wait(&smem.q_full, q_iter & 1);
+        const int q_stage = q_iter % Cfg::kQStages;
+        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
         if (count > 0)
-            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, o, softmax);
+            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
 
         float o_scale[2], lse[2];
         softmax.finalize(o_scale, lse);
@@ -263,7 +272,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
          * (in registers) through the main loop. */
         int tile = t;
         asm volatile("" : "+r"(tile));
-        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, o, lse);
+        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }

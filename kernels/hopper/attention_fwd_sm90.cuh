@@ -3,11 +3,13 @@
  *
  * Schedule (FlashAttention-3 style). Each CTA walks work tiles (one 128-row
  * query block of one head of one sequence) given by
- * attention_fwd_tile_scheduler.cuh (persistent-capable; launched with one tile
- * per CTA, see there why); 384 threads = 3 warpgroups:
+ * attention_fwd_tile_scheduler.cuh (persistent grid for unmasked fixed-length
+ * calls where Q is double-buffered, one tile per CTA otherwise, see there
+ * why); 384 threads = 3 warpgroups:
  *
  *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
- *     issues TMA loads, per tile: Q (waits q_empty, arms q_full), then for
+ *     issues TMA loads, per tile: Q into buffer tile % kQStages (waits
+ *     q_empty, arms q_full of that buffer), then for
  *     each key block n, from the
  *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
  *     arms k_full[s]) and V[n] into stage s (v_empty[s] / v_full[s]);
@@ -26,8 +28,10 @@
  *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
  *   own rows of Q's shared memory, and stores them with 16-byte vector stores
  *   clipped to seqlen_q; LSE (natural log) goes straight from registers. Each
- *   consumer warp then arrives on q_empty (8 arrivals), which lets the
- *   producer load the next tile's Q; its K/V loads already run ahead.
+ *   consumer warp then arrives on that buffer's q_empty (8 arrivals), which
+ *   lets the producer load a later tile's Q into it; with two Q buffers the
+ *   next tile's Q and its first K/V blocks are already loading during this
+ *   tile's last blocks and epilogue.
  *   Stage and phase counters run on across tiles.
  *
  * Key blocks that the causal / sliding-window mask removes entirely are never
@@ -57,7 +61,9 @@
 namespace mgpu {
 namespace sm90 {
 
-template <typename Element, int kHeadDim_>
+template <typename Element, int kHeadDim_, int kBlockN_ = AttnFwdTile<kHeadDim_>::kBlockN,
+          bool kLazyRescale_ = AttnFwdTile<kHeadDim_>::kLazyRescale,
+          int kPolyExp2Every_ = AttnFwdTile<kHeadDim_>::kPolyExp2Every>
 struct AttnFwdConfig {
     using T = Element;
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
@@ -66,7 +72,9 @@ struct AttnFwdConfig {
 
     static constexpr int kHeadDim = kHeadDim_;
     static constexpr int kBlockM = AttnFwdTile<kHeadDim>::kBlockM;
-    static constexpr int kBlockN = AttnFwdTile<kHeadDim>::kBlockN;
+    static constexpr int kBlockN = kBlockN_;
+    static constexpr bool kLazyRescale = kLazyRescale_;
+    static constexpr int kPolyExp2Every = kPolyExp2Every_;
     static constexpr int kStages = AttnFwdTile<kHeadDim>::kStages;
 
     /* One TMA box / swizzle row is 128 bytes = 64 elements of the head dim. */
@@ -97,12 +105,20 @@ struct AttnFwdConfig {
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
     static_assert(kKVBlockBytes % attn::kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
 
+    /* Q is double-buffered where a second tile fits (head dims up to 128), so
+     * that a persistent CTA finds the next tile's Q loaded while it stores the
+     * previous O. The barriers and the base alignment take 2 KiB. */
+    static constexpr int kSmemLimit = MGPU_ATTENTION_FWD_SMEM_LIMIT;
+    static constexpr int kSmemOverhead = 2 * static_cast<int>(attn::kSwizzleAtomBytes);
+    static constexpr int kQStages =
+        2 * kQTileBytes + 2 * kStages * kKVTileBytes + kSmemOverhead <= kSmemLimit ? 2 : 1;
+
     struct alignas(attn::kSwizzleAtomBytes) SharedStorage {
-        uint8_t q[kQTileBytes]; /* Q tile; O staging in the epilogue */
+        uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
-        uint64_t q_full;
-        uint64_t q_empty;
+        uint64_t q_full[kQStages];
+        uint64_t q_empty[kQStages];
         uint64_t k_full[kStages];
         uint64_t k_empty[kStages];
         uint64_t v_full[kStages];
@@ -110,7 +126,7 @@ struct AttnFwdConfig {
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + attn::kSwizzleAtomBytes;
-    static_assert(kSmemBytes <= 227 * 1024, "fits a Hopper CTA");
+    static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
 };
 
 /* Named barrier ids (0 is __syncthreads). */
@@ -224,8 +240,10 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
-        mbar_init(&smem.q_full, 1);
-        mbar_init(&smem.q_empty, Cfg::kConsumerWarps);
+        for (int s = 0; s < Cfg::kQStages; ++s) {
+            mbar_init(&smem.q_full[s], 1);
+            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
+        }
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.k_full[s], 1);
             mbar_init(&smem.v_full[s], 1);

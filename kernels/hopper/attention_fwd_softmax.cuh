@@ -29,6 +29,30 @@ __device__ __forceinline__ float fast_exp2(float x)
     return y;
 }
 
+/*
+ * 2^x on the FMA pipe, for a share of the exponentials when the MUFU unit (16
+ * ex2 per clock per SM, a quarter of the FMA rate) would otherwise bound the
+ * softmax. x = j + f with j = round(x) and f in [-1/2, 1/2]: the rounding
+ * constant 1.5 * 2^23 leaves j in the low mantissa bits of t, 2^f is a cubic
+ * (relative error 1.0e-4, below the 16-bit rounding of P), and j is added to
+ * the exponent field. Inputs are clamped to -127: -infinity (masked) gives
+ * exactly 0 (j = -127, f = 0), and every x in [-127, 0] gives a non-negative
+ * result (the exponent field never goes below 0). Valid for x < 128.
+ */
+__device__ __forceinline__ float poly_exp2(float x)
+{
+    constexpr float kRoundToInt = 12582912.f; /* 1.5 * 2^23 */
+    constexpr float kMinExponent = -127.f;
+    constexpr int kMantissaBits = 23;
+    constexpr float kC1 = 0.6932829022407532f, kC2 = 0.2422110140323639f, kC3 = 0.05500897765159607f;
+    x = fmaxf(x, kMinExponent);
+    const float t = __fadd_rn(x, kRoundToInt);
+    const float j = __fsub_rn(t, kRoundToInt);
+    const float f = __fsub_rn(x, j);
+    const float p = fmaf(fmaf(fmaf(kC3, f, kC2), f, kC1), f, 1.f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << kMantissaBits));
+}
+
 __device__ __forceinline__ float fast_tanh(float x)
 {
     float y;
@@ -94,7 +118,19 @@ __device__ __forceinline__ void apply_softcap(float (&s)[kN], float pre, float p
         s[i] = post * fast_tanh(s[i] * pre);
 }
 
-template <int kBlockN>
+/*
+ * kLazyRescale: the running maximum is raised only when a block's maximum
+ * exceeds it by more than kRescaleSlackLog2 (in base 2); otherwise the stale
+ * maximum is kept, the correction is exactly 1 and the caller may skip the O
+ * rescale. Exact: O, the row sum and the LSE all refer to the maximum actually
+ * used; probabilities grow to at most 2^kRescaleSlackLog2, far inside the
+ * 16-bit P and the fp32 accumulators.
+ * kPolyExp2Every: when > 0, every kPolyExp2Every-th group of 8 columns takes
+ * its exponentials from poly_exp2 (FMA pipe) instead of ex2 (MUFU).
+ */
+constexpr float kRescaleSlackLog2 = 8.f;
+
+template <int kBlockN, bool kLazyRescale = false, int kPolyExp2Every = 0>
 struct OnlineSoftmax {
     float row_max[2];   /* scaled (base-2) running maximum, -inf before any key */
     float row_sum[2];   /* this thread's partial sum of exponentials */
@@ -120,11 +156,16 @@ struct OnlineSoftmax {
                 block_max = fmaxf(block_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
             block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
             block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
-            const float new_max = fmaxf(row_max[h], block_max * scale);
+            float new_max = fmaxf(row_max[h], block_max * scale);
+            if constexpr (kLazyRescale) {
+                /* -inf + slack stays -inf: the first allowed key always raises it. */
+                if (!(new_max > row_max[h] + kRescaleSlackLog2))
+                    new_max = row_max[h];
+            }
             /* A row with no allowed key so far keeps -inf; subtract 0 instead so
              * that exp2(-inf - (-inf)) never produces NaN. */
             const float max_used = new_max == -INFINITY ? 0.f : new_max;
-            correction[h] = fast_exp2(row_max[h] - max_used);
+            correction[h] = new_max == row_max[h] ? 1.f : fast_exp2(row_max[h] - max_used);
             row_max[h] = new_max;
             float sum = 0.f;
 #pragma unroll
@@ -132,7 +173,12 @@ struct OnlineSoftmax {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float &x = s[4 * j + 2 * h + e];
-                    x = fast_exp2(fmaf(x, scale, -max_used));
+                    const float arg = fmaf(x, scale, -max_used);
+                    if constexpr (kPolyExp2Every > 0) {
+                        x = j % kPolyExp2Every == kPolyExp2Every - 1 ? poly_exp2(arg) : fast_exp2(arg);
+                    } else {
+                        x = fast_exp2(arg);
+                    }
                     sum += x;
                 }
             }

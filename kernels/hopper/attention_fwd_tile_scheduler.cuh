@@ -10,8 +10,13 @@
  * with this static assignment is no faster non-causal and slower causal
  * (B=1, S=16384: 453 vs 687 TFLOP/s) than one tile per CTA, where the
  * hardware hands tiles to SMs as they free up (greedy, heavy tiles first by
- * this order). So the runtime launches grid = tiles; a dynamic scheduler
- * (an atomic tile counter) is what would make the persistent grid pay.
+ * this order). So causal, windowed and varlen calls launch grid = tiles; a
+ * dynamic scheduler (an atomic tile counter) is what would make the
+ * persistent grid pay there. Unmasked fixed-length calls have equal tiles, so
+ * the static assignment is balanced; with Q double-buffered (head dims up to
+ * 128) they run grid = min(tiles, SMs), which hides the per-tile Q load,
+ * pipeline fill and O store behind the neighbouring tiles
+ * (docs/performance.md, Attention forward).
  *
  * Linear order: query block fastest, then head, then batch. Consecutive tiles
  * share a head, so the CTAs running at one moment read the K/V of only a few

@@ -37,6 +37,17 @@ struct AttnFwdTile {
     static constexpr int kBlockM = 128;
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : (kHeadDim <= 192 ? 112 : 80);
     static constexpr int kStages = 2;
+    /* Softmax variants (attention_fwd_softmax.cuh), chosen per head dim by
+     * measurement (H200, bf16, B=4 S=4096, kernel alone, this table's tiles):
+     *   lazy O rescale: d256 695 -> 755 TFLOP/s (the 128-register O rescale is
+     *     3.2 FMULs per score at kBlockN 80; d192, 1.7 per score, takes it
+     *     too, not timed); d128 644 -> 645 (no gain);
+     *     d64 430 -> 410 (the vote and branch cost more than 32 FMULs).
+     *   every 4th column group's exp2 on the FMA pipe: d64 430 -> 439 (MUFU
+     *     bound: 64 ex2 per thread per block against 64 x 128 x 64 x 2 GEMMs);
+     *     every 8th: 427. Head dims >= 128 are GEMM bound; not used there. */
+    static constexpr bool kLazyRescale = kHeadDim >= 192;
+    static constexpr int kPolyExp2Every = kHeadDim == 64 ? 4 : 0;
 };
 
 } // namespace sm90
