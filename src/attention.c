@@ -58,10 +58,6 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (mgpu_log_enabled())
         log_call(p, v, force, plan.grid);
 
-    CUfunction fn;
-    s = mgpu_kernel_function(h, d, variant, &fn);
-    if (s != MGPU_STATUS_SUCCESS)
-        return s;
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);
     s = encode_map(d, p->dtype, &plan.q_map, "cuTensorMapEncodeTiled(attention Q)", &params.tmap_q);
@@ -74,17 +70,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     params.args = plan.args;
 
     void *kernel_params[1] = {&params};
-    CUlaunchConfig cfg = {
-        .gridDimX = plan.grid, .gridDimY = 1, .gridDimZ = 1,
-        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = h->stream,
-        .attrs = NULL, .numAttrs = 0,
-    };
-    CUresult r = d->cuLaunchKernelEx(&cfg, fn, kernel_params, NULL);
-    if (r != CUDA_SUCCESS)
-        return mgpu_driver_fail(d, r, v->name);
-    return MGPU_STATUS_SUCCESS;
+    return mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
 }
 
 mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,

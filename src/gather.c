@@ -99,10 +99,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
                  (long long)p->src_stride, (long long)p->dst_stride, p->sorted ? " sorted" : "", v->name,
                  force && force[0] && strcmp(force, v->name) == 0 ? " (forced)" : "", plan.grid);
 
-    CUfunction fn;
-    s = mgpu_kernel_function(h, d, variant, &fn);
-    if (s == MGPU_STATUS_SUCCESS)
-        s = error_word(h, d, (CUdeviceptr *)&plan.args.error);
+    s = error_word(h, d, (CUdeviceptr *)&plan.args.error);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
 
@@ -118,17 +115,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         args4.map_elem_bytes = plan.map_elem_bytes;
         params[0] = &args4;
     }
-    CUlaunchConfig cfg = {
-        .gridDimX = plan.grid, .gridDimY = 1, .gridDimZ = 1,
-        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = h->stream,
-        .attrs = NULL, .numAttrs = 0,
-    };
-    CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
-    if (r != CUDA_SUCCESS)
-        return mgpu_driver_fail(d, r, v->name);
-    return MGPU_STATUS_SUCCESS;
+    return mgpu_launch(h, d, variant, plan.grid, 1, 1, params);
 }
 
 mgpu_status mgpu_gather(mgpu_handle *handle, const mgpu_gather_desc *desc)

@@ -99,4 +99,9 @@ void mgpu_gather_release(mgpu_handle *h);
 /* ---- module.c: embedded images, loaded lazily and once */
 mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, int variant, CUfunction *out);
 
+/* Launches a variant on the handle's stream with its block size, dynamic
+ * shared memory and cluster shape from the registry. */
+mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
+                        unsigned grid_z, void **params);
+
 #endif
