@@ -85,6 +85,21 @@ static float load(const void *host, mgpu_dtype t, size_t i)
     return t == MGPU_DTYPE_BF16 ? bits_float((uint32_t)v << 16) : from_f16(v);
 }
 
+float host_load_elem(const void *p, mgpu_dtype t)
+{
+    return load(p, t, 0);
+}
+
+void host_store_elem(void *p, mgpu_dtype t, float value)
+{
+    if (t == MGPU_DTYPE_F32) {
+        memcpy(p, &value, 4);
+        return;
+    }
+    const uint16_t bits = t == MGPU_DTYPE_BF16 ? to_bf16(value) : to_f16(value);
+    memcpy(p, &bits, 2);
+}
+
 static uint64_t next(uint64_t *s)
 {
     *s ^= *s << 13;

@@ -35,6 +35,10 @@ struct compare_result {
 struct compare_result compare_matrices(const void *out_dev, const void *ref_dev, mgpu_dtype t, int64_t m,
                                        int64_t n, int64_t ld, int64_t stride, int64_t batch);
 
+/* One element at host address p, as float / from float (round to nearest even). */
+float host_load_elem(const void *p, mgpu_dtype t);
+void host_store_elem(void *p, mgpu_dtype t, float value);
+
 /* Unit roundoff of a dtype's storage: 2^-8 for bf16, 2^-11 for fp16, 2^-24 for fp32. */
 double dtype_eps(mgpu_dtype t);
 

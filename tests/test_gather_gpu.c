@@ -221,76 +221,6 @@ static void test_gather(mgpu_handle *h)
 
 /* ------------------------------------------------------------- scatter-add */
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    const uint32_t u = f32_bits(f);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static float bf16_to_f32(uint16_t b)
-{
-    return bits_f32((uint32_t)b << 16);
-}
-
-/* Values used here are normal fp16 numbers (|x| in [2^-14, 65504]) or zero. */
-static uint16_t f32_to_f16(float f)
-{
-    if (f == 0.0f)
-        return 0;
-    int e;
-    const double m = frexp(fabs((double)f), &e); /* f = m * 2^e, m in [0.5, 1) */
-    double mant = nearbyint((m * 2.0 - 1.0) * 1024.0);
-    int exp = e - 1 + 15;
-    if (mant >= 1024.0) {
-        mant = 0.0;
-        exp++;
-    }
-    return (uint16_t)((f < 0 ? 0x8000u : 0u) | ((unsigned)exp << 10) | (unsigned)mant);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    const double v = exp == 0 ? ldexp(mant, -24) : ldexp(1024 + mant, exp - 25);
-    return (float)((h & 0x8000) ? -v : v);
-}
-
-static float load_elem(const unsigned char *p, mgpu_dtype t)
-{
-    if (t == MGPU_DTYPE_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    uint16_t b;
-    memcpy(&b, p, 2);
-    return t == MGPU_DTYPE_BF16 ? bf16_to_f32(b) : f16_to_f32(b);
-}
-
-static void store_elem(unsigned char *p, mgpu_dtype t, float f)
-{
-    if (t == MGPU_DTYPE_F32) {
-        memcpy(p, &f, 4);
-        return;
-    }
-    const uint16_t b = t == MGPU_DTYPE_BF16 ? f32_to_bf16(f) : f32_to_f16(f);
-    memcpy(p, &b, 2);
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -311,9 +241,9 @@ static void run_scatter(mgpu_handle *h, struct scatter_case c, mgpu_dtype t, mgp
     unsigned char *h_src = malloc(src_size + 1), *h_dst0 = malloc(dst_size + 1), *h_dst = malloc(dst_size + 1),
                   *h_dst2 = malloc(dst_size + 1);
     for (size_t k = 0; k + (size_t)es <= src_size; k += (size_t)es)
-        store_elem(h_src + k, t, (float)((double)(rng() % 2001) / 1000.0 - 1.0));
+        host_store_elem(h_src + k, t, (float)((double)(rng() % 2001) / 1000.0 - 1.0));
     for (size_t k = 0; k + (size_t)es <= dst_size; k += (size_t)es)
-        store_elem(h_dst0 + k, t, (float)((double)(rng() % 2001) / 1000.0 - 1.0));
+        host_store_elem(h_dst0 + k, t, (float)((double)(rng() % 2001) / 1000.0 - 1.0));
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)(c.n + 1));
     int any_oob = 0;
     for (int64_t i = 0; i < c.n; i++) {
@@ -330,7 +260,7 @@ static void run_scatter(mgpu_handle *h, struct scatter_case c, mgpu_dtype t, mgp
     double *ref = malloc(sizeof(double) * elems), *mag = malloc(sizeof(double) * elems),
            *cnt = calloc(elems, sizeof(double));
     for (size_t k = 0; k < elems; k++) {
-        ref[k] = load_elem(h_dst0 + k * (size_t)es, t);
+        ref[k] = host_load_elem(h_dst0 + k * (size_t)es, t);
         mag[k] = fabs(ref[k]);
     }
     for (int64_t i = 0; i < c.n; i++) {
@@ -338,7 +268,7 @@ static void run_scatter(mgpu_handle *h, struct scatter_case c, mgpu_dtype t, mgp
             continue;
         for (int64_t e = 0; e < c.row_elems; e++) {
             const size_t o = (size_t)(c.elem_off + idx[i] * (c.row_elems + c.pad) + e);
-            const double v = load_elem(h_src + (size_t)(c.elem_off * es + i * stride + e * es), t);
+            const double v = host_load_elem(h_src + (size_t)(c.elem_off * es + i * stride + e * es), t);
             ref[o] += v;
             mag[o] += fabs(v);
             cnt[o] += 1;
@@ -374,7 +304,7 @@ static void run_scatter(mgpu_handle *h, struct scatter_case c, mgpu_dtype t, mgp
     int64_t bad = 0;
     double worst = 0;
     for (size_t k = 0; k < elems; k++) {
-        const double got = load_elem(h_dst + k * (size_t)es, t);
+        const double got = host_load_elem(h_dst + k * (size_t)es, t);
         /* atomic: a rounding per addition in the storage type; sorted: fp32 sum, one rounding */
         const double tol = sorted ? eps * fabs(ref[k]) + F32_ULP * mag[k] * (cnt[k] + 1) + 1e-30
                                   : eps * mag[k] * (cnt[k] + 1) + 1e-30;
