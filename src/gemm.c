@@ -98,32 +98,6 @@ static int64_t round_up(int64_t x, int64_t to)
     return (x + to - 1) / to * to;
 }
 
-static mgpu_status launch_grid(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
-                               unsigned grid_y, unsigned grid_z, void **params)
-{
-    const struct mgpu_variant *v = &mgpu_variants[variant];
-    CUfunction fn;
-    mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
-    if (s != MGPU_STATUS_SUCCESS)
-        return s;
-    CUlaunchAttribute attr;
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = (unsigned)(v->cluster_m * v->cluster_n);
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    CUlaunchConfig cfg = {
-        .gridDimX = grid_x, .gridDimY = grid_y, .gridDimZ = grid_z,
-        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = h->stream,
-        .attrs = &attr, .numAttrs = v->cluster_m * v->cluster_n > 1 ? 1 : 0,
-    };
-    CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
-    if (r != CUDA_SUCCESS)
-        return mgpu_driver_fail(d, r, v->name);
-    return MGPU_STATUS_SUCCESS;
-}
-
 static unsigned helper_grid(const mgpu_handle *h, int64_t work_items, int threads)
 {
     const int64_t need = (work_items + threads - 1) / threads;
@@ -131,18 +105,13 @@ static unsigned helper_grid(const mgpu_handle *h, int64_t work_items, int thread
     return (unsigned)(need < cap ? (need > 0 ? need : 1) : cap);
 }
 
-
 /* The foundation's launch: one CTA per tile, grid z over the batch (the first
  * sm90 kernel, the Blackwell kernel and the portable kernel). */
 static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
                                  int variant)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
-    CUfunction fn;
-    mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
-    if (s != MGPU_STATUS_SUCCESS)
-        return s;
-
+    mgpu_status s = MGPU_STATUS_SUCCESS;
     struct mgpu_gemm_args args = {
         .m = (int32_t)p->m, .n = (int32_t)p->n, .k = (int32_t)p->k,
         .alpha = *p->alpha, .beta = *p->beta,
@@ -167,22 +136,14 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
     }
     params[n_params++] = &args;
 
-    CUlaunchConfig cfg = {
-        .gridDimX = (unsigned)((p->m + v->tile_m - 1) / v->tile_m),
-        .gridDimY = (unsigned)((p->n + v->tile_n - 1) / v->tile_n),
-        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = h->stream,
-        .attrs = NULL, .numAttrs = 0,
-    };
-    for (int64_t b0 = 0; b0 < p->batch; b0 += MAX_GRID_Z) {
+    const unsigned grid_x = (unsigned)((p->m + v->tile_m - 1) / v->tile_m);
+    const unsigned grid_y = (unsigned)((p->n + v->tile_n - 1) / v->tile_n);
+    for (int64_t b0 = 0; b0 < p->batch && s == MGPU_STATUS_SUCCESS; b0 += MAX_GRID_Z) {
         args.batch_base = (int32_t)b0;
-        cfg.gridDimZ = (unsigned)(p->batch - b0 < MAX_GRID_Z ? p->batch - b0 : MAX_GRID_Z);
-        CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
-        if (r != CUDA_SUCCESS)
-            return mgpu_driver_fail(d, r, v->name);
+        const unsigned grid_z = (unsigned)(p->batch - b0 < MAX_GRID_Z ? p->batch - b0 : MAX_GRID_Z);
+        s = mgpu_launch(h, d, variant, grid_x, grid_y, grid_z, params);
     }
-    return MGPU_STATUS_SUCCESS;
+    return s;
 }
 
 /* Where the persistent kernel reads one operand: the caller's matrix or its packed copy. */
@@ -206,7 +167,7 @@ static mgpu_status pack_operand(mgpu_handle *h, const struct mgpu_driver *d, int
     out->base = dst;
     out->ld = pa.ld_dst;
     out->stride = pa.stride_dst;
-    return launch_grid(h, d, variant, helper_grid(h, pa.ld_dst / PACK_GROUP * cols * batches,
+    return mgpu_launch(h, d, variant, helper_grid(h, pa.ld_dst / PACK_GROUP * cols * batches,
                                                   mgpu_variants[variant].threads), 1, 1, params);
 }
 
@@ -271,12 +232,12 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     void *params[4] = {&maps[0], &maps[1], &maps[2], &main_args};
-    s = launch_grid(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
+    s = mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
     if (s != MGPU_STATUS_SUCCESS || plan->splits == 1)
         return s;
     void *reduce_params[1] = {&args};
     const int64_t quads = (p->m + SPLITK_ROWS - 1) / SPLITK_ROWS;
-    return launch_grid(h, d, plan->reduce_variant,
+    return mgpu_launch(h, d, plan->reduce_variant,
                        helper_grid(h, quads * p->n * p->batch, mgpu_variants[plan->reduce_variant].threads), 1, 1,
                        reduce_params);
 }
