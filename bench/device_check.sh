@@ -20,6 +20,8 @@ run() { # name, command...
 }
 
 [ "${SKIP_TESTS:-0}" = 1 ] || run gemm_gpu $B/tests/test_gemm_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_fp8_gpu $B/tests/test_gemm_fp8_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_epilogue_gpu $B/tests/test_gemm_epilogue_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run gather_gpu $B/tests/test_gather_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run attention_gpu $B/tests/test_attention_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run threads_gpu $B/tests/test_threads_gpu
@@ -27,6 +29,9 @@ run() { # name, command...
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do
         run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gemm_gpu
+        for t in gemm_fp8 gemm_epilogue; do
+            run "sanitizer_${tool}_$t" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_${t}_gpu
+        done
     done
     run sanitizer_memcheck_gather env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_gather_gpu
     for tool in memcheck racecheck; do
@@ -38,15 +43,18 @@ fi
 for cubin in $B/*.cubin; do
     g=$(basename "$cubin" .cubin)
     cuobjdump -sass "$cubin" > "$OUT/sass_$g.txt" 2>&1
-    summary+=("$(printf '%-28s HGMMA=%s UTCMMA=%s UTMALDG=%s HMMA=%s LDL/STL=%s' "sass $g" \
-        "$(grep -c HGMMA "$OUT/sass_$g.txt")" "$(grep -cE 'UTC[A-Z]*MMA' "$OUT/sass_$g.txt")" \
+    summary+=("$(printf '%-28s HGMMA=%s QGMMA=%s UTCMMA=%s UTMALDG=%s HMMA=%s LDL/STL=%s' "sass $g" \
+        "$(grep -c HGMMA "$OUT/sass_$g.txt")" "$(grep -c QGMMA "$OUT/sass_$g.txt")" \
+        "$(grep -cE 'UTC[A-Z]*MMA' "$OUT/sass_$g.txt")" \
         "$(grep -c UTMALDG "$OUT/sass_$g.txt")" "$(grep -cE '\bHMMA' "$OUT/sass_$g.txt")" \
         "$(grep -cE '\b(LDL|STL)\b' "$OUT/sass_$g.txt")")")
 done
 [ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/bench/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run bench_lt $B/bench/mgpu-bench --fp8 --epilogue --json "$OUT/bench_lt.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run gather_bench python3 bench/gather_bench.py --lib $B/libmgpukernels.so --json "$OUT/gather_bench.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run attention_bench python3 bench/attention_bench.py --lib $B/libmgpukernels.so --json "$OUT/attention_bench.json"
 echo
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
+[ -f "$OUT/bench_lt.log" ] && cat "$OUT/bench_lt.log"
 grep -hE "FAILED|failed:|ERROR SUMMARY" "$OUT"/*.log | head -20
 printf '%s\n' "${summary[@]}"

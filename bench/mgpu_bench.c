@@ -3,7 +3,15 @@
  * the same process on the same GPU, on random normal data, and checks every
  * mgpu result against cuBLAS's before timing it.
  *
- *   mgpu-bench [--quick] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--reps N] [--json FILE]
+ *   mgpu-bench [--quick | --shape M,N,K[,BATCH]] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--reps N]
+ *              [--json FILE]
+ *   mgpu-bench --fp8 [--epilogue] [--reps N] [--json FILE]
+ *
+ * --fp8 times mgpu_gemm_ex with e4m3 inputs (TN, bf16 output, per-tensor
+ * scale pointers) against cuBLASLt's fp8 cublasLtMatmul with the same
+ * arguments; --epilogue times bf16 TN with a per-row bias and GELU
+ * (mgpu_gemm_ex) against cuBLASLt's CUBLASLT_EPILOGUE_GELU_BIAS. With either
+ * flag only those sections run.
  *
  * Each shape is timed with CUDA events around single launches, after warm-up,
  * alternating mgpu and cuBLAS, and the median of --reps runs is reported.
@@ -11,6 +19,7 @@
  * cache, so small problems are not measured out of cache. Without a GPU it
  * says so and exits with status 1.
  */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -20,6 +29,7 @@
 
 #include "gpu_util.h"
 #include "mgpukernels.h"
+#include "test_gemm_ref.h"
 
 struct shape {
     int64_t m, n, k, batch; /* batch 0 means 1 (a plain mgpu_gemm call) */
@@ -164,9 +174,269 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
     return res;
 }
 
+/* ------------------------------------------------------------ cuBLASLt comparisons (--fp8, --epilogue) */
+
+static const struct shape lt_shapes[] = {{8192, 8192, 8192, 0}, {8192, 14336, 4096, 0}};
+#define LT_WORKSPACE_BYTES ((size_t)64 << 20) /* what cuBLASLt may use; its heuristic picks within it */
+
+enum lt_kind { LT_FP8, LT_GELU_BIAS };
+
+/* One operand set of a comparison: A (k x m, TN), B (k x n), D (m x n, bf16). */
+struct lt_buffers {
+    void *a, *b, *d;
+};
+
+struct lt_problem {
+    enum lt_kind kind;
+    struct shape s;
+    float *scale_a, *scale_b; /* fp8: device scalars */
+    void *bias;               /* GELU_BIAS: bf16, length m */
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulHeuristicResult_t algo;
+    void *workspace;
+};
+
+static int lt_setup(struct lt_problem *p)
+{
+    const int fp8 = p->kind == LT_FP8;
+    const cudaDataType in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+    int ok = cublasLtCreate(&p->lt) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n) ==
+                 CUBLAS_STATUS_SUCCESS;
+    if (ok && fp8)
+        ok = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p->scale_a,
+                                            sizeof p->scale_a) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p->scale_b,
+                                            sizeof p->scale_b) == CUBLAS_STATUS_SUCCESS;
+    if (ok && !fp8) {
+        const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU_BIAS;
+        const cudaDataType bias_type = CUDA_R_16BF;
+        ok = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof p->bias) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                            sizeof bias_type) == CUBLAS_STATUS_SUCCESS;
+    }
+    ok = ok &&
+         cublasLtMatrixLayoutCreate(&p->la, in, (uint64_t)p->s.k, (uint64_t)p->s.m, p->s.k) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatrixLayoutCreate(&p->lb, in, (uint64_t)p->s.k, (uint64_t)p->s.n, p->s.k) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatrixLayoutCreate(&p->ld, CUDA_R_16BF, (uint64_t)p->s.m, (uint64_t)p->s.n, p->s.m) ==
+             CUBLAS_STATUS_SUCCESS;
+    cublasLtMatmulPreference_t pref;
+    const size_t ws = LT_WORKSPACE_BYTES;
+    int found = 0;
+    ok = ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
+             CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoGetHeuristic(p->lt, p->op, p->la, p->lb, p->ld, p->ld, pref, 1, &p->algo, &found) ==
+             CUBLAS_STATUS_SUCCESS &&
+         found > 0;
+    if (ok)
+        cublasLtMatmulPreferenceDestroy(pref);
+    p->workspace = ok ? dalloc(LT_WORKSPACE_BYTES) : NULL;
+    if (!ok)
+        fprintf(stderr, "mgpu-bench: cuBLASLt has no algorithm for this %s problem\n", fp8 ? "fp8" : "GELU_BIAS");
+    return ok;
+}
+
+static void lt_teardown(struct lt_problem *p)
+{
+    cudaFree(p->workspace);
+    cublasLtMatrixLayoutDestroy(p->la);
+    cublasLtMatrixLayoutDestroy(p->lb);
+    cublasLtMatrixLayoutDestroy(p->ld);
+    cublasLtMatmulDescDestroy(p->op);
+    cublasLtDestroy(p->lt);
+}
+
+static void lt_run(const struct lt_problem *p, const struct lt_buffers *x)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasLtMatmul(p->lt, p->op, &one, x->a, p->la, x->b, p->lb, &zero, x->d, p->ld, x->d, p->ld, &p->algo.algo,
+                   p->workspace, LT_WORKSPACE_BYTES, 0);
+}
+
+static mgpu_status mgpu_run_lt(mgpu_handle *h, const struct lt_problem *p, const struct lt_buffers *x)
+{
+    mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+    const mgpu_dtype in = p->kind == LT_FP8 ? MGPU_DTYPE_E4M3 : MGPU_DTYPE_BF16;
+    d.transa = MGPU_OP_T;
+    d.transb = MGPU_OP_N;
+    d.m = p->s.m;
+    d.n = p->s.n;
+    d.k = p->s.k;
+    d.A = x->a;
+    d.a_type = in;
+    d.lda = p->s.k;
+    d.B = x->b;
+    d.b_type = in;
+    d.ldb = p->s.k;
+    d.C = x->d;
+    d.c_type = MGPU_DTYPE_BF16;
+    d.ldc = p->s.m;
+    if (p->kind == LT_FP8) {
+        d.scale_a = p->scale_a;
+        d.scale_b = p->scale_b;
+    } else {
+        d.bias = p->bias;
+        d.bias_type = MGPU_DTYPE_BF16;
+        d.bias_mode = MGPU_BIAS_PER_ROW;
+        d.activation = MGPU_ACTIVATION_GELU;
+    }
+    return mgpu_gemm_ex(h, &d);
+}
+
+/* Random normal values of dtype t written to the device. */
+static void fill_any(void *dev, mgpu_dtype t, size_t count, uint64_t seed)
+{
+    void *host = malloc(count * ref_dtype_bytes(t) + 4);
+    ref_fill_normal(host, NULL, t, count, seed, 1.0f);
+    ref_upload(dev, host, count * ref_dtype_bytes(t));
+    free(host);
+}
+
+static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shape s, int reps, size_t l2_bytes)
+{
+    struct timing res = {0, 0, 0, 1};
+    const mgpu_dtype in = kind == LT_FP8 ? MGPU_DTYPE_E4M3 : MGPU_DTYPE_BF16;
+    const size_t es = ref_dtype_bytes(in);
+    const size_t a_bytes = (size_t)(s.m * s.k) * es, b_bytes = (size_t)(s.k * s.n) * es;
+    const size_t d_bytes = (size_t)(s.m * s.n) * 2;
+    const size_t set = a_bytes + b_bytes + d_bytes;
+    int copies = (int)((3 * l2_bytes + set - 1) / set);
+    copies = copies < 1 ? 1 : copies > MAX_ROTATE ? MAX_ROTATE : copies;
+    struct lt_buffers x[MAX_ROTATE];
+    for (int i = 0; i < copies; i++) {
+        x[i].a = dalloc(a_bytes);
+        x[i].b = dalloc(b_bytes);
+        x[i].d = dalloc(d_bytes);
+        fill_any(x[i].a, in, a_bytes / es, 200 + 3 * (uint64_t)i);
+        fill_any(x[i].b, in, b_bytes / es, 201 + 3 * (uint64_t)i);
+    }
+    struct lt_problem p = {.kind = kind, .s = s};
+    const float half = 0.5f, two = 2.0f; /* scales != 1 that leave the product's range alone */
+    p.scale_a = dalloc(sizeof(float));
+    p.scale_b = dalloc(sizeof(float));
+    ref_upload(p.scale_a, &half, sizeof half);
+    ref_upload(p.scale_b, &two, sizeof two);
+    p.bias = dalloc((size_t)s.m * 2);
+    fill_any(p.bias, MGPU_DTYPE_BF16, (size_t)s.m, 7);
+    if (!lt_setup(&p)) {
+        res.ok = 0;
+        return res;
+    }
+
+    /* check first: the same call of both libraries, bf16 outputs */
+    struct lt_buffers ref = x[0];
+    ref.d = dalloc(d_bytes);
+    poison(x[0].d, d_bytes);
+    mgpu_status st = mgpu_run_lt(h, &p, &x[0]);
+    if (st != MGPU_STATUS_SUCCESS) {
+        fprintf(stderr, "mgpu-bench: mgpu_gemm_ex: %s: %s\n", mgpu_status_string(st), mgpu_last_error_message());
+        res.ok = 0;
+    }
+    lt_run(&p, &ref);
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+        fprintf(stderr, "mgpu-bench: a kernel failed\n");
+        exit(1);
+    }
+    struct compare_result cr = compare_matrices(x[0].d, ref.d, MGPU_DTYPE_BF16, s.m, s.n, s.m, s.m * s.n, 1);
+    res.rel_err = cr.rel_err;
+    if (cr.nan_count || cr.rel_err > 1e-2)
+        res.ok = 0;
+    cudaFree(ref.d);
+
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float *tm = malloc(sizeof(float) * (size_t)reps), *tc = malloc(sizeof(float) * (size_t)reps);
+    const int warmup = 5;
+    for (int r = -warmup; r < reps; r++) {
+        const int i = (r + warmup) % copies;
+        cudaEventRecord(e0, 0);
+        mgpu_run_lt(h, &p, &x[i]);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        if (r >= 0)
+            cudaEventElapsedTime(&tm[r], e0, e1);
+        cudaEventRecord(e0, 0);
+        lt_run(&p, &x[i]);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        if (r >= 0)
+            cudaEventElapsedTime(&tc[r], e0, e1);
+    }
+    qsort(tm, (size_t)reps, sizeof(float), cmp_float);
+    qsort(tc, (size_t)reps, sizeof(float), cmp_float);
+    res.mgpu_ms = tm[reps / 2];
+    res.cublas_ms = tc[reps / 2];
+    free(tm);
+    free(tc);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    lt_teardown(&p);
+    for (int i = 0; i < copies; i++) {
+        cudaFree(x[i].a);
+        cudaFree(x[i].b);
+        cudaFree(x[i].d);
+    }
+    cudaFree(p.scale_a);
+    cudaFree(p.scale_b);
+    cudaFree(p.bias);
+    return res;
+}
+
+/* The --fp8 / --epilogue sections: a table row per shape, ratio = cuBLASLt time / mgpu time. */
+static int run_lt_sections(mgpu_handle *h, int fp8, int epilogue, int reps, size_t l2_bytes, FILE *jf, int *first,
+                           double *log_ratio_sum, int *ratio_count)
+{
+    int failures = 0;
+    for (int sec = 0; sec < 2; sec++) {
+        if ((sec == 0 && !fp8) || (sec == 1 && !epilogue))
+            continue;
+        const enum lt_kind kind = sec == 0 ? LT_FP8 : LT_GELU_BIAS;
+        const char *what = sec == 0 ? "e4m3" : "bf16+bias+gelu";
+        for (unsigned i = 0; i < sizeof lt_shapes / sizeof lt_shapes[0]; i++) {
+            const struct shape s = lt_shapes[i];
+            struct timing r = run_lt_shape(h, kind, s, reps, l2_bytes);
+            const double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k;
+            const double ratio = r.ok ? r.cublas_ms / r.mgpu_ms : 0;
+            char dims[40];
+            snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
+            printf("%-22s %-14s %10.3f %9.1f %10.3f %9.1f %6.3fx %9.2e %s (vs cuBLASLt)\n", dims, what, r.mgpu_ms,
+                   flop / r.mgpu_ms / 1e9, r.cublas_ms, flop / r.cublas_ms / 1e9, ratio, r.rel_err,
+                   r.ok ? "ok" : "FAILED");
+            fflush(stdout);
+            failures += !r.ok;
+            if (r.ok) {
+                *log_ratio_sum += log(ratio);
+                (*ratio_count)++;
+            }
+            if (jf) {
+                fprintf(jf,
+                        "%s  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": 1, \"dtype\": \"%s\", \"peer\": "
+                        "\"cuBLASLt\", \"mgpu_ms\": %.5f, \"cublas_ms\": %.5f, \"ratio\": %.4f, \"rel_err\": %.3e, "
+                        "\"ok\": %s}",
+                        *first ? "" : ",\n", (long long)s.m, (long long)s.n, (long long)s.k, what, r.mgpu_ms,
+                        r.cublas_ms, ratio, r.rel_err, r.ok ? "true" : "false");
+                *first = 0;
+            }
+        }
+    }
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
-    int quick = 0, reps = 30;
+    int quick = 0, reps = 30, fp8 = 0, epilogue = 0;
+    struct shape one = {0, 0, 0, 0};
     const char *json = NULL;
     mgpu_dtype dtypes[2] = {MGPU_DTYPE_BF16, MGPU_DTYPE_F16};
     int n_dtypes = 2;
@@ -174,6 +444,18 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--fp8") == 0) {
+            fp8 = 1;
+        } else if (strcmp(argv[i], "--epilogue") == 0) {
+            epilogue = 1;
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            long long m, n, k, b = 0;
+            const int got = sscanf(argv[++i], "%lld,%lld,%lld,%lld", &m, &n, &k, &b);
+            if (got < 3 || m < 1 || n < 1 || k < 1 || b < 0) {
+                fprintf(stderr, "mgpu-bench: --shape wants M,N,K or M,N,K,BATCH (positive), got '%s'\n", argv[i]);
+                return 2;
+            }
+            one = (struct shape){m, n, k, b};
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
@@ -187,7 +469,9 @@ int main(int argc, char **argv)
             ta = argv[i][0] == 'N' ? MGPU_OP_N : MGPU_OP_T;
             tb = argv[i][1] == 'N' ? MGPU_OP_N : MGPU_OP_T;
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--reps N] [--json FILE]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick | --shape M,N,K[,BATCH]] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--fp8] [--epilogue] [--reps N] "
+                    "[--json FILE]\n",
                     argv[0]);
             return 2;
         }
@@ -217,12 +501,16 @@ int main(int argc, char **argv)
            prop.multiProcessorCount, "NT"[ta], "NT"[tb], reps);
     printf("%-22s %-5s %10s %9s %10s %9s %7s %9s %s\n", "m x n x k", "dtype", "mgpu ms", "TFLOP/s", "cuBLAS ms",
            "TFLOP/s", "ratio", "rel err", "check");
-    const struct shape *shapes = quick ? quick_shapes : full_shapes;
-    const int n_shapes = quick ? (int)(sizeof quick_shapes / sizeof quick_shapes[0])
-                               : (int)(sizeof full_shapes / sizeof full_shapes[0]);
+    const struct shape *shapes = one.m ? &one : quick ? quick_shapes : full_shapes;
+    const int n_shapes = fp8 || epilogue ? 0
+                         : one.m         ? 1
+                         : quick         ? (int)(sizeof quick_shapes / sizeof quick_shapes[0])
+                                         : (int)(sizeof full_shapes / sizeof full_shapes[0]);
     int failures = 0, first = 1;
     double log_ratio_sum = 0;
     int ratio_count = 0;
+    failures += run_lt_sections(h, fp8, epilogue, reps, (size_t)prop.l2CacheSize, jf, &first, &log_ratio_sum,
+                                &ratio_count);
     for (int d = 0; d < n_dtypes; d++)
         for (int i = 0; i < n_shapes; i++) {
             struct shape s = shapes[i];
@@ -251,8 +539,8 @@ int main(int argc, char **argv)
                 first = 0;
             }
         }
-    printf("geometric mean speedup vs cuBLAS: %.3fx over %d runs; %d check failure(s)\n",
-           exp(log_ratio_sum / ratio_count), ratio_count, failures);
+    printf("geometric mean speedup vs cuBLAS%s: %.3fx over %d runs; %d check failure(s)\n",
+           fp8 || epilogue ? "Lt" : "", ratio_count ? exp(log_ratio_sum / ratio_count) : 0.0, ratio_count, failures);
     if (jf) {
         fprintf(jf, "\n]}\n");
         fclose(jf);

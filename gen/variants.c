@@ -20,22 +20,29 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM90_GEMM(dt, layout) {GEN_GEMM_SM90_TMA, GEN_SM90A, dt, layout, 128, 128, 64, 4, 384, GEN_NO_INDEX, 0, 0, 0}
-#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, 0}
-#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, 0}
+#define SM90_GEMM(dt, layout) {GEN_GEMM_SM90_TMA, GEN_SM90A, dt, layout, 128, 128, 64, 4, 384, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
+#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
+#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 
 /* Persistent sm90 GEMM: tile_m x 128 tiles (tile_m is the wgmma N, 64..256), 384
  * threads, `st` stages, grouped tile order with bands of `bd` tile rows, clusters
  * of `cn` CTAs along N sharing (multicasting) the A tile. The split-K
  * reduction and the operand pack are helpers of the same launch path. */
 #define SM90_WS_GEMM(dt, tm, st, bd, cn, ...) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, bd, 1, cn}
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, bd, 1, cn, GEN_B_SAME}
 #define SM90_WS_FAMILY(dt, ...) \
     SM90_WS_GEMM(dt, 256, 4, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 256, 4, 8, 2, __VA_ARGS__), \
         SM90_WS_GEMM(dt, 128, 6, 8, 1, __VA_ARGS__)
+/* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
+ * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
+ * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
+ * than 256; 192 rows leave room for 4 stages, 128 rows for 6. No clusters. */
+#define SM90_WS_FP8(da, db, tm, st) \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 8, 1, 1, db}
+#define SM90_WS_FP8_FAMILY(da, db) SM90_WS_FP8(da, db, 192, 4), SM90_WS_FP8(da, db, 128, 6)
 /* Helpers' "tile" is the elements one thread handles: 4 fp32 rows (a float4) of
  * partials, 8 16-bit elements (16 bytes) of a packed column. */
-#define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0}
+#define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 
 /* Gather and scatter-add: the kernels move bytes, so gathers take any dtype;
  * scatter-add is compiled per element type. Every kind comes with int32 and
@@ -71,6 +78,8 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FAMILY(GEN_F16, TN), SM90_WS_FAMILY(GEN_F16, NN), SM90_WS_FAMILY(GEN_F16, TT), SM90_WS_FAMILY(GEN_F16, NT),
     SM90_WS_FAMILY(GEN_BF16, TN), SM90_WS_FAMILY(GEN_BF16, NN), SM90_WS_FAMILY(GEN_BF16, TT),
     SM90_WS_FAMILY(GEN_BF16, NT),
+    SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
+    SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     GEMM_HELPER(GEN_GEMM_SPLITK_REDUCE, GEN_SM90A, 4), GEMM_HELPER(GEN_GEMM_PACK, GEN_SM90A, 8),
 
     SM100_GEMM(GEN_F16, TN), SM100_GEMM(GEN_F16, NN), SM100_GEMM(GEN_F16, TT), SM100_GEMM(GEN_F16, NT),
@@ -107,9 +116,36 @@ const char *gen_group_name(const struct gen_variant *v)
     return "?";
 }
 
-static const char *dtype_tag(enum gen_dtype d)
+const char *gen_dtype_tag(enum gen_dtype d)
 {
-    return d == GEN_F16 ? "f16" : d == GEN_BF16 ? "bf16" : d == GEN_F32 ? "f32" : "any";
+    switch (d) {
+    case GEN_F16: return "f16";
+    case GEN_BF16: return "bf16";
+    case GEN_F32: return "f32";
+    case GEN_E4M3: return "e4m3";
+    case GEN_E5M2: return "e5m2";
+    case GEN_ANY_DTYPE: return "any";
+    }
+    return "?";
+}
+
+enum gen_dtype gen_b_dtype(const struct gen_variant *v)
+{
+    return v->b_dtype == GEN_B_E4M3 ? GEN_E4M3 : v->b_dtype == GEN_B_E5M2 ? GEN_E5M2 : v->dtype;
+}
+
+void gen_operand_tag(const struct gen_variant *v, char *buf, unsigned size)
+{
+    if (gen_b_dtype(v) == v->dtype)
+        snprintf(buf, size, "%s", gen_dtype_tag(v->dtype));
+    else
+        snprintf(buf, size, "%sx%s", gen_dtype_tag(v->dtype), gen_dtype_tag(gen_b_dtype(v)));
+}
+
+/* Bytes of one A / B element of a tensor-core GEMM row (16-bit or fp8). */
+static int operand_bytes(const struct gen_variant *v)
+{
+    return v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
 }
 
 static const char *arch_tag(enum gen_arch a)
@@ -138,7 +174,7 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
     case GEN_GEMM_SM100_TMA:
         layout_tag(v, lt);
         snprintf(buf, size, "mgpu_gemm_%s_%s_%s_%dx%dx%d_s%d",
-                 v->kind == GEN_GEMM_SM90_TMA ? "sm90" : "sm100", dtype_tag(v->dtype), lt,
+                 v->kind == GEN_GEMM_SM90_TMA ? "sm90" : "sm100", gen_dtype_tag(v->dtype), lt,
                  v->tile_m, v->tile_n, v->tile_k, v->stages);
         return;
     case GEN_GEMM_PORTABLE:
@@ -155,16 +191,19 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
     case GEN_SCATTER_ADD:
     case GEN_SCATTER_ADD_SORTED:
         snprintf(buf, size, "mgpu_scatter_add%s_%s_%s_%s", v->kind == GEN_SCATTER_ADD_SORTED ? "_sorted" : "",
-                 arch_tag(v->arch), dtype_tag(v->dtype), index_tag(v->index_type));
+                 arch_tag(v->arch), gen_dtype_tag(v->dtype), index_tag(v->index_type));
         return;
     case GEN_GATHER4:
         snprintf(buf, size, "mgpu_gather4_%s_%s", arch_tag(v->arch), index_tag(v->index_type));
         return;
-    case GEN_GEMM_SM90_PERSISTENT:
+    case GEN_GEMM_SM90_PERSISTENT: {
+        char ot[16];
         layout_tag(v, lt);
-        snprintf(buf, size, "mgpu_gemm_sm90_ws_%s_%s_%dx%dx%d_s%d_c%d", dtype_tag(v->dtype), lt, v->tile_m,
-                 v->tile_n, v->tile_k, v->stages, v->cluster_m * v->cluster_n);
+        gen_operand_tag(v, ot, sizeof ot);
+        snprintf(buf, size, "mgpu_gemm_sm90_ws_%s_%s_%dx%dx%d_s%d_c%d", ot, lt, v->tile_m, v->tile_n, v->tile_k,
+                 v->stages, v->cluster_m * v->cluster_n);
         return;
+    }
     case GEN_GEMM_SPLITK_REDUCE:
         snprintf(buf, size, "mgpu_gemm_splitk_reduce_%s", arch_tag(v->arch));
         return;
@@ -172,7 +211,7 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
         snprintf(buf, size, "mgpu_gemm_pack_%s", arch_tag(v->arch));
         return;
     case GEN_ATTENTION_FWD_SM90:
-        snprintf(buf, size, "mgpu_attention_fwd_sm90_%s_d%d", dtype_tag(v->dtype), v->tile_k);
+        snprintf(buf, size, "mgpu_attention_fwd_sm90_%s_d%d", gen_dtype_tag(v->dtype), v->tile_k);
         return;
     }
     snprintf(buf, size, "?");
@@ -196,9 +235,10 @@ static int attention_smem_bytes(const struct gen_variant *v)
     return dim_rows * ATTN_SWIZZLE_ROW_BYTES * (q_stages * v->tile_m + kv_rows) + ATTN_BARRIER_AND_ALIGN_BYTES;
 }
 
-/* Bytes of 16-bit A and B tiles for all stages, plus 1 KiB for rounding the
- * base up to the 1 KiB alignment 128-byte swizzling needs and 1 KiB for the
- * barriers. The kernel's own count is checked against this at compile time. */
+/* Bytes of the A and B tiles for all stages (tile_k elements of 2 bytes, or
+ * of 1 byte for fp8), plus 1 KiB for rounding the base up to the 1 KiB
+ * alignment 128-byte swizzling needs and 1 KiB for the barriers. The kernel's
+ * own count is checked against this at compile time. */
 int gen_smem_bytes(const struct gen_variant *v)
 {
     switch (v->kind) {
@@ -218,7 +258,8 @@ int gen_smem_bytes(const struct gen_variant *v)
     case GEN_ATTENTION_FWD_SM90:
         return attention_smem_bytes(v);
     case GEN_GEMM_SM90_PERSISTENT: /* plus two 8 KiB epilogue buffers per 64 columns (consumer) */
-        return v->stages * (v->tile_m + v->tile_n) * v->tile_k * 2 + (v->tile_n / 64) * 2 * 8192 + 2048;
+        return v->stages * (v->tile_m + v->tile_n) * v->tile_k * operand_bytes(v) + (v->tile_n / 64) * 2 * 8192 +
+               2048;
     case GEN_GEMM_SPLITK_REDUCE:
     case GEN_GEMM_PACK:
         return 0;

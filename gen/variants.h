@@ -36,7 +36,12 @@ enum gen_kind {
     GEN_ATTENTION_FWD_SM90,
 };
 
-enum gen_dtype { GEN_F16, GEN_BF16, GEN_F32, GEN_ANY_DTYPE };
+/* Element types; the first five equal the public mgpu_dtype values. */
+enum gen_dtype { GEN_F16, GEN_BF16, GEN_F32, GEN_E4M3, GEN_E5M2, GEN_ANY_DTYPE };
+
+/* B's element type where it differs from A's (mixed fp8 pairs); SAME (the
+ * zero every row gets unless it says otherwise) means B's type is `dtype`. */
+enum gen_b_dtype { GEN_B_SAME = 0, GEN_B_E4M3, GEN_B_E5M2 };
 
 /* Index element type of gather / scatter variants; GEMM rows have none. */
 enum gen_index { GEN_NO_INDEX, GEN_I32, GEN_I64 };
@@ -52,6 +57,7 @@ struct gen_variant {
     enum gen_index index_type; /* gather / scatter; GEN_NO_INDEX for GEMM */
     int band;                  /* persistent GEMM: tile rows per band of the grouped tile order */
     int cluster_m, cluster_n;  /* persistent GEMM: CTAs per cluster along M and N (0: no cluster) */
+    enum gen_b_dtype b_dtype;  /* GEMM: B's element type when it is not `dtype` */
 };
 
 extern const struct gen_variant gen_variants[];
@@ -67,5 +73,10 @@ extern const struct gen_arch_info gen_archs[GEN_ARCH_COUNT];
 const char *gen_group_name(const struct gen_variant *v);  /* "gemm_sm90" */
 void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size);
 int gen_smem_bytes(const struct gen_variant *v);
+enum gen_dtype gen_b_dtype(const struct gen_variant *v);  /* B's element type */
+const char *gen_dtype_tag(enum gen_dtype d);              /* "bf16", "e4m3", "any" */
+/* The variant's operand types as the docs and entry names spell them:
+ * "bf16", "e4m3", or "e4m3xe5m2" for a mixed pair. */
+void gen_operand_tag(const struct gen_variant *v, char *buf, unsigned size);
 
 #endif

@@ -21,6 +21,8 @@
  *   operation          sm_90a (cc 9.0)              sm_100a (cc 10.0)
  *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same; not yet run on hardware
  *                       fp16/bf16/fp32 out
+ *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    fp16/bf16 only; fp8, scales, bias and
+ *                       scales, bias, ReLU/GELU      activations: NOT_SUPPORTED
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
  *                       int32/int64 indices          16-byte aligned rows; gather4 not
  *                                                    yet run on hardware
@@ -93,7 +95,9 @@ MGPU_API const char *mgpu_last_error_message(void);
 typedef enum mgpu_dtype {
     MGPU_DTYPE_F16 = 0,
     MGPU_DTYPE_BF16 = 1,
-    MGPU_DTYPE_F32 = 2
+    MGPU_DTYPE_F32 = 2,
+    MGPU_DTYPE_E4M3 = 3, /* fp8: 1 sign, 4 exponent, 3 mantissa bits (CUDA_R_8F_E4M3); GEMM inputs only */
+    MGPU_DTYPE_E5M2 = 4  /* fp8: 1 sign, 5 exponent, 2 mantissa bits (CUDA_R_8F_E5M2); GEMM inputs only */
 } mgpu_dtype;
 
 /* As cuBLAS's cublasOperation_t: N uses the matrix as stored, T its transpose. */
@@ -134,7 +138,9 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  * cuBLAS's cublasGemmEx: column-major storage, op(A) is m x k, op(B) is k x n,
  * C is m x n.
  *
- *   a_type, b_type: MGPU_DTYPE_F16 or MGPU_DTYPE_BF16, equal to each other.
+ *   a_type, b_type: MGPU_DTYPE_F16 or MGPU_DTYPE_BF16, equal to each other;
+ *                   or fp8 (MGPU_DTYPE_E4M3 / MGPU_DTYPE_E5M2, any pair) with
+ *                   transa = T and transb = N, as in mgpu_gemm_ex without scales.
  *   c_type:         MGPU_DTYPE_F16, MGPU_DTYPE_BF16 or MGPU_DTYPE_F32.
  *   Products are accumulated in fp32; alpha and beta are host floats.
  *   lda >= max(1, transa == N ? m : k); ldb >= max(1, transb == N ? k : n);
@@ -144,13 +150,15 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  *   m, n, k <= 2^31 - 1.
  *
  * Any leading dimension and any element-aligned pointer are accepted. The
- * tensor-core path needs 16-byte aligned A and B and leading dimensions that
- * are multiples of 8 elements; other inputs take a slower exact path (see
- * docs/api.md).
+ * tensor-core kernels read A and B through TMA, which needs 16-byte aligned
+ * bases and leading dimensions that are multiples of 16 bytes; other
+ * operands are first copied into an aligned workspace (see docs/api.md).
  *
  * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER, INVALID_SIZE, INVALID_LD,
  * INVALID_VALUE, UNSUPPORTED_DTYPE, DTYPE_MISMATCH, WRONG_DEVICE,
- * ARCH_MISMATCH, DRIVER_ERROR or LAUNCH_FAILED.
+ * ARCH_MISMATCH, NOT_SUPPORTED (fp8 in a layout other than TN, or on a
+ * device other than compute capability 9.0), OUT_OF_MEMORY (workspace),
+ * DRIVER_ERROR or LAUNCH_FAILED.
  */
 MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb,
                                int64_t m, int64_t n, int64_t k, const float *alpha,
@@ -175,6 +183,108 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
                                                const float *beta,
                                                void *C, mgpu_dtype c_type, int64_t ldc, int64_t stride_c,
                                                int64_t batch_count);
+
+/*
+ * The extended GEMM, as cuBLASLt's cublasLtMatmul with its scale pointers and
+ * bias / activation epilogues:
+ *
+ *   D = scale_d * act(alpha * scale_a * scale_b * op(A) * op(B) + beta * C + bias)
+ *
+ * written over C (column-major, cuBLAS conventions, strided batches as in
+ * mgpu_gemm_strided_batched). Everything of mgpu_gemm and
+ * mgpu_gemm_strided_batched is available (they are this call with no scales,
+ * no bias and no activation), plus:
+ *
+ *   fp8 inputs: a_type and b_type each MGPU_DTYPE_E4M3 or MGPU_DTYPE_E5M2
+ *     (mixed pairs allowed), only with transa = MGPU_OP_T and
+ *     transb = MGPU_OP_N ("TN": both operands K-major, the one fp8 layout
+ *     cuBLASLt takes on Hopper); other layouts get NOT_SUPPORTED. c_type is
+ *     F16, BF16 or F32 (fp8 output is not supported). Products are summed in
+ *     fp32: the tensor cores' fp8 sums are added into a separate fp32
+ *     accumulator every 128 elements of K, so long K stays accurate.
+ *     fp16/bf16 A and B must still have equal dtypes.
+ *   scale_a, scale_b, scale_d: DEVICE pointers to one float each, read when
+ *     the kernel runs (like cuBLASLt's CUBLASLT_MATMUL_DESC_{A,B,D}_SCALE_POINTER,
+ *     so scales computed on the GPU need no host round trip); NULL means 1.
+ *     Any input dtype may use them. scale_d multiplies the final value, after
+ *     the activation.
+ *   bias: device vector added after alpha * ... + beta * C and before the
+ *     activation. MGPU_BIAS_PER_ROW: bias[i] is added to row i of D (length
+ *     m; cuBLASLt's convention); MGPU_BIAS_PER_COLUMN: bias[j] to column j
+ *     (length n). bias_type is c_type or MGPU_DTYPE_F32. Batch b reads
+ *     bias + b * bias_batch_stride (elements; 0: one bias for every batch).
+ *   activation: MGPU_ACTIVATION_RELU (max(x, 0)) or MGPU_ACTIVATION_GELU
+ *     (tanh approximation, as CUBLASLT_EPILOGUE_GELU:
+ *     0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))).
+ *
+ * alpha and beta are host floats in the descriptor. The descriptor carries
+ * its size in its first field: start from MGPU_GEMM_DESC_INIT (alpha 1,
+ * beta 0, batch_count 1, no scales, no bias, no activation), then set fields.
+ *
+ * Alignment: any element-aligned pointer and any leading dimension are
+ * accepted, as for mgpu_gemm (fp8 operands whose leading dimension or base
+ * is not a multiple of 16 bytes are first packed into an aligned
+ * workspace). bias must be aligned to its element, the scales to 4 bytes.
+ *
+ * Support: compute capability 9.0 runs everything above. On compute
+ * capability 10.0 this call takes what mgpu_gemm takes; fp8 inputs, scales,
+ * bias or an activation return NOT_SUPPORTED there.
+ *
+ * Returns what mgpu_gemm_strided_batched returns, plus NULL_POINTER (desc),
+ * INVALID_VALUE (struct_size; activation or bias_mode not one of their
+ * enums; bias_type not an mgpu_dtype; bias or a scale pointer misaligned),
+ * DTYPE_MISMATCH (fp8 paired with a 16-bit operand), UNSUPPORTED_DTYPE (fp8
+ * output; bias_type neither c_type nor F32), INVALID_LD (bias_batch_stride
+ * negative or above 2^48) and
+ * NOT_SUPPORTED (fp8 in a layout other than TN; fp8 or an epilogue on a
+ * device other than compute capability 9.0; MGPU_FORCE_VARIANT naming a
+ * variant that cannot do the call).
+ */
+
+typedef enum mgpu_activation {
+    MGPU_ACTIVATION_NONE = 0,
+    MGPU_ACTIVATION_RELU = 1,
+    MGPU_ACTIVATION_GELU = 2  /* tanh approximation, as CUBLASLT_EPILOGUE_GELU */
+} mgpu_activation;
+
+typedef enum mgpu_bias_mode {
+    MGPU_BIAS_PER_ROW = 0,    /* length m: bias[i] added to every element of row i */
+    MGPU_BIAS_PER_COLUMN = 1  /* length n: bias[j] added to every element of column j */
+} mgpu_bias_mode;
+
+typedef struct mgpu_gemm_desc {
+    size_t struct_size;            /* sizeof(mgpu_gemm_desc), set by MGPU_GEMM_DESC_INIT */
+    mgpu_operation transa, transb;
+    int64_t m, n, k;
+    float alpha, beta;             /* host values */
+    const void *A;                 /* device */
+    mgpu_dtype a_type;
+    int64_t lda, stride_a;         /* elements; stride_a used when batch_count > 1 (0: broadcast) */
+    const void *B;                 /* device */
+    mgpu_dtype b_type;
+    int64_t ldb, stride_b;
+    void *C;                       /* device; D is written over it */
+    mgpu_dtype c_type;
+    int64_t ldc, stride_c;
+    int64_t batch_count;           /* 1 for a single product */
+    const float *scale_a;          /* device pointer to one float, or NULL (1) */
+    const float *scale_b;          /* device pointer to one float, or NULL (1) */
+    const float *scale_d;          /* device pointer to one float, or NULL (1) */
+    const void *bias;              /* device vector, or NULL (no bias) */
+    mgpu_dtype bias_type;          /* c_type or MGPU_DTYPE_F32 */
+    mgpu_bias_mode bias_mode;
+    int64_t bias_batch_stride;     /* elements between the biases of consecutive batches; 0: shared */
+    mgpu_activation activation;
+} mgpu_gemm_desc;
+
+#define MGPU_GEMM_DESC_INIT                                                                                  \
+    {sizeof(mgpu_gemm_desc), MGPU_OP_N, MGPU_OP_N, 0, 0, 0, 1.0f, 0.0f, NULL, MGPU_DTYPE_BF16, 0, 0, NULL,   \
+     MGPU_DTYPE_BF16, 0, 0, NULL, MGPU_DTYPE_BF16, 0, 0, 1, NULL, NULL, NULL, NULL, MGPU_DTYPE_F32,           \
+     MGPU_BIAS_PER_ROW, 0, MGPU_ACTIVATION_NONE}
+
+/* D = scale_d * act(alpha * scale_a * scale_b * op(A) op(B) + beta * C + bias)
+ * as described above the mgpu_activation enum; statuses are listed there. */
+MGPU_API mgpu_status mgpu_gemm_ex(mgpu_handle *handle, const mgpu_gemm_desc *desc);
 
 /* ------------------------------------------------------- gather / scatter */
 

@@ -1,13 +1,15 @@
 /*
- * mgpu_gemm and mgpu_gemm_strided_batched: validate, plan (src/select.c),
- * build the kernel parameters (TMA tensor maps for the tensor-core variants),
- * launch on the handle's stream.
+ * mgpu_gemm, mgpu_gemm_strided_batched and mgpu_gemm_ex: validate, plan
+ * (src/select.c), build the kernel parameters (TMA tensor maps for the
+ * tensor-core variants), launch on the handle's stream. The BLAS-style calls
+ * are mgpu_gemm_ex's problem without scales, bias or activation.
  *
  * Tensor maps of A and B, one per operand, rank 3 over {contiguous, strided,
- * batch} dimensions, 128-byte swizzled boxes 64 elements (128 bytes) wide:
+ * batch} dimensions, 128-byte swizzled boxes 128 bytes wide (64 16-bit or
+ * 128 fp8 elements; fp8 is mapped as UINT8, the kernel knows the format):
  *   K-major operand (A with transa = T, B with transb = N):
- *       dims {k, rows, batch}, box {64, tile_rows, 1}
- *   MN-major operand (A with transa = N, B with transb = T):
+ *       dims {k, rows, batch}, box {128 bytes, tile_rows, 1}
+ *   MN-major operand (A with transa = N, B with transb = T; 16-bit only):
  *       dims {rows, k, batch}, box {64, 64, 1}; the kernel loads tile_rows / 64 boxes
  * where rows is m for A and n for B (a broadcast operand, batch stride 0, has
  * batch dimension 1). Out-of-bounds elements read as zero, which is how
@@ -29,15 +31,21 @@
 #include "../kernels/common/gemm_abi.h"
 
 _Static_assert((int)MGPU_ABI_F16 == (int)MGPU_DTYPE_F16 && (int)MGPU_ABI_BF16 == (int)MGPU_DTYPE_BF16 &&
-                   (int)MGPU_ABI_F32 == (int)MGPU_DTYPE_F32,
+                   (int)MGPU_ABI_F32 == (int)MGPU_DTYPE_F32 && (int)MGPU_ABI_E4M3 == (int)MGPU_DTYPE_E4M3 &&
+                   (int)MGPU_ABI_E5M2 == (int)MGPU_DTYPE_E5M2,
                "kernel dtype codes must equal the public ones");
+_Static_assert((int)MGPU_ABI_ACT_NONE == (int)MGPU_ACTIVATION_NONE &&
+                   (int)MGPU_ABI_ACT_RELU == (int)MGPU_ACTIVATION_RELU &&
+                   (int)MGPU_ABI_ACT_GELU == (int)MGPU_ACTIVATION_GELU &&
+                   (int)MGPU_ABI_BIAS_PER_ROW == (int)MGPU_BIAS_PER_ROW &&
+                   (int)MGPU_ABI_BIAS_PER_COLUMN == (int)MGPU_BIAS_PER_COLUMN,
+               "kernel epilogue codes must equal the public ones");
 
-#define TMA_BOX_INNER 64   /* elements: one 128-byte swizzle row of 16-bit data */
-#define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of the C map */
+#define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
 #define MAX_GRID_Z 65535
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
-#define PACK_GROUP 8       /* elements per 16 bytes: packed leading dimensions are multiples */
+#define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
 #define SPLITK_ROWS 4      /* the reduction reads float4s: ws_ld is a multiple */
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack and reduction kernels */
 
@@ -45,22 +53,23 @@ static CUtensorMapDataType tma_dtype(int dtype)
 {
     return dtype == MGPU_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
            : dtype == MGPU_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+           : mgpu_dtype_is_fp8(dtype) ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
 static int dtype_bytes(int dtype)
 {
-    return dtype == MGPU_DTYPE_F32 ? 4 : 2;
+    return mgpu_dtype_size(dtype);
 }
 
 static mgpu_status encode_operand(const struct mgpu_driver *d, CUtensorMap *map, int dtype, uintptr_t base,
                                   int k_major, int64_t rows, int64_t k, int64_t ld, int64_t stride,
                                   int64_t batch, int tile_rows, int tile_k)
 {
-    const cuuint64_t esize = 2;
+    const cuuint64_t esize = (cuuint64_t)dtype_bytes(dtype);
     cuuint64_t dims[3] = {(cuuint64_t)(k_major ? k : rows), (cuuint64_t)(k_major ? rows : k), (cuuint64_t)batch};
     cuuint64_t strides[2] = {(cuuint64_t)ld * esize, batch > 1 ? (cuuint64_t)stride * esize : (cuuint64_t)ld * esize};
-    cuuint32_t box[3] = {TMA_BOX_INNER, (cuuint32_t)(k_major ? tile_rows : tile_k), 1};
+    cuuint32_t box[3] = {(cuuint32_t)(TMA_ROW_BYTES / esize), (cuuint32_t)(k_major ? tile_rows : tile_k), 1};
     cuuint32_t elem_strides[3] = {1, 1, 1};
     CUresult r = d->cuTensorMapEncodeTiled(
         map, tma_dtype(dtype), 3,
@@ -90,7 +99,25 @@ static mgpu_status encode_output(const struct mgpu_driver *d, CUtensorMap *map, 
 
 static const char *dtype_name(int dtype)
 {
-    return dtype == MGPU_DTYPE_F16 ? "f16" : dtype == MGPU_DTYPE_BF16 ? "bf16" : "f32";
+    return dtype == MGPU_DTYPE_F16    ? "f16"
+           : dtype == MGPU_DTYPE_BF16 ? "bf16"
+           : dtype == MGPU_DTYPE_E4M3 ? "e4m3"
+           : dtype == MGPU_DTYPE_E5M2 ? "e5m2"
+                                      : "f32";
+}
+
+/* The scale, bias and activation fields of the kernel arguments. */
+static void set_epilogue(struct mgpu_gemm_args *args, const struct mgpu_gemm_problem *p)
+{
+    args->scale_a = p->scale_a;
+    args->scale_b = p->scale_b;
+    args->scale_d = p->scale_d;
+    args->bias = p->bias;
+    args->bias_batch_stride = p->bias_stride;
+    args->bias_dtype = p->bias_dtype;
+    args->bias_mode = p->bias_mode;
+    args->activation = p->activation;
+    args->b_dtype = p->b_dtype;
 }
 
 static int64_t round_up(int64_t x, int64_t to)
@@ -104,6 +131,7 @@ static unsigned helper_grid(const mgpu_handle *h, int64_t work_items, int thread
     const int64_t cap = (int64_t)(h->caps.sm_count > 0 ? h->caps.sm_count : 1) * HELPER_BLOCKS_PER_SM;
     return (unsigned)(need < cap ? (need > 0 ? need : 1) : cap);
 }
+
 
 /* The foundation's launch: one CTA per tile, grid z over the batch (the first
  * sm90 kernel, the Blackwell kernel and the portable kernel). */
@@ -120,6 +148,7 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
         .c = p->c, .ldc = p->ldc, .stride_c = p->stride_c,
         .a = p->a, .b = p->b, .lda = p->lda, .ldb = p->ldb, .stride_a = p->stride_a, .stride_b = p->stride_b,
     };
+    set_epilogue(&args, p);
     CUtensorMap maps[2];
     void *params[3];
     int n_params = 0;
@@ -127,7 +156,7 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
         s = encode_operand(d, &maps[0], p->a_dtype, p->a, p->transa == MGPU_OP_T, p->m, p->k, p->lda,
                            p->stride_a, p->batch, v->tile_m, v->tile_k);
         if (s == MGPU_STATUS_SUCCESS)
-            s = encode_operand(d, &maps[1], p->a_dtype, p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb,
+            s = encode_operand(d, &maps[1], p->b_dtype, p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb,
                                p->stride_b, p->batch, v->tile_n, v->tile_k);
         if (s != MGPU_STATUS_SUCCESS)
             return s;
@@ -152,22 +181,29 @@ struct operand {
     int64_t ld, stride;
 };
 
-/* Copies `batches` matrices of rows x cols (rows contiguous) into the
- * workspace at dst with columns round_up(rows, 8) apart. */
+/* Leading dimension of a packed operand of `rows` rows: a multiple of 16 bytes. */
+static int64_t packed_ld(int64_t rows, int esize)
+{
+    return round_up(rows, PACK_BYTES / esize);
+}
+
+/* Copies `batches` matrices of rows x cols (rows contiguous) of esize-byte
+ * elements into the workspace at dst with columns packed_ld(rows) apart. */
 static mgpu_status pack_operand(mgpu_handle *h, const struct mgpu_driver *d, int variant, uintptr_t src,
-                                int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batches,
+                                int esize, int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batches,
                                 CUdeviceptr dst, struct operand *out)
 {
     struct mgpu_gemm_pack_args pa = {
         .src = src, .dst = dst, .rows = rows, .cols = cols, .batch = batches,
         .ld_src = ld, .stride_src = stride,
-        .ld_dst = round_up(rows, PACK_GROUP), .stride_dst = round_up(rows, PACK_GROUP) * cols,
+        .ld_dst = packed_ld(rows, esize), .stride_dst = packed_ld(rows, esize) * cols,
+        .elem_bytes = esize,
     };
     void *params[1] = {&pa};
     out->base = dst;
     out->ld = pa.ld_dst;
     out->stride = pa.stride_dst;
-    return mgpu_launch(h, d, variant, helper_grid(h, pa.ld_dst / PACK_GROUP * cols * batches,
+    return mgpu_launch(h, d, variant, helper_grid(h, pa.ld_dst * esize / PACK_BYTES * cols * batches,
                                                   mgpu_variants[variant].threads), 1, 1, params);
 }
 
@@ -182,13 +218,16 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
     struct operand a = {p->a, p->lda, p->stride_a}, b = {p->b, p->ldb, p->stride_b};
     CUdeviceptr next = ws;
     mgpu_status s = MGPU_STATUS_SUCCESS;
+    const int esize_a = dtype_bytes(p->a_dtype), esize_b = dtype_bytes(p->b_dtype);
     if (plan->pack_a) {
-        s = pack_operand(h, d, plan->pack_variant, p->a, rows_a, cols_a, p->lda, p->stride_a, batches_a, next, &a);
-        next += (CUdeviceptr)round_up(a.stride * batches_a * 2, WS_ALIGN);
+        s = pack_operand(h, d, plan->pack_variant, p->a, esize_a, rows_a, cols_a, p->lda, p->stride_a, batches_a,
+                         next, &a);
+        next += (CUdeviceptr)round_up(a.stride * batches_a * esize_a, WS_ALIGN);
     }
     if (s == MGPU_STATUS_SUCCESS && plan->pack_b) {
-        s = pack_operand(h, d, plan->pack_variant, p->b, rows_b, cols_b, p->ldb, p->stride_b, batches_b, next, &b);
-        next += (CUdeviceptr)round_up(b.stride * batches_b * 2, WS_ALIGN);
+        s = pack_operand(h, d, plan->pack_variant, p->b, esize_b, rows_b, cols_b, p->ldb, p->stride_b, batches_b,
+                         next, &b);
+        next += (CUdeviceptr)round_up(b.stride * batches_b * esize_b, WS_ALIGN);
     }
     if (s != MGPU_STATUS_SUCCESS)
         return s;
@@ -204,16 +243,18 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         .a_broadcast = bcast_a, .b_broadcast = bcast_b,
         .workspace = next, .ws_ld = round_up(p->m, SPLITK_ROWS),
     };
+    set_epilogue(&args, p);
     CUtensorMap maps[3];
     memset(maps, 0, sizeof maps);
     s = encode_operand(d, &maps[0], p->a_dtype, a.base, p->transa == MGPU_OP_T, p->m, p->k, a.ld, a.stride,
                        batches_a, v->tile_m / v->cluster_n, v->tile_k);
     if (s == MGPU_STATUS_SUCCESS)
-        s = encode_operand(d, &maps[1], p->a_dtype, b.base, p->transb == MGPU_OP_N, p->n, p->k, b.ld, b.stride,
+        s = encode_operand(d, &maps[1], p->b_dtype, b.base, p->transb == MGPU_OP_N, p->n, p->k, b.ld, b.stride,
                            batches_b, v->tile_n / v->cluster_m, v->tile_k);
     struct mgpu_gemm_args main_args = args;
     if (plan->splits > 1) {
-        /* the GEMM writes fp32 partials: D_s = 1 * A_s B_s, batch index b * splits + s */
+        /* the GEMM writes fp32 partials: D_s = 1 * A_s B_s, batch index b * splits + s;
+         * the reduction applies the scales and the epilogue */
         main_args.c = args.workspace;
         main_args.ldc = args.ws_ld;
         main_args.stride_c = args.ws_ld * p->n;
@@ -221,6 +262,9 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         main_args.alpha = 1.0f;
         main_args.beta = 0.0f;
         main_args.c_tma = 1;
+        main_args.scale_a = main_args.scale_b = main_args.scale_d = 0;
+        main_args.bias = 0;
+        main_args.activation = MGPU_ABI_ACT_NONE;
         if (s == MGPU_STATUS_SUCCESS)
             s = encode_output(d, &maps[2], MGPU_DTYPE_F32, main_args.c, p->m, p->n, main_args.ldc,
                               main_args.stride_c, p->batch * plan->splits);
@@ -249,12 +293,14 @@ static size_t workspace_bytes(const struct mgpu_gemm_problem *p, const struct mg
     if (plan->pack_a) {
         const int64_t rows = p->transa == MGPU_OP_N ? p->m : p->k, cols = p->transa == MGPU_OP_N ? p->k : p->m;
         const int64_t batches = p->batch > 1 && p->stride_a == 0 ? 1 : p->batch;
-        bytes += round_up(round_up(rows, PACK_GROUP) * cols * batches * 2, WS_ALIGN);
+        const int esize = dtype_bytes(p->a_dtype);
+        bytes += round_up(packed_ld(rows, esize) * cols * batches * esize, WS_ALIGN);
     }
     if (plan->pack_b) {
         const int64_t rows = p->transb == MGPU_OP_N ? p->k : p->n, cols = p->transb == MGPU_OP_N ? p->n : p->k;
         const int64_t batches = p->batch > 1 && p->stride_b == 0 ? 1 : p->batch;
-        bytes += round_up(round_up(rows, PACK_GROUP) * cols * batches * 2, WS_ALIGN);
+        const int esize = dtype_bytes(p->b_dtype);
+        bytes += round_up(packed_ld(rows, esize) * cols * batches * esize, WS_ALIGN);
     }
     if (plan->splits > 1)
         bytes += round_up(p->m, SPLITK_ROWS) * p->n * p->batch * plan->splits * 4;
@@ -302,11 +348,17 @@ static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
     if (mgpu_plan_gemm(p, &h->caps, force, force_splits ? atoi(force_splits) : 0, &plan, &s) < 0)
         return s;
     if (mgpu_log_enabled())
-        mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s->%s lda=%lld ldb=%lld ldc=%lld: %s%s [%s; "
-                 "split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s]",
+        mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s%s%s->%s%s%s%s lda=%lld ldb=%lld ldc=%lld: "
+                 "%s%s [%s; split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s]",
                  p->transa == MGPU_OP_N ? "N" : "T", p->transb == MGPU_OP_N ? "N" : "T", (long long)p->m,
                  (long long)p->n, (long long)p->k, (long long)p->batch, dtype_name(p->a_dtype),
-                 dtype_name(p->c_dtype), (long long)p->lda, (long long)p->ldb, (long long)p->ldc,
+                 p->b_dtype != p->a_dtype ? "x" : "", p->b_dtype != p->a_dtype ? dtype_name(p->b_dtype) : "",
+                 dtype_name(p->c_dtype), p->scale_a || p->scale_b || p->scale_d ? " scaled" : "",
+                 p->bias ? (p->bias_mode == MGPU_BIAS_PER_ROW ? " +row bias" : " +column bias") : "",
+                 p->activation == MGPU_ACTIVATION_RELU   ? " relu"
+                 : p->activation == MGPU_ACTIVATION_GELU ? " gelu"
+                                                         : "",
+                 (long long)p->lda, (long long)p->ldb, (long long)p->ldc,
                  mgpu_variants[plan.variant].name, force && force[0] ? " (forced)" : "", plan.shape_class,
                  plan.splits, (long long)plan.grid, mgpu_variants[plan.variant].band,
                  mgpu_variants[plan.variant].cluster_m, mgpu_variants[plan.variant].cluster_n,
@@ -347,4 +399,11 @@ mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operation transa
         .alpha = alpha, .beta = beta,
     };
     return gemm(handle, &p);
+}
+
+mgpu_status mgpu_gemm_ex(mgpu_handle *handle, const mgpu_gemm_desc *desc)
+{
+    struct mgpu_gemm_problem p;
+    mgpu_status s = mgpu_gemm_problem_from_desc(desc, &p);
+    return s == MGPU_STATUS_SUCCESS ? gemm(handle, &p) : s;
 }

@@ -17,7 +17,8 @@
  *                         -> that operand is packed into an aligned workspace.
  * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
  * the layouts and the operand alignment wins: the TMA kernel when TMA can read
- * A and B, else the portable kernel.
+ * A and B, else the portable kernel; fp8, scales, bias and activations are
+ * NOT_SUPPORTED there (only the sm_90a kernels implement them).
  */
 #include "internal.h"
 
@@ -28,10 +29,12 @@
 #define MGPU_MAX_EXTENT ((int64_t)1 << 48)
 #define TMA_ALIGN 16
 #define TMA_MAX_STRIDE_BYTES ((int64_t)1 << 40)
-#define KTILE 64                 /* K elements per pipeline stage of every tensor-core kernel */
 #define MIN_KTILES_PER_SPLIT 4   /* a K slice shorter than this is not worth its partials */
 #define MAX_SPLITS 16
 #define SMALL_M 128              /* m up to this takes the 128-row tile */
+#define SMALL_TILE_M 128         /* tile rows for small m */
+#define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
+#define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 /* Measured on H200 (docs/performance.md): the 2-CTA cluster variants are
@@ -47,14 +50,54 @@ static const char *op_name(int op)
     return op == MGPU_OP_N ? "N" : "T";
 }
 
+int mgpu_dtype_is_fp8(int dtype)
+{
+    return dtype == MGPU_DTYPE_E4M3 || dtype == MGPU_DTYPE_E5M2;
+}
+
+int mgpu_dtype_size(int dtype)
+{
+    return dtype == MGPU_DTYPE_F32 ? 4 : mgpu_dtype_is_fp8(dtype) ? 1 : 2;
+}
+
 static int dtype_size(int dtype)
 {
-    return dtype == MGPU_DTYPE_F32 ? 4 : 2;
+    return mgpu_dtype_size(dtype);
 }
 
 static int dtype_known(int dtype)
 {
-    return dtype == MGPU_DTYPE_F16 || dtype == MGPU_DTYPE_BF16 || dtype == MGPU_DTYPE_F32;
+    return dtype == MGPU_DTYPE_F16 || dtype == MGPU_DTYPE_BF16 || dtype == MGPU_DTYPE_F32 ||
+           mgpu_dtype_is_fp8(dtype);
+}
+
+int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p)
+{
+    return mgpu_dtype_is_fp8(p->a_dtype) || mgpu_dtype_is_fp8(p->b_dtype) || p->scale_a || p->scale_b ||
+           p->scale_d || p->bias || p->activation != MGPU_ACTIVATION_NONE;
+}
+
+mgpu_status mgpu_gemm_problem_from_desc(const mgpu_gemm_desc *d, struct mgpu_gemm_problem *p)
+{
+    if (!d)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
+    if (d->struct_size != sizeof *d)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "desc->struct_size is %zu, expected %zu: start from MGPU_GEMM_DESC_INIT", d->struct_size,
+                         sizeof *d);
+    const struct mgpu_gemm_problem q = {
+        .transa = d->transa, .transb = d->transb, .m = d->m, .n = d->n, .k = d->k, .batch = d->batch_count,
+        .a_dtype = d->a_type, .b_dtype = d->b_type, .c_dtype = d->c_type,
+        .a = (uintptr_t)d->A, .b = (uintptr_t)d->B, .c = (uintptr_t)d->C,
+        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .stride_a = d->stride_a, .stride_b = d->stride_b, .stride_c = d->stride_c,
+        .alpha = &d->alpha, .beta = &d->beta,
+        .scale_a = (uintptr_t)d->scale_a, .scale_b = (uintptr_t)d->scale_b, .scale_d = (uintptr_t)d->scale_d,
+        .bias = (uintptr_t)d->bias, .bias_dtype = d->bias_type, .bias_mode = d->bias_mode,
+        .bias_stride = d->bias_batch_stride, .activation = d->activation,
+    };
+    *p = q;
+    return MGPU_STATUS_SUCCESS;
 }
 
 mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
@@ -66,11 +109,35 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
     if (!dtype_known(p->a_dtype) || !dtype_known(p->b_dtype) || !dtype_known(p->c_dtype))
         return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "a dtype (A %d, B %d, C %d) is not an mgpu_dtype value",
                          p->a_dtype, p->b_dtype, p->c_dtype);
-    if (p->a_dtype != p->b_dtype)
+    if (p->activation != MGPU_ACTIVATION_NONE && p->activation != MGPU_ACTIVATION_RELU &&
+        p->activation != MGPU_ACTIVATION_GELU)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "activation is %d; it must be an mgpu_activation value",
+                         p->activation);
+    if (p->bias_mode != MGPU_BIAS_PER_ROW && p->bias_mode != MGPU_BIAS_PER_COLUMN)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "bias_mode is %d; it must be MGPU_BIAS_PER_ROW or MGPU_BIAS_PER_COLUMN", p->bias_mode);
+    if (p->bias && !dtype_known(p->bias_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "bias_type %d is not an mgpu_dtype value", p->bias_dtype);
+    const int fp8_a = mgpu_dtype_is_fp8(p->a_dtype), fp8_b = mgpu_dtype_is_fp8(p->b_dtype);
+    if (fp8_a != fp8_b)
+        return mgpu_fail(MGPU_STATUS_DTYPE_MISMATCH,
+                         "an fp8 operand pairs only with an fp8 operand (A %d, B %d); e4m3 with e5m2 is allowed",
+                         p->a_dtype, p->b_dtype);
+    if (!fp8_a && p->a_dtype != p->b_dtype)
         return mgpu_fail(MGPU_STATUS_DTYPE_MISMATCH, "A and B must have the same dtype (A %d, B %d)",
                          p->a_dtype, p->b_dtype);
     if (p->a_dtype == MGPU_DTYPE_F32)
-        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "A and B must be fp16 or bf16; fp32 inputs are not supported");
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE,
+                         "A and B must be fp16, bf16 or fp8; fp32 inputs are not supported");
+    if (mgpu_dtype_is_fp8(p->c_dtype))
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "C must be fp16, bf16 or fp32; fp8 output is not supported");
+    if (fp8_a && (p->transa != MGPU_OP_T || p->transb != MGPU_OP_N))
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
+                         "fp8 inputs need transa = T and transb = N (both operands K-major, cuBLASLt's fp8 layout); "
+                         "got %s%s", op_name(p->transa), op_name(p->transb));
+    if (p->bias && p->bias_dtype != p->c_dtype && p->bias_dtype != MGPU_DTYPE_F32)
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "bias_type must be C's dtype (%d) or fp32; got %d",
+                         p->c_dtype, p->bias_dtype);
     if (p->m < 0 || p->n < 0 || p->k < 0)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "m, n, k must be >= 0 (got %lld, %lld, %lld)",
                          (long long)p->m, (long long)p->n, (long long)p->k);
@@ -105,6 +172,9 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
                              "stride_c = %lld; the C matrices must not overlap: stride_c >= ldc * n = %lld",
                              (long long)p->stride_c, (long long)(p->ldc * cols_c));
     }
+    if (p->bias && (p->bias_stride < 0 || p->bias_stride > MGPU_MAX_EXTENT))
+        return mgpu_fail(MGPU_STATUS_INVALID_LD, "bias_batch_stride = %lld; it must be in [0, 2^48]",
+                         (long long)p->bias_stride);
 
     if (p->m == 0 || p->n == 0 || p->batch == 0)
         return MGPU_STATUS_SUCCESS; /* nothing is read or written */
@@ -116,10 +186,17 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
     if (p->k > 0) {
         if (!p->a || !p->b)
             return mgpu_fail(MGPU_STATUS_NULL_POINTER, "%s is NULL", !p->a ? "A" : "B");
-        if (p->a % 2 || p->b % 2)
-            return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "%s is not aligned to its 2-byte elements",
-                             p->a % 2 ? "A" : "B");
+        const int bad_a = p->a % (uintptr_t)dtype_size(p->a_dtype) != 0;
+        if (bad_a || p->b % (uintptr_t)dtype_size(p->b_dtype))
+            return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "%s is not aligned to its %d-byte elements",
+                             bad_a ? "A" : "B", dtype_size(bad_a ? p->a_dtype : p->b_dtype));
     }
+    if (p->bias % (uintptr_t)dtype_size(p->bias_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "bias (%#llx) is not aligned to its %d-byte elements",
+                         (unsigned long long)p->bias, dtype_size(p->bias_dtype));
+    if (p->scale_a % sizeof(float) || p->scale_b % sizeof(float) || p->scale_d % sizeof(float))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "scale_%s is not aligned to 4 bytes (a float)",
+                         p->scale_a % sizeof(float) ? "a" : p->scale_b % sizeof(float) ? "b" : "d");
     return MGPU_STATUS_SUCCESS;
 }
 
@@ -136,8 +213,8 @@ static int tma_ok(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int
 
 int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p)
 {
-    return p->k > 0 && tma_ok(p->a, p->lda, p->stride_a, p->batch, 0, 2) &&
-           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 0, 2);
+    return p->k > 0 && tma_ok(p->a, p->lda, p->stride_a, p->batch, 0, dtype_size(p->a_dtype)) &&
+           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 0, dtype_size(p->b_dtype));
 }
 
 /* TMA stores clip at the tensor's edge in whole 16-byte granules along the
@@ -173,6 +250,12 @@ static int applicable(const struct mgpu_variant *v, const struct mgpu_gemm_probl
     if (!is_gemm_kind(v->kind))
         return 0;
     if (v->dtype != MGPU_VARIANT_ANY_DTYPE && v->dtype != p->a_dtype)
+        return 0;
+    if (v->b_dtype != MGPU_VARIANT_ANY_DTYPE && v->b_dtype != p->b_dtype)
+        return 0;
+    /* fp8, scales, bias and activations: the persistent and portable kernels only */
+    if (mgpu_gemm_needs_extensions(p) && v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT &&
+        v->kind != MGPU_KIND_GEMM_PORTABLE)
         return 0;
     if (v->a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->a_kmajor != (p->transa == MGPU_OP_T))
         return 0;
@@ -219,7 +302,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const int64_t cluster = (int64_t)v->cluster_m * v->cluster_n;
-    const int64_t k_tiles = ceil_div(p->k, KTILE);
+    const int64_t k_tiles = ceil_div(p->k, v->tile_k);
     const int64_t units = ceil_div(ceil_div(p->m, v->tile_m), v->cluster_m) *
                           ceil_div(ceil_div(p->n, v->tile_n), v->cluster_n) * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
@@ -241,8 +324,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         if (plan->reduce_variant < 0)
             return -1;
     }
-    plan->pack_a = !tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, 2);
-    plan->pack_b = !tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, 2);
+    plan->pack_a = !tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, dtype_size(p->a_dtype));
+    plan->pack_b = !tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, dtype_size(p->b_dtype));
     plan->pack_variant = -1;
     if (plan->pack_a || plan->pack_b) {
         plan->pack_variant = find_kind(MGPU_KIND_GEMM_PACK, caps);
@@ -280,6 +363,13 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
                             caps->cc_major, caps->cc_minor);
         return -1;
     }
+    if (mgpu_gemm_needs_extensions(p) && !(caps->cc_major == 9 && caps->cc_minor == 0)) {
+        *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
+                            "fp8 inputs, scales, bias and activations run on compute capability 9.0 only; this "
+                            "device is %d.%d",
+                            caps->cc_major, caps->cc_minor);
+        return -1;
+    }
 
     if (force && force[0]) {
         for (int i = 0; i < mgpu_variant_count; i++) {
@@ -309,9 +399,12 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
          * per cluster row idles, which only pays when there are many columns. */
         const int64_t tiles_n = ceil_div(p->n, CLUSTER_TILE_N);
         const int cluster = CLUSTER_BY_DEFAULT && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER) ? 2 : 1;
-        int v = small_m ? find_persistent(p, caps, 128, 1) : find_persistent(p, caps, 256, cluster);
+        const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
+        const int large_tile = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
+        int v = small_m ? find_persistent(p, caps, SMALL_TILE_M, 1)
+                        : find_persistent(p, caps, large_tile, fp8 ? 1 : cluster);
         if (v < 0)
-            v = find_persistent(p, caps, 256, 1);
+            v = find_persistent(p, caps, large_tile, 1);
         if (v >= 0 && plan_persistent(p, caps, v, force_splits, plan) == 0) {
             plan->shape_class = plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
                                                  : (small_m ? "small m" : "large");

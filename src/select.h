@@ -26,13 +26,35 @@ struct mgpu_gemm_problem {
     int64_t lda, ldb, ldc;
     int64_t stride_a, stride_b, stride_c;
     const float *alpha, *beta;
+    /* mgpu_gemm_ex only (zero from the BLAS-style calls): */
+    uintptr_t scale_a, scale_b, scale_d; /* device addresses of one float each; 0: 1.0 */
+    uintptr_t bias;              /* device address of the bias vector; 0: none */
+    int bias_dtype, bias_mode;   /* mgpu_dtype, mgpu_bias_mode */
+    int64_t bias_stride;         /* elements between the biases of consecutive batches */
+    int activation;              /* mgpu_activation */
 };
+
+/* Fills *p from a descriptor of mgpu_gemm_ex (alpha and beta point into it).
+ * SUCCESS, or NULL_POINTER / INVALID_VALUE (struct_size) with the message set. */
+mgpu_status mgpu_gemm_problem_from_desc(const mgpu_gemm_desc *desc, struct mgpu_gemm_problem *p);
 
 /* SUCCESS when the call is valid, else the status with its message set. */
 mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p);
 
+/* 1 for MGPU_DTYPE_E4M3 and MGPU_DTYPE_E5M2. */
+int mgpu_dtype_is_fp8(int dtype);
+
+/* Bytes of one element of an mgpu_dtype (4, 2 or 1). */
+int mgpu_dtype_size(int dtype);
+
+/* 1 when the call asks for more than D = alpha * op(A) op(B) + beta * C on
+ * 16-bit inputs: fp8 operands, a scale, a bias or an activation. Only the
+ * compute capability 9.0 kernels (persistent, split-K reduction, portable)
+ * do these. */
+int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p);
+
 /* 1 when A and B can be read through TMA: 16-byte aligned bases, leading
- * dimensions and batch strides multiples of 16 bytes, no broadcast batch. */
+ * dimensions and batch strides multiples of 16 bytes, no broadcast batch, k > 0. */
 int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p);
 
 /* How one GEMM call runs: the persistent kernel, possibly behind an operand
@@ -49,8 +71,9 @@ struct mgpu_gemm_plan {
 
 /* The full plan for a valid problem on a device (see mgpu_select_gemm for
  * `force`); force_splits > 0 fixes the split-K factor of the persistent
- * kernel (clamped to [1, number of 64-wide k-tiles]), 0 lets the heuristic
- * choose. Returns 0, or -1 with *status (and the message) set. */
+ * kernel (clamped to [1, number of k-tiles]: 64-wide for 16-bit inputs,
+ * 128-wide for fp8), 0 lets the heuristic choose. Returns 0, or -1 with
+ * *status (and the message) set. */
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
                    int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status);
 
@@ -61,7 +84,8 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p);
 /* Picks the variant for a valid problem on a device. `force` (may be NULL)
  * names a variant to use instead, as MGPU_FORCE_VARIANT does. Returns the
  * index into mgpu_variants, or -1 with *status (and the message) set to
- * ARCH_MISMATCH (nothing for this compute capability) or NOT_SUPPORTED. */
+ * ARCH_MISMATCH (nothing for this compute capability) or NOT_SUPPORTED
+ * (including fp8 / scales / bias / activation on devices other than 9.0). */
 int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                      const char *force, mgpu_status *status);
 

@@ -3,7 +3,9 @@
  * with made-up devices: Hopper (9.0), Blackwell (10.0), and devices this
  * library has no kernels for (8.0, 10.3, 12.0). On Hopper it also checks the
  * plan of the persistent kernel per shape class: tile, cluster, split-K
- * factor, grid (from the device's SM count), operand packing.
+ * factor, grid (from the device's SM count), operand packing; fp8 and the
+ * epilogues (scales, bias, activation) where they run and where they are
+ * refused.
  */
 #include <string.h>
 
@@ -240,6 +242,152 @@ static void check_force(const struct mgpu_device_caps *caps)
           "forcing an f16 variant on bf16 input: %s", mgpu_status_string(s));
 }
 
+static int find_variant(const char *name)
+{
+    for (int i = 0; i < mgpu_variant_count; i++)
+        if (strcmp(mgpu_variants[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* An fp8 TN problem with 16-byte multiple leading dimensions. */
+static struct mgpu_gemm_problem fp8_problem(int a_dtype, int b_dtype, int64_t m, int64_t n, int64_t k)
+{
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, a_dtype);
+    p.b_dtype = b_dtype;
+    p.c_dtype = MGPU_DTYPE_BF16;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.lda = k;
+    p.ldb = k;
+    p.ldc = m;
+    return p;
+}
+
+/* fp8 on Hopper: the fp8 persistent variants of the right pair, their tiles,
+ * packing by 16-byte rules for 1-byte elements, split-K over 128-wide k-tiles. */
+static void check_fp8(const struct mgpu_device_caps *caps)
+{
+    const int fp8[2] = {MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2};
+    mgpu_status s;
+    struct mgpu_gemm_plan plan;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const int64_t ms[2] = {4096, 64};
+            for (int i = 0; i < 2; i++) {
+                struct mgpu_gemm_problem p = fp8_problem(fp8[a], fp8[b], ms[i], 4096, 4096);
+                CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "fp8 %d x %d: %s", fp8[a], fp8[b],
+                      mgpu_last_error_message());
+                const int ok = mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0;
+                const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
+                const int want_tile = ms[i] <= 128 ? 128 : 192;
+                CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->dtype == fp8[a] && v->b_dtype == fp8[b] &&
+                          v->tile_m == want_tile && v->tile_k == 128 && v->cluster_m * v->cluster_n == 1,
+                      "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d)", fp8[a], fp8[b],
+                      (long long)ms[i], v ? v->name : mgpu_status_string(s), want_tile);
+                CHECK(ok && !plan.pack_a && !plan.pack_b, "fp8 m=%lld: aligned operands packed", (long long)ms[i]);
+                if (ms[i] == 64) /* 32 tiles of 128 x 128 on 132 SMs, 32 k-tiles of 128: split 4 */
+                    CHECK(ok && plan.splits == 4, "fp8 64x4096x4096: split-k %d, want 4", ok ? plan.splits : -1);
+            }
+        }
+    /* 1-byte elements: an ld of 1000 bytes is not a multiple of 16, 1008 is */
+    struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1000, 1000, 1000);
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
+          "fp8 ld 1000: both operands must be packed");
+    p.lda = p.ldb = 1008;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+          "fp8 ld 1008: nothing to pack");
+    p.a += 8; /* 8-byte aligned base */
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+          "fp8 A at an 8-byte boundary: A must be packed");
+    /* k == 0: the portable kernel */
+    p = fp8_problem(MGPU_DTYPE_E5M2, MGPU_DTYPE_E4M3, 100, 100, 0);
+    p.lda = p.ldb = 1;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
+          "fp8 k = 0: not the portable kernel");
+    /* forced split-K is clamped to 128-wide k-tiles: k = 304 has 3 */
+    p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 256, 256, 304);
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 1000, &plan, &s) == 0 && plan.splits == 3,
+          "fp8 k=304 forced split 1000: got %d, want 3", plan.splits);
+    /* forcing: a 16-bit variant cannot take fp8, nor an fp8 variant of the other pair */
+    p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2, 512, 512, 512);
+    CHECK(pick(&p, caps, "mgpu_gemm_sm90_ws_bf16_tn_256x128x64_s4_c1", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+          "bf16 variant forced on fp8: %s", mgpu_status_string(s));
+    CHECK(pick(&p, caps, "mgpu_gemm_sm90_ws_e5m2xe4m3_tn_192x128x128_s4_c1", &s) == NULL &&
+              s == MGPU_STATUS_NOT_SUPPORTED,
+          "e5m2 x e4m3 variant forced on e4m3 x e5m2: %s", mgpu_status_string(s));
+    const struct mgpu_variant *v = pick(&p, caps, "mgpu_gemm_sm90_ws_e4m3xe5m2_tn_128x128x128_s6_c1", &s);
+    CHECK(v && strcmp(v->name, "mgpu_gemm_sm90_ws_e4m3xe5m2_tn_128x128x128_s6_c1") == 0, "forcing the fp8 128 tile: %s",
+          mgpu_status_string(s));
+    v = pick(&p, caps, "mgpu_gemm_portable_sm90_64x64", &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "forcing the portable kernel on fp8: %s", mgpu_status_string(s));
+    /* a device with too little shared memory: the portable kernel */
+    struct mgpu_device_caps small = *caps;
+    small.max_smem_per_block = 48 * 1024;
+    v = pick(&p, &small, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "fp8 small smem: got %s", v ? v->name : "none");
+}
+
+/* Scales, bias and activations on Hopper: the persistent kernel (and split-K,
+ * and the portable kernel), never the first sm90 kernel. */
+static void check_epilogue_plans(const struct mgpu_device_caps *caps)
+{
+    mgpu_status s;
+    struct mgpu_gemm_plan plan;
+    struct mgpu_gemm_problem p = problem(MGPU_OP_N, MGPU_OP_T, MGPU_DTYPE_BF16);
+    p.bias = 0x7f3000000000;
+    p.bias_dtype = MGPU_DTYPE_F32;
+    p.activation = MGPU_ACTIVATION_GELU;
+    CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "bias + gelu: %s", mgpu_last_error_message());
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
+          "bias + gelu: not the persistent kernel");
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 3, &plan, &s) == 0 && plan.splits == 3 && plan.reduce_variant >= 0,
+          "bias + gelu, forced split-K: split %d", plan.splits);
+    const int first = find_variant("mgpu_gemm_sm90_bf16_nt_128x128x64_s4");
+    if (first >= 0)
+        CHECK(pick(&p, caps, mgpu_variants[first].name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+              "the first sm90 kernel forced with an epilogue: %s", mgpu_status_string(s));
+    CHECK(pick(&p, caps, "mgpu_gemm_portable_sm90_64x64", &s) != NULL, "portable kernel forced with an epilogue: %s",
+          mgpu_status_string(s));
+    p.k = 0;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
+          "bias + gelu with k = 0: not the portable kernel");
+}
+
+/* On Blackwell: fp8, scales, bias and activations are NOT_SUPPORTED; plain calls still run. */
+static void check_extensions_refused(const struct mgpu_device_caps *caps)
+{
+    mgpu_status s;
+    struct mgpu_gemm_problem plain = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    CHECK(pick(&plain, caps, NULL, &s) != NULL, "cc %d.%d: plain bf16 refused: %s", caps->cc_major,
+          caps->cc_minor, mgpu_status_string(s));
+    struct mgpu_gemm_problem cases[5];
+    for (int i = 0; i < 5; i++)
+        cases[i] = plain;
+    cases[0] = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1024, 1024, 1024);
+    cases[1].scale_a = 0x7f3000000000;
+    cases[2].scale_d = 0x7f3000000000;
+    cases[3].bias = 0x7f3000000000;
+    cases[3].bias_dtype = MGPU_DTYPE_F32;
+    cases[4].activation = MGPU_ACTIVATION_RELU;
+    const char *what[5] = {"fp8", "scale_a", "scale_d", "bias", "relu"};
+    for (int i = 0; i < 5; i++) {
+        CHECK(mgpu_gemm_validate(&cases[i]) == MGPU_STATUS_SUCCESS, "%s: invalid", what[i]);
+        CHECK(pick(&cases[i], caps, NULL, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED &&
+                  strstr(mgpu_last_error_message(), "9.0") != NULL,
+              "cc %d.%d %s: %s (%s)", caps->cc_major, caps->cc_minor, what[i], mgpu_status_string(s),
+              mgpu_last_error_message());
+        CHECK(pick(&cases[i], caps, "mgpu_gemm_portable_sm100_64x64", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+              "cc %d.%d %s forced onto the portable kernel: %s", caps->cc_major, caps->cc_minor, what[i],
+              mgpu_status_string(s));
+    }
+}
+
 int main(void)
 {
     if (has_cc(9, 0)) {
@@ -247,11 +395,14 @@ int main(void)
         check_unaligned_paths(&hopper, 1);
         check_force(&hopper);
         check_plans(&hopper);
+        check_fp8(&hopper);
+        check_epilogue_plans(&hopper);
     }
     if (has_cc(10, 0)) {
         check_tensor_core_choice(&blackwell, MGPU_KIND_GEMM_SM100_TMA);
         check_unaligned_paths(&blackwell, 0);
         check_force(&blackwell);
+        check_extensions_refused(&blackwell);
         /* a Hopper-only name cannot be forced onto Blackwell */
         mgpu_status s;
         struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);

@@ -28,6 +28,22 @@ enum mgpu_abi_dtype {
     MGPU_ABI_F16 = 0,
     MGPU_ABI_BF16 = 1,
     MGPU_ABI_F32 = 2,
+    MGPU_ABI_E4M3 = 3,
+    MGPU_ABI_E5M2 = 4,
+};
+
+/* Epilogue of every GEMM kernel, in this order (common/numeric.cuh):
+ *   v = alpha * scale_a * scale_b * acc  (+ beta * C)  (+ bias)
+ *   v = activation(v);  D = scale_d * v                                    */
+enum mgpu_abi_activation {
+    MGPU_ABI_ACT_NONE = 0,
+    MGPU_ABI_ACT_RELU = 1,
+    MGPU_ABI_ACT_GELU = 2, /* tanh approximation */
+};
+
+enum mgpu_abi_bias_mode {
+    MGPU_ABI_BIAS_PER_ROW = 0,    /* bias[i] for row i of D (length m) */
+    MGPU_ABI_BIAS_PER_COLUMN = 1, /* bias[j] for column j of D (length n) */
 };
 
 struct mgpu_gemm_args {
@@ -51,18 +67,32 @@ struct mgpu_gemm_args {
     int32_t a_broadcast, b_broadcast; /* 1: every batch reads batch 0 of that operand */
     uint64_t workspace;   /* split-K partials, fp32, [batch][split][n][ws_ld] */
     int64_t ws_ld;        /* in elements, a multiple of 4 */
+
+    /* Scales and epilogue (the persistent sm90 kernel, the split-K reduction
+     * and the portable kernel; the others get zeros and are never chosen
+     * when one is set). A kernel writing split-K partials gets zeros too:
+     * the reduction applies them. */
+    uint64_t scale_a, scale_b, scale_d; /* device addresses of one float each; 0: 1.0 */
+    uint64_t bias;        /* device address of the bias vector; 0: none */
+    int64_t bias_batch_stride; /* in elements; batch b reads bias + b * bias_batch_stride */
+    int32_t bias_dtype;   /* enum mgpu_abi_dtype: F32 or c_dtype */
+    int32_t bias_mode;    /* enum mgpu_abi_bias_mode */
+    int32_t activation;   /* enum mgpu_abi_activation */
+    int32_t b_dtype;      /* enum mgpu_abi_dtype of B (portable kernel; ab_dtype is A's) */
 };
 
 /* Arguments of the copy that packs an operand TMA cannot read (odd leading
  * dimension or batch stride, pointer not 16-byte aligned) into an aligned
- * workspace: `batch` matrices of `cols` columns of `rows` contiguous 16-bit
- * elements. dst columns are ld_dst (a multiple of 8) apart; the padding rows
- * are written with zeros. */
+ * workspace: `batch` matrices of `cols` columns of `rows` contiguous
+ * elements of elem_bytes (2: fp16/bf16, 1: fp8) bytes. dst columns are
+ * ld_dst (16 bytes' worth of elements times some integer) apart; the
+ * padding rows are written with zeros. */
 struct mgpu_gemm_pack_args {
     uint64_t src, dst;
     int64_t rows, cols, batch;
     int64_t ld_src, stride_src; /* in elements */
     int64_t ld_dst, stride_dst; /* in elements */
+    int32_t elem_bytes;         /* 1 or 2 */
 };
 
 #endif

@@ -2,9 +2,13 @@
  * The portable GEMM: correct for every input the public API accepts, whatever
  * its alignment, leading dimensions, batch strides or k (k == 0 included).
  *
- * It exists for the inputs the tensor-core kernels cannot take through TMA
- * (a pointer not 16-byte aligned, a leading dimension or batch stride that is
- * not a multiple of 16 bytes, a broadcast batch stride of 0) and for k == 0.
+ * It runs for k == 0 (D = epilogue(beta * C)), on compute capability 10.0
+ * for inputs TMA cannot read (a pointer not 16-byte aligned, a leading
+ * dimension or batch stride not a multiple of 16 bytes, a broadcast batch),
+ * and as a forced variant (MGPU_FORCE_VARIANT) that checks the others. It
+ * reads fp16, bf16 and fp8 operands of any layout and applies the whole
+ * epilogue of common/numeric.cuh (scales, bias, activation).
+ *
  * It is a plain shared-memory tiled kernel: each block computes a
  * kBM x kBN tile of D; per step of kBK, the block's threads copy an
  * element-wise (any stride) slice of op(A) and op(B) into shared memory as
@@ -40,8 +44,8 @@ __device__ void gemm_portable(const mgpu_gemm_args &args)
     const int64_t batch = static_cast<int64_t>(blockIdx.z) + args.batch_base;
     const int64_t m0 = static_cast<int64_t>(blockIdx.x) * BM;
     const int64_t n0 = static_cast<int64_t>(blockIdx.y) * BN;
-    const uint64_t a = args.a + static_cast<uint64_t>(batch * args.stride_a) * 2;
-    const uint64_t b = args.b + static_cast<uint64_t>(batch * args.stride_b) * 2;
+    const uint64_t a = args.a + static_cast<uint64_t>(batch * args.stride_a) * abi_dtype_bytes(args.ab_dtype);
+    const uint64_t b = args.b + static_cast<uint64_t>(batch * args.stride_b) * abi_dtype_bytes(args.b_dtype);
     const int tid = threadIdx.x;
     const int tm = (tid % (BM / U)) * U; /* this thread's rows within the tile */
     const int tn = (tid / (BM / U)) * U; /* and columns */
@@ -61,7 +65,7 @@ __device__ void gemm_portable(const mgpu_gemm_args &args)
             const int64_t gj = n0 + j, gl = k0 + l;
             float v = 0.0f;
             if (gj < args.n && gl < args.k)
-                v = load_as_float(b, args.ab_dtype, args.trans_b ? gj + gl * args.ldb : gl + gj * args.ldb);
+                v = load_as_float(b, args.b_dtype, args.trans_b ? gj + gl * args.ldb : gl + gj * args.ldb);
             b_tile[l][j] = v;
         }
         __syncthreads();
@@ -83,6 +87,8 @@ __device__ void gemm_portable(const mgpu_gemm_args &args)
     }
 
     const int64_t c_offset = batch * args.stride_c;
+    GemmEpilogue ep(args);
+    ep.select_batch(batch);
 #pragma unroll
     for (int c = 0; c < U; c++) {
         const int64_t j = n0 + tn + c;
@@ -90,7 +96,7 @@ __device__ void gemm_portable(const mgpu_gemm_args &args)
         for (int r = 0; r < U; r++) {
             const int64_t i = m0 + tm + r;
             if (i < args.m && j < args.n)
-                epilogue_store(args, c_offset + i + j * args.ldc, acc[r][c]);
+                epilogue_store(args, ep, c_offset + i + j * args.ldc, acc[r][c], i, j);
         }
     }
 }

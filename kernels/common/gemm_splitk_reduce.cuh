@@ -1,6 +1,8 @@
 /*
- * Second half of a split-K GEMM: D = alpha * (sum over the K slices of the
- * fp32 partials) + beta * C, converted to C's dtype.
+ * Second half of a split-K GEMM: D = epilogue(sum over the K slices of the
+ * fp32 partials), the whole epilogue of common/numeric.cuh (alpha and the
+ * operand scales, beta * C, bias, activation, output scale), converted to
+ * C's dtype.
  *
  * The GEMM kernel wrote the partial product of slice s of batch b to
  * workspace[((b * splits + s) * n + j) * ws_ld + i] (column-major, ws_ld a
@@ -27,6 +29,7 @@ __device__ __forceinline__ void gemm_splitk_reduce(const mgpu_gemm_args &args)
     const int64_t total = quads * args.n * args.batch_count;
     const float *ws = reinterpret_cast<const float *>(args.workspace);
     const int64_t slice = static_cast<int64_t>(args.n) * args.ws_ld;
+    const GemmEpilogue ep0(args);
     for (int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; idx < total;
          idx += static_cast<int64_t>(gridDim.x) * kThreads) {
         const int64_t q = idx % quads, rest = idx / quads;
@@ -41,11 +44,14 @@ __device__ __forceinline__ void gemm_splitk_reduce(const mgpu_gemm_args &args)
             sum.w += v.w;
         }
         const float vals[kSplitKRows] = {sum.x, sum.y, sum.z, sum.w};
-        const int64_t base = (b + args.batch_base) * args.stride_c + j * args.ldc + q * kSplitKRows;
+        const int64_t batch = b + args.batch_base;
+        const int64_t base = batch * args.stride_c + j * args.ldc + q * kSplitKRows;
+        GemmEpilogue ep = ep0;
+        ep.select_batch(batch);
 #pragma unroll
         for (int e = 0; e < kSplitKRows; ++e)
             if (q * kSplitKRows + e < args.m)
-                epilogue_store(args, base + e, vals[e]);
+                epilogue_store(args, ep, base + e, vals[e], q * kSplitKRows + e, j);
     }
 }
 

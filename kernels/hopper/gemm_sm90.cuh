@@ -188,7 +188,7 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBN / 2], uint32_t a_t
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < Cfg::kBK / 16; ++j)
-            wgmma_m64k16<Cfg::kBN, T, !Cfg::kAKMajor, !Cfg::kBKMajor>(
+            wgmma_m64_kstep<Cfg::kBN, T, T, !Cfg::kAKMajor, !Cfg::kBKMajor>(
                 acc, wgmma_desc_advance(desc_a, j * kAStep), wgmma_desc_advance(desc_b, j * kBStep), 1);
         wgmma_commit_group();
         wgmma_fence_operands(acc);

@@ -1,12 +1,17 @@
 /*
  * Epilogue of the persistent Hopper GEMM (gemm_sm90_persistent.cuh): turns a
- * consumer warpgroup's fp32 accumulators into D = alpha * acc + beta * C.
+ * consumer warpgroup's fp32 accumulators into
+ * D = scale_d * act(alpha * acc + beta * C + bias) (common/numeric.cuh; alpha
+ * includes the operand scales).
  *
  * The persistent kernel computes D^T tiles (wgmma rows are D's columns), so
  * each thread's accumulator pairs are two consecutive rows of one column of
- * the column-major D: contiguous in memory. Two ways out:
+ * the column-major D: contiguous in memory. A fused epilogue (bias,
+ * activation, output scale) is applied to the accumulators in registers
+ * first (apply_fused); the plain one, alpha * acc + beta * C, is computed as
+ * the elements are staged. store_tile writes them out:
  *
- *   store_tile_tma: the warpgroup's 64 columns x tile_m rows leave in chunks
+ *   TMA stores: the warpgroup's 64 columns x tile_m rows leave in chunks
  *     of 64 columns x 128 bytes of rows (one TMA box, 8 KB). A chunk is written
  *     into shared memory in the TMA 128-byte swizzle (the 8 rows of a warp's
  *     lanes land in 8 different 16-byte granules: no bank conflicts), fenced
@@ -15,12 +20,15 @@
  *     i - 1; before reusing a buffer its store's reads must be complete
  *     (cp.async.bulk.wait_group.read 1). The stores of a tile's last chunks
  *     run while the warpgroup starts the next tile's main loop.
- *   store_tile_direct: straight from registers, element by element, for a C
- *     that TMA cannot address (pointer not 16-byte aligned, ldc or stride_c
- *     not a multiple of 16 bytes).
+ *   direct stores, for a C that TMA cannot address (pointer not 16-byte
+ *     aligned, m, ldc or stride_c not a multiple of 16 bytes): the chunk is
+ *     written into shared memory the same way, then the warpgroup copies it
+ *     out with element stores, clipped at m and n. One code path for both
+ *     keeps the unrolled epilogue instantiated once per output type.
  *
  * beta != 0 reads C with ordinary loads before the tile is written; C is
- * never read when beta == 0 (a NaN-filled C stays harmless).
+ * never read when beta == 0 (a NaN-filled C stays harmless). The bias is
+ * read with ordinary (cached) loads, only for elements inside D.
  */
 #pragma once
 
@@ -33,6 +41,7 @@
 
 #include "common/async_copy.cuh"
 #include "common/gemm_abi.h"
+#include "common/numeric.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -97,24 +106,90 @@ __device__ __forceinline__ void store_pair(uint8_t *p, float v0, float v1)
 
 /* Accumulator fragment (hopper/wgmma.cuh) of an m64 x kBM wgmma: acc[i] is
  * D column col0 + 16*w + l/4 + 8*((i/2)%2) and D row row0 + 8*(i/4) + 2*(l%4) + i%2,
- * where col0 is the warpgroup's first column and row0 the tile's first row.
- * `out` is D's batch index in the C tensor map (or in C). */
+ * where col0 is the warpgroup's first column and row0 the tile's first row. */
+
+/* The fused part of the epilogue (bias, activation, output scale), applied to
+ * the accumulators in registers before they are stored:
+ * acc = scale_d * act(alpha * acc + beta * C + bias). Every loop is unrolled
+ * over registers and every condition on `ep` is uniform, so the plain
+ * epilogue, which skips this, pays nothing for it. */
 template <int kBM, class OutT>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[kBM / 2], const mgpu_gemm_args &args,
-                                               const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0,
-                                               int col0, int out, int barrier_id)
+__device__ __forceinline__ void apply_fused(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
+                                            const OutT *c, int row0, int col0)
+{
+    const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+    const bool read_c = ep.beta != 0.0f;
+    const bool row_bias = ep.bias && !ep.bias_per_column, col_bias = ep.bias && ep.bias_per_column;
+    float col_b[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int col = col0 + 16 * w + l / 4 + 8 * h;
+        if (col_bias && col < args.n)
+            col_b[h] = ep.bias_at<OutT>(col);
+    }
+#pragma unroll
+    for (int f = 0; f < kBM / 8; ++f) {
+        const int row = row0 + 8 * f + 2 * (l % 4);
+        float row_b[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            if (row_bias && row + e < args.m)
+                row_b[e] = ep.bias_at<OutT>(row + e);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = col0 + 16 * w + l / 4 + 8 * h;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float &v = acc[4 * f + 2 * h + e];
+                v *= ep.alpha;
+                if (read_c && col < args.n && row + e < args.m)
+                    v = fmaf(ep.beta, epi::load_c(c + static_cast<int64_t>(col) * args.ldc + row + e), v);
+                v += row_b[e] + col_b[h];
+            }
+        }
+    }
+    if (ep.activation == MGPU_ABI_ACT_RELU) {
+#pragma unroll
+        for (int i = 0; i < kBM / 2; ++i)
+            acc[i] = fmaxf(acc[i], 0.0f);
+    } else if (ep.activation == MGPU_ABI_ACT_GELU) {
+#pragma unroll
+        for (int i = 0; i < kBM / 2; ++i)
+            acc[i] = gelu_tanh(acc[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < kBM / 2; ++i)
+        acc[i] *= ep.scale_d;
+}
+
+/* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
+ * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
+ * accumulators are overwritten when the epilogue is fused. */
+template <int kBM, class OutT>
+__device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
+                                           const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
+                                           int out, int barrier_id)
 {
     constexpr int kElemBytes = sizeof(OutT);
     constexpr int kChunkRows = kEpiRowBytes / kElemBytes; /* D rows per chunk */
     constexpr int kChunks = kBM / kChunkRows;
     constexpr int kFragsPerChunk = kChunkRows / 8; /* i/4 groups of 8 rows */
+    constexpr int kChunkElems = kEpiCols * kChunkRows;
+    constexpr int kThreads = 128;
     static_assert(kBM % kChunkRows == 0, "tile rows must be whole TMA boxes");
-    const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+    const int t = threadIdx.x % kThreads, w = t / 32, l = t % 32;
     const bool leader = t == 0;
-    const bool read_c = args.beta != 0.0f;
-    const OutT *c = reinterpret_cast<const OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
+    const bool direct = !args.c_tma;
+    OutT *c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
     if (col0 >= args.n)
         return; /* uniform over the warpgroup: nothing of this tile is ours */
+    float alpha = ep.alpha, beta = ep.beta;
+    if (ep.fused) {
+        apply_fused<kBM, OutT>(acc, args, ep, c, row0, col0);
+        alpha = 1.0f;
+        beta = 0.0f;
+    }
+    const bool read_c = beta != 0.0f;
 
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
@@ -122,7 +197,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBM / 2], cons
         if (chunk_row0 >= args.m)
             break; /* uniform: the rest of the tile lies below m */
         uint8_t *s = bufs + buf * kEpiBufBytes;
-        if (leader)
+        if (leader && !direct)
             ptx::cp_async_bulk_wait_group_read(ptx::n32_t<kEpiBufs - 1>{}); /* this buffer's last store has read it */
         epi::warpgroup_sync(barrier_id);
 #pragma unroll
@@ -132,14 +207,14 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBM / 2], cons
             for (int h = 0; h < 2; ++h) {
                 const int col = 16 * w + l / 4 + 8 * h; /* within the warpgroup's 64 */
                 const int r = 8 * f + 2 * (l % 4);      /* within the chunk */
-                float v0 = args.alpha * acc[4 * j + 2 * h];
-                float v1 = args.alpha * acc[4 * j + 2 * h + 1];
+                float v0 = alpha * acc[4 * j + 2 * h];
+                float v1 = alpha * acc[4 * j + 2 * h + 1];
                 if (read_c && col0 + col < args.n) {
                     const OutT *p = c + static_cast<int64_t>(col0 + col) * args.ldc + chunk_row0 + r;
                     if (chunk_row0 + r < args.m)
-                        v0 += args.beta * epi::load_c(p);
+                        v0 += beta * epi::load_c(p);
                     if (chunk_row0 + r + 1 < args.m)
-                        v1 += args.beta * epi::load_c(p + 1);
+                        v1 += beta * epi::load_c(p + 1);
                 }
                 const int byte = r * kElemBytes;
                 const int granule = (byte / kSwizzleGranule) ^ (col % kSwizzleRows);
@@ -147,34 +222,32 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[kBM / 2], cons
                                       v0, v1);
             }
         }
-        fence_smem_to_async();
-        epi::warpgroup_sync(barrier_id);
-        if (leader) {
-            epi::tma_store_3d(tma_c, s, chunk_row0, col0, out);
-            ptx::cp_async_bulk_commit_group();
+        if (!direct) {
+            fence_smem_to_async();
+            epi::warpgroup_sync(barrier_id);
+            if (leader) {
+                epi::tma_store_3d(tma_c, s, chunk_row0, col0, out);
+                ptx::cp_async_bulk_commit_group();
+            }
+        } else {
+            /* C that TMA cannot address: the warpgroup copies the chunk out
+             * with element stores, consecutive threads on consecutive rows of
+             * a column. The buffer is rewritten two chunks later, after the
+             * barrier at the top of the next chunk has been passed by all. */
+            epi::warpgroup_sync(barrier_id);
+#pragma unroll 4
+            for (int e = t; e < kChunkElems; e += kThreads) {
+                const int col = e / kChunkRows, r = e % kChunkRows;
+                const int row = chunk_row0 + r;
+                const int byte = r * kElemBytes;
+                const int granule = (byte / kSwizzleGranule) ^ (col % kSwizzleRows);
+                const OutT v = *reinterpret_cast<const OutT *>(s + col * kEpiRowBytes + granule * kSwizzleGranule +
+                                                              byte % kSwizzleGranule);
+                if (row < args.m && col0 + col < args.n)
+                    c[static_cast<int64_t>(col0 + col) * args.ldc + row] = v;
+            }
         }
         buf ^= 1;
-    }
-}
-
-template <int kBM, class OutT>
-__device__ __forceinline__ void store_tile_direct(const float (&acc)[kBM / 2], const mgpu_gemm_args &args, int row0,
-                                                  int col0, int out)
-{
-    const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
-    const bool read_c = args.beta != 0.0f;
-    OutT *c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
-#pragma unroll
-    for (int i = 0; i < kBM / 2; ++i) {
-        const int col = col0 + 16 * w + l / 4 + 8 * ((i / 2) % 2);
-        const int row = row0 + 8 * (i / 4) + 2 * (l % 4) + i % 2;
-        if (row < args.m && col < args.n) {
-            OutT *p = c + static_cast<int64_t>(col) * args.ldc + row;
-            float v = args.alpha * acc[i];
-            if (read_c)
-                v += args.beta * epi::load_c(p);
-            *p = epi::from_float<OutT>(v);
-        }
     }
 }
 

@@ -1,7 +1,10 @@
 /*
- * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = alpha*op(A)*op(B) + beta*C
- * (column-major, BLAS conventions: common/gemm_abi.h), optionally one K slice
- * of a split-K GEMM writing fp32 partials.
+ * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = epilogue(op(A)*op(B))
+ * with the epilogue of common/numeric.cuh (alpha, operand and output scales,
+ * beta * C, bias, ReLU / GELU; column-major, BLAS conventions:
+ * common/gemm_abi.h), optionally one K slice of a split-K GEMM writing fp32
+ * partials. Operands are fp16 / bf16 (any layout) or fp8 e4m3 / e5m2 (both
+ * K-major: cuBLAS's "TN").
  *
  * The grid is at most one CTA per SM (or one cluster per two SMs); each CTA
  * walks work units (tile_m x tile_n tiles of D, per batch and K slice) in the
@@ -21,12 +24,19 @@
  *        to both CTAs; the two CTAs' tiles share m0)
  *   consumer warpgroups c = 0, 1 (setmaxnreg.inc to kConsumerRegs); consumer c
  *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
- *     for each unit: zero acc; for each k-tile:
+ *     16-bit: for each unit: zero acc; for each k-tile:
  *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile); commit
  *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
  *     wait_group 0, release the last stage (the producer is already filling
  *     the stages with the next unit's k-tiles), then the epilogue: TMA stores
  *     that drain while the next unit's main loop runs.
+ *     fp8 (two-level accumulation): the tensor cores sum an fp8 wgmma chain at
+ *     reduced precision, so each group of kPromoteKTiles k-tiles runs its
+ *     4 x wgmma m64 n(tile_m) k32 per k-tile into a second register set
+ *     `part` (the group's first wgmma overwrites it); inside a group
+ *     wait_group 1 frees the previous stage as above; at the group's end
+ *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
+ *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
  *
  * Barriers: full[s] (1 arrival + the stage's TMA bytes), empty[s] (one arrival
  * per consumer warp of each CTA of the cluster). Stages and parities run on
@@ -35,8 +45,10 @@
  * Shared memory (dynamic, base rounded up to 1024 bytes): kStages A tiles,
  * kStages B tiles, then 2 x 8 KB epilogue buffers per consumer. Operand tiles
  * are 128-byte-swizzled TMA boxes as in gemm_sm90.cuh: a K-major operand is
- * rows x 128 bytes; an M/N-major one is 64-element-wide chunks of 64 K-rows
- * (8 KB each), the MN-major canonical wgmma layout with LBO = 8 KB.
+ * rows x 128 bytes (64 16-bit or 128 fp8 elements of K); an M/N-major one
+ * (16-bit only) is 64-element-wide chunks of 64 K-rows (8 KB each), the
+ * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
+ * row of K whatever the element size, so both kinds share the layout.
  */
 #pragma once
 
@@ -44,6 +56,7 @@
 #include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 #include <type_traits>
 
@@ -57,36 +70,53 @@
 namespace mgpu {
 namespace sm90 {
 
-template <class T, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_>
+template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_>
 struct PersistentGemmConfig {
-    using Element = T;
+    using ElementA = TA;
+    using ElementB = TB;
+    static constexpr bool kFp8 = kIsFp8<TA>;
     static constexpr bool kAKMajor = kAKMajor_;
     static constexpr bool kBKMajor = kBKMajor_;
     static constexpr int kBM = kBM_; /* D rows per tile: the wgmma N */
     static constexpr int kBN = kBN_; /* D columns per tile: 64 per consumer warpgroup */
-    static constexpr int kBK = 64;   /* elements: one 128-byte swizzle row */
+    static constexpr int kRowBytes = 128; /* one 128-byte swizzle row of K per k-tile */
+    static constexpr int kBK = kRowBytes / static_cast<int>(sizeof(TA)); /* elements: 64 (16-bit), 128 (fp8) */
+    static constexpr int kKSteps = kRowBytes / kWgmmaKBytes; /* wgmma instructions per k-tile */
+    /* fp8: k-tiles whose wgmma chain the tensor cores sum (at reduced
+     * precision) before it is added into the fp32 accumulator. One k-tile is
+     * 128 elements of K (4 k32 steps) per chain, so the error of the total
+     * does not grow with K (tests/test_gemm_fp8_gpu.c checks K = 16384
+     * against an fp32 reference). Larger values keep more wgmma batches in
+     * flight at the cost of longer chains. */
+    static constexpr int kPromoteKTiles = 1;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
     static constexpr int kConsumers = kBN / 64;
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Register budgets after setmaxnreg: the producer only issues TMA; each
-     * consumer thread holds kBM / 2 fp32 accumulators. */
+     * consumer thread holds kBM / 2 fp32 accumulators (fp8: twice that, the
+     * promoted sum and the running chain). */
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
-    static constexpr int kChunkBytes = 64 * kBK * 2; /* one 64-row box of 64 k: 8 KB */
-    static constexpr int kATileBytes = kBM * kBK * 2;
-    static constexpr int kBTileBytes = kBN * kBK * 2;
+    static constexpr int kChunkBytes = 64 * kRowBytes; /* one 64-row box of 64 k (MN-major, 16-bit): 8 KB */
+    static constexpr int kATileBytes = kBM * kRowBytes;
+    static constexpr int kBTileBytes = kBN * kRowBytes;
     static constexpr int kStageBytes = kATileBytes + kBTileBytes;
     static constexpr int kAPartRows = kBM / kClusterN; /* A rows each CTA of a cluster loads */
     static constexpr int kEpiBytes = kConsumers * kEpiBufs * kEpiBufBytes;
     static constexpr int kAlignSlack = 1024;
     static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + kAlignSlack; /* dynamic */
 
-    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16 operands");
+    static_assert(kFp8 ? kIsFp8<TB> : (std::is_same_v<TA, TB> && (std::is_same_v<TA, __half> ||
+                                                                    std::is_same_v<TA, __nv_bfloat16>)),
+                  "f16 or bf16 operands of one type, or fp8 operands");
+    static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands must both be K-major (TN)");
     static_assert(kBN == 128, "two consumer warpgroups of m64 (register budgets assume 384 threads)");
-    static_assert(kBM == 64 || kBM == 128 || kBM == 256, "tile_m must be a wgmma N in {64, 128, 256}");
+    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
+                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
     static_assert(kAPartRows % 64 == 0, "each CTA of a cluster loads whole 64-row A chunks");
@@ -185,6 +215,20 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
     }
 }
 
+/* Lane 0 of each consumer warp: this warp is done reading stage `s` (in
+ * every CTA of the cluster, whose producers multicast into it). */
+template <class Cfg>
+__device__ __forceinline__ void release_stage(uint64_t *empty, int s)
+{
+#pragma unroll
+    for (int r = 0; r < Cfg::kClusterN; ++r) {
+        if constexpr (Cfg::kClusterN == 1)
+            mbar_arrive(&empty[s]);
+        else
+            mbar_arrive_cluster(&empty[s], r);
+    }
+}
+
 /* One unit's main loop for consumer warpgroup `consumer`: acc (D^T slice,
  * 64 columns x kBM rows) = sum over the unit's k-tiles. */
 template <class Cfg>
@@ -192,7 +236,8 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
                                         uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
                                         int &stage, uint32_t &phase)
 {
-    using T = typename Cfg::Element;
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
     /* wgmma A = B's slice (rows n), wgmma B = the A tile (rows m).
      * K-major: the k16 slice moves 32 bytes along the row; MN-major: 16 rows of 128 bytes. */
     constexpr uint32_t kBStep = Cfg::kBKMajor ? 32 : 2048;
@@ -215,8 +260,8 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
         wgmma_fence_operands(acc);
         wgmma_fence();
 #pragma unroll
-        for (int j = 0; j < Cfg::kBK / 16; ++j)
-            wgmma_m64k16<Cfg::kBM, T, !Cfg::kBKMajor, !Cfg::kAKMajor>(
+        for (int j = 0; j < Cfg::kKSteps; ++j)
+            wgmma_m64_kstep<Cfg::kBM, TB, TA, !Cfg::kBKMajor, !Cfg::kAKMajor>(
                 acc, wgmma_desc_advance(desc_b, j * kBStep), wgmma_desc_advance(desc_a, j * kAStep), 1);
         wgmma_commit_group();
         wgmma_fence_operands(acc);
@@ -224,15 +269,8 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
         /* Keep this k-tile's batch in flight; the previous one is done. */
         wgmma_wait_group<1>();
         wgmma_fence_operands(acc);
-        if (kt > kt0 && signals) {
-#pragma unroll
-            for (int r = 0; r < Cfg::kClusterN; ++r) {
-                if constexpr (Cfg::kClusterN == 1)
-                    mbar_arrive(&empty[prev_stage]);
-                else
-                    mbar_arrive_cluster(&empty[prev_stage], r);
-            }
-        }
+        if (kt > kt0 && signals)
+            release_stage<Cfg>(empty, prev_stage);
         prev_stage = stage;
         if (++stage == Cfg::kStages) {
             stage = 0;
@@ -241,26 +279,82 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
     }
     wgmma_wait_group<0>();
     wgmma_fence_operands(acc);
-    if (signals) {
+    if (signals)
+        release_stage<Cfg>(empty, prev_stage);
+}
+
+/* The fp8 main loop (two-level accumulation, see the schedule above): acc =
+ * sum over groups of kPromoteKTiles k-tiles of part, each group's part summed
+ * by one wgmma chain. Stage releases follow the same rule as consume(): a
+ * stage is released once the wgmma batch that read it has completed. */
+template <class Cfg>
+__device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
+                                            uint32_t a_tiles, uint32_t b_tiles, uint64_t *full, uint64_t *empty,
+                                            int kt0, int kt1, int consumer, int &stage, uint32_t &phase)
+{
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
+    constexpr uint32_t kStep = kWgmmaKBytes; /* both operands K-major: next k32 slice along the row */
+    constexpr uint32_t kLbo = 16;            /* unused for K-major swizzled tiles (1 by convention) */
+    constexpr uint32_t kSbo = 1024;          /* 8 rows of 128 bytes */
+    const bool signals = (threadIdx.x % 32) == 0;
+
 #pragma unroll
-        for (int r = 0; r < Cfg::kClusterN; ++r) {
-            if constexpr (Cfg::kClusterN == 1)
-                mbar_arrive(&empty[prev_stage]);
-            else
-                mbar_arrive_cluster(&empty[prev_stage], r);
+    for (int i = 0; i < Cfg::kBM / 2; ++i)
+        acc[i] = 0.0f;
+
+    int pending = -1; /* a stage whose wgmma batch may still run: released one k-tile later */
+    for (int kt = kt0; kt < kt1; ++kt) {
+        const int in_group = (kt - kt0) % Cfg::kPromoteKTiles;
+        const bool group_end = in_group == Cfg::kPromoteKTiles - 1 || kt == kt1 - 1;
+        mbar_wait(&full[stage], phase);
+        const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes,
+                                           kLbo, kSbo);
+        const uint64_t desc_a = wgmma_desc(a_tiles + stage * Cfg::kATileBytes, kLbo, kSbo);
+        wgmma_fence_operands(part);
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < Cfg::kKSteps; ++j)
+            wgmma_m64_kstep<Cfg::kBM, TB, TA, false, false>(part, wgmma_desc_advance(desc_b, j * kStep),
+                                                           wgmma_desc_advance(desc_a, j * kStep),
+                                                           j > 0 || in_group > 0 ? 1u : 0u);
+        wgmma_commit_group();
+        wgmma_fence_operands(part);
+        if (group_end) {
+            wgmma_wait_group<0>();
+            wgmma_fence_operands(part);
+            if (signals) {
+                if (pending >= 0)
+                    release_stage<Cfg>(empty, pending);
+                release_stage<Cfg>(empty, stage);
+            }
+            pending = -1;
+#pragma unroll
+            for (int i = 0; i < Cfg::kBM / 2; ++i)
+                acc[i] += part[i];
+        } else {
+            /* Keep this k-tile's batch in flight; the previous one is done. */
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(part);
+            if (signals && pending >= 0)
+                release_stage<Cfg>(empty, pending);
+            pending = stage;
+        }
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
         }
     }
 }
 
 template <class Cfg, class OutT>
-__device__ __forceinline__ void store_tile(const float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
-                                           const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
-                                           int out, int consumer)
+__device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
+                                           const GemmScales &scales, const CUtensorMap *tma_c, uint8_t *bufs, int &buf,
+                                           int row0, int col0, int out, int batch, int consumer)
 {
-    if (args.c_tma)
-        store_tile_tma<Cfg::kBM, OutT>(acc, args, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
-    else
-        store_tile_direct<Cfg::kBM, OutT>(acc, args, row0, col0, out);
+    GemmEpilogue ep(args, scales);
+    ep.select_batch(batch);
+    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
 }
 
 } // namespace persistent
@@ -309,24 +403,31 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         int stage = 0, buf = 0;
         uint32_t phase = 0;
         float acc[Cfg::kBM / 2];
+        [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
+        const GemmScales scales(args);
         for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
             const GemmTile t = sched.tile(u);
             int kt0, kt1;
             sched.k_range(num_k_tiles, t.split, kt0, kt1);
-            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
-                                     stage, phase);
+            if constexpr (Cfg::kFp8)
+                persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                             consumer, stage, phase);
+            else
+                persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                         consumer, stage, phase);
             const int row0 = t.m_tile * Cfg::kBM;
             const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
             const int out = t.batch * args.splits + t.split;
             switch (args.c_dtype) {
             case MGPU_ABI_F16:
-                persistent::store_tile<Cfg, __half>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
                 break;
             case MGPU_ABI_BF16:
-                persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch,
+                                                           consumer);
                 break;
             default:
-                persistent::store_tile<Cfg, float>(acc, args, tma_c, bufs, buf, row0, col0, out, consumer);
+                persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
                 break;
             }
         }

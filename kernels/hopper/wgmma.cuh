@@ -1,8 +1,10 @@
 /*
  * Hopper warpgroup MMA (wgmma) as inline PTX, in one place: the shared-memory
- * matrix descriptor, the fence / commit / wait instructions, and
- * wgmma.mma_async m64nNk16 with fp32 accumulators and f16 or bf16 operands,
- * both read from shared memory, N in {64, 128, 256}.
+ * matrix descriptor, the fence / commit / wait instructions,
+ * wgmma.mma_async m64nNk16 with fp32 accumulators and f16 or bf16 operands
+ * (N in {64, 128, 256}), and m64nNk32 with fp8 operands (e4m3 or e5m2, each
+ * operand its own; N in {128, 192}; SASS QGMMA), both operands read from
+ * shared memory. Either kind consumes 32 bytes of K per instruction.
  *
  * CCCL's cuda::ptx has no wgmma wrapper, hence this file. The operand lists of
  * an m64n256 call run to 128 accumulator registers; the macros below spell
@@ -18,6 +20,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 #include <type_traits>
 
@@ -114,6 +117,11 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R])
     ", " MGPU_WGMMA_R10(8) ", " MGPU_WGMMA_R10(9) ", " MGPU_WGMMA_R10(10) ", " MGPU_WGMMA_R10(11)  \
     ", %120, %121, %122, %123, %124, %125, %126, %127}"
 
+#define MGPU_WGMMA_D96                                                                             \
+    "{" MGPU_WGMMA_R10() ", " MGPU_WGMMA_R10(1) ", " MGPU_WGMMA_R10(2) ", " MGPU_WGMMA_R10(3)      \
+    ", " MGPU_WGMMA_R10(4) ", " MGPU_WGMMA_R10(5) ", " MGPU_WGMMA_R10(6) ", " MGPU_WGMMA_R10(7)    \
+    ", " MGPU_WGMMA_R10(8) ", %90, %91, %92, %93, %94, %95}"
+
 /* "+f"(d[b]), ..., "+f"(d[b + 7]) and multiples. */
 #define MGPU_WGMMA_F8(d, b)                                                                        \
     "+f"(d[(b) + 0]), "+f"(d[(b) + 1]), "+f"(d[(b) + 2]), "+f"(d[(b) + 3]), "+f"(d[(b) + 4]),      \
@@ -122,6 +130,7 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R])
     MGPU_WGMMA_F8(d, (b) + 0), MGPU_WGMMA_F8(d, (b) + 8), MGPU_WGMMA_F8(d, (b) + 16),              \
         MGPU_WGMMA_F8(d, (b) + 24)
 #define MGPU_WGMMA_F64(d, b) MGPU_WGMMA_F32(d, (b) + 0), MGPU_WGMMA_F32(d, (b) + 32)
+#define MGPU_WGMMA_F96(d) MGPU_WGMMA_F64(d, 0), MGPU_WGMMA_F32(d, 64)
 #define MGPU_WGMMA_F128(d) MGPU_WGMMA_F64(d, 0), MGPU_WGMMA_F64(d, 64)
 
 /* One wgmma.mma_async statement. After the R accumulators come, numbered
@@ -169,26 +178,98 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
                        "%130", "%131", "%132", MGPU_WGMMA_F128(d));
 }
 
-/* m64nNk16 for N in {64, 128, 256}, picked at compile time. */
-template <int N, class T, bool kTransA, bool kTransB>
-__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d)
+/* ---- fp8: m64nNk32 ------------------------------------------------------------
+ *
+ * D(64 x N, f32) = A(64 x 32) * B(32 x N) + (scale_d ? D : 0) with A and B of
+ * type e4m3 or e5m2 each. fp8 wgmma reads both operands K-major only (no
+ * transpose immediates). The tensor cores keep the running sum of an fp8
+ * wgmma chain at reduced precision: callers add the result into a separate
+ * fp32 accumulator every few k-steps (see gemm_sm90_persistent.cuh).
+ */
+template <class T>
+constexpr bool kIsFp8 = std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>;
+template <class T>
+constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
+
+/* One fp8 wgmma.mma_async statement: after the R accumulators come desc_a,
+ * desc_b and scale_d (turned into the predicate); scale-a and scale-b are +1. */
+#define MGPU_WGMMA_FP8_ASM(INSTR, DREGS, OP_A, OP_B, OP_SCALE_D, ...)                               \
+    asm volatile("{\n"                                                                             \
+                 ".reg .pred p;\n"                                                                 \
+                 "setp.ne.b32 p, " OP_SCALE_D ", 0;\n" INSTR " " DREGS ", " OP_A ", " OP_B         \
+                 ", p, 1, 1;\n"                                                                    \
+                 "}\n"                                                                             \
+                 : __VA_ARGS__                                                                     \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+/* The statement for the operand types TA, TB of one shape. */
+#define MGPU_WGMMA_FP8_PAIRS(SHAPE, DREGS, OP_A, OP_B, OP_SCALE_D, ...)                             \
+    if constexpr (kIsE4m3<TA> && kIsE4m3<TB>)                                                      \
+        MGPU_WGMMA_FP8_ASM("wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3", DREGS, OP_A,    \
+                           OP_B, OP_SCALE_D, __VA_ARGS__);                                         \
+    else if constexpr (kIsE4m3<TA>)                                                                \
+        MGPU_WGMMA_FP8_ASM("wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e5m2", DREGS, OP_A,    \
+                           OP_B, OP_SCALE_D, __VA_ARGS__);                                         \
+    else if constexpr (kIsE4m3<TB>)                                                                \
+        MGPU_WGMMA_FP8_ASM("wgmma.mma_async.sync.aligned." SHAPE ".f32.e5m2.e4m3", DREGS, OP_A,    \
+                           OP_B, OP_SCALE_D, __VA_ARGS__);                                         \
+    else                                                                                           \
+        MGPU_WGMMA_FP8_ASM("wgmma.mma_async.sync.aligned." SHAPE ".f32.e5m2.e5m2", DREGS, OP_A,    \
+                           OP_B, OP_SCALE_D, __VA_ARGS__)
+
+template <class TA, class TB>
+__device__ __forceinline__ void wgmma_m64n128k32(float (&d)[64], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d)
 {
-    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16 operands");
-    static_assert(N == 64 || N == 128 || N == 256, "wgmma N must be 64, 128 or 256 here");
-    if constexpr (N == 64)
-        wgmma_m64n64k16<T, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
-    else if constexpr (N == 128)
-        wgmma_m64n128k16<T, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
-    else
-        wgmma_m64n256k16<T, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+    MGPU_WGMMA_FP8_PAIRS("m64n128k32", MGPU_WGMMA_D64, "%64", "%65", "%66", MGPU_WGMMA_F64(d, 0));
 }
 
+template <class TA, class TB>
+__device__ __forceinline__ void wgmma_m64n192k32(float (&d)[96], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d)
+{
+    MGPU_WGMMA_FP8_PAIRS("m64n192k32", MGPU_WGMMA_D96, "%96", "%97", "%98", MGPU_WGMMA_F96(d));
+}
+
+/* ---- one k-step of either kind ----------------------------------------------
+ *
+ * D(64 x N) (+)= A * B over 32 bytes of K: m64nNk16 for f16 / bf16 (TA == TB),
+ * m64nNk32 for fp8 (K-major operands only), picked at compile time.
+ */
+constexpr int kWgmmaKBytes = 32; /* bytes of K one wgmma instruction consumes */
+
+template <int N, class TA, class TB, bool kTransA, bool kTransB>
+__device__ __forceinline__ void wgmma_m64_kstep(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d)
+{
+    if constexpr (kIsFp8<TA>) {
+        static_assert(kIsFp8<TB>, "fp8 operands pair only with fp8 operands");
+        static_assert(!kTransA && !kTransB, "fp8 wgmma reads K-major operands only");
+        static_assert(N == 128 || N == 192, "fp8 wgmma N must be 128 or 192 here");
+        if constexpr (N == 128)
+            wgmma_m64n128k32<TA, TB>(d, desc_a, desc_b, scale_d);
+        else
+            wgmma_m64n192k32<TA, TB>(d, desc_a, desc_b, scale_d);
+    } else {
+        static_assert(std::is_same_v<TA, TB>, "16-bit operands must have one type");
+        static_assert(std::is_same_v<TA, __half> || std::is_same_v<TA, __nv_bfloat16>, "f16 or bf16 operands");
+        static_assert(N == 64 || N == 128 || N == 256, "wgmma N must be 64, 128 or 256 here");
+        if constexpr (N == 64)
+            wgmma_m64n64k16<TA, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+        else if constexpr (N == 128)
+            wgmma_m64n128k16<TA, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+        else
+            wgmma_m64n256k16<TA, kTransA, kTransB>(d, desc_a, desc_b, scale_d);
+    }
+}
+
+#undef MGPU_WGMMA_FP8_PAIRS
+#undef MGPU_WGMMA_FP8_ASM
 #undef MGPU_WGMMA_ASM
 #undef MGPU_WGMMA_F128
+#undef MGPU_WGMMA_F96
 #undef MGPU_WGMMA_F64
 #undef MGPU_WGMMA_F32
 #undef MGPU_WGMMA_F8
 #undef MGPU_WGMMA_D128
+#undef MGPU_WGMMA_D96
 #undef MGPU_WGMMA_D64
 #undef MGPU_WGMMA_D32
 #undef MGPU_WGMMA_R10
