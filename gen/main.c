@@ -160,7 +160,6 @@ static const char *kernel_header(enum gen_kind k)
     case GEN_SCATTER_ADD_SORTED: return "common/gather_portable.cuh";
     case GEN_GATHER4: return "blackwell/gather_sm100.cuh";
     case GEN_GEMM_SM90_PERSISTENT: return "hopper/gemm_sm90_persistent.cuh";
-    case GEN_GEMM_SPLITK_REDUCE: return "common/gemm_splitk_reduce.cuh";
     case GEN_GEMM_PACK: return "common/gemm_pack.cuh";
     case GEN_ATTENTION_FWD_SM90: return "hopper/attention_fwd_sm90.cuh";
     }
@@ -246,13 +245,6 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
                 "{\n    mgpu::sm90::gemm_persistent<Config%d>(&tma_a, &tma_b, &tma_c, args);\n}\n",
                 v->threads, name, index);
         return;
-    case GEN_GEMM_SPLITK_REDUCE:
-        fprintf(f,
-                "\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
-                "%s(const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::gemm_splitk_reduce<%d>(args);\n}\n",
-                v->threads, name, v->threads);
-        return;
     case GEN_GEMM_PACK:
         fprintf(f,
                 "\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
@@ -323,7 +315,6 @@ static const char *kind_enum(enum gen_kind k)
     case GEN_SCATTER_ADD_SORTED: return "MGPU_KIND_SCATTER_ADD_SORTED";
     case GEN_GATHER4: return "MGPU_KIND_GATHER4";
     case GEN_GEMM_SM90_PERSISTENT: return "MGPU_KIND_GEMM_SM90_PERSISTENT";
-    case GEN_GEMM_SPLITK_REDUCE: return "MGPU_KIND_GEMM_SPLITK_REDUCE";
     case GEN_GEMM_PACK: return "MGPU_KIND_GEMM_PACK";
     case GEN_ATTENTION_FWD_SM90: return "MGPU_KIND_ATTENTION_FWD_SM90";
     }

@@ -26,13 +26,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 
 /* Persistent sm90 GEMM: tile_m x 128 tiles (tile_m is the wgmma N, 64..256), 384
  * threads, `st` stages, grouped tile order with bands of `bd` tile rows, clusters
- * of `cn` CTAs along N sharing (multicasting) the A tile. The split-K
- * reduction and the operand pack are helpers of the same launch path. */
+ * of `cn` CTAs along N sharing (multicasting) the A tile. The operand pack
+ * is a helper of the same launch path. 64-row tiles serve m <= 64. */
 #define SM90_WS_GEMM(dt, tm, st, bd, cn, ...) \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, bd, 1, cn, GEN_B_SAME}
 #define SM90_WS_FAMILY(dt, ...) \
     SM90_WS_GEMM(dt, 256, 4, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 256, 4, 8, 2, __VA_ARGS__), \
-        SM90_WS_GEMM(dt, 128, 6, 8, 1, __VA_ARGS__)
+        SM90_WS_GEMM(dt, 128, 6, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 64, 8, 8, 1, __VA_ARGS__)
 /* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
  * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
  * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
@@ -40,8 +40,8 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_FP8(da, db, tm, st) \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 8, 1, 1, db}
 #define SM90_WS_FP8_FAMILY(da, db) SM90_WS_FP8(da, db, 192, 4), SM90_WS_FP8(da, db, 128, 6)
-/* Helpers' "tile" is the elements one thread handles: 4 fp32 rows (a float4) of
- * partials, 8 16-bit elements (16 bytes) of a packed column. */
+/* Helpers' "tile" is the elements one thread handles: 8 16-bit elements (16
+ * bytes) of a packed column. */
 #define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 
 /* Gather and scatter-add: the kernels move bytes, so gathers take any dtype;
@@ -80,7 +80,7 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FAMILY(GEN_BF16, NT),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
-    GEMM_HELPER(GEN_GEMM_SPLITK_REDUCE, GEN_SM90A, 4), GEMM_HELPER(GEN_GEMM_PACK, GEN_SM90A, 8),
+    GEMM_HELPER(GEN_GEMM_PACK, GEN_SM90A, 8),
 
     SM100_GEMM(GEN_F16, TN), SM100_GEMM(GEN_F16, NN), SM100_GEMM(GEN_F16, TT), SM100_GEMM(GEN_F16, NT),
     SM100_GEMM(GEN_BF16, TN), SM100_GEMM(GEN_BF16, NN), SM100_GEMM(GEN_BF16, TT), SM100_GEMM(GEN_BF16, NT),
@@ -103,7 +103,6 @@ const char *gen_group_name(const struct gen_variant *v)
     case GEN_GEMM_SM100_TMA: return "gemm_sm100";
     case GEN_GEMM_PORTABLE: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
     case GEN_GEMM_SM90_PERSISTENT: return "gemm_sm90_ws";
-    case GEN_GEMM_SPLITK_REDUCE:
     case GEN_GEMM_PACK: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
     case GEN_GATHER_NARROW:
     case GEN_GATHER_WIDE:
@@ -204,9 +203,6 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
                  v->stages, v->cluster_m * v->cluster_n);
         return;
     }
-    case GEN_GEMM_SPLITK_REDUCE:
-        snprintf(buf, size, "mgpu_gemm_splitk_reduce_%s", arch_tag(v->arch));
-        return;
     case GEN_GEMM_PACK:
         snprintf(buf, size, "mgpu_gemm_pack_%s", arch_tag(v->arch));
         return;
@@ -260,7 +256,6 @@ int gen_smem_bytes(const struct gen_variant *v)
     case GEN_GEMM_SM90_PERSISTENT: /* plus two 8 KiB epilogue buffers per 64 columns (consumer) */
         return v->stages * (v->tile_m + v->tile_n) * v->tile_k * operand_bytes(v) + (v->tile_n / 64) * 2 * 8192 +
                2048;
-    case GEN_GEMM_SPLITK_REDUCE:
     case GEN_GEMM_PACK:
         return 0;
     }

@@ -29,7 +29,6 @@ enum gen_kind {
     GEN_SCATTER_ADD_SORTED, /* deterministic, for sorted indices */
     GEN_GATHER4,            /* kernels/blackwell/gather_sm100.cuh: TMA tile::gather4 */
     GEN_GEMM_SM90_PERSISTENT, /* kernels/hopper/gemm_sm90_persistent.cuh: persistent, TMA store, clusters */
-    GEN_GEMM_SPLITK_REDUCE,   /* kernels/common/gemm_splitk_reduce.cuh: sums split-K partials */
     GEN_GEMM_PACK,            /* kernels/common/gemm_pack.cuh: copies an operand TMA cannot read */
     /* kernels/hopper/attention_fwd_sm90.cuh: FA3-style forward; tile_m x tile_n is
      * the query x key block, tile_k the head dim (the depth of Q K^T) */

@@ -46,7 +46,6 @@ _Static_assert((int)MGPU_ABI_ACT_NONE == (int)MGPU_ACTIVATION_NONE &&
 #define MAX_GRID_Z 65535
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
 #define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
-#define SPLITK_ROWS 4      /* the reduction reads float4s: ws_ld is a multiple */
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack and reduction kernels */
 
 static CUtensorMapDataType tma_dtype(int dtype)
@@ -175,6 +174,41 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
     return s;
 }
 
+/* The handle's split-K arrival counters, allocated and zeroed on first use.
+ * Each launch leaves them zero again, so launches in stream order share
+ * them; this is why one handle's calls must not run concurrently. */
+static mgpu_status split_counters(mgpu_handle *h, const struct mgpu_driver *d, uint64_t *out)
+{
+    if (!h->split_counters) {
+        CUdeviceptr counters;
+        CUresult r = d->cuMemAlloc(&counters, MGPU_SPLIT_COUNTERS * sizeof(int32_t));
+        if (r != CUDA_SUCCESS)
+            return mgpu_driver_fail(d, r, "cuMemAlloc(split-K counters)");
+        r = d->cuMemsetD32Async(counters, 0, MGPU_SPLIT_COUNTERS, h->stream);
+        if (r != CUDA_SUCCESS) {
+            d->cuMemFree(counters);
+            return mgpu_driver_fail(d, r, "cuMemsetD32Async(split-K counters)");
+        }
+        h->split_counters = counters;
+    }
+    *out = h->split_counters;
+    return MGPU_STATUS_SUCCESS;
+}
+
+void mgpu_gemm_release(mgpu_handle *h)
+{
+    const struct mgpu_driver *d;
+    if (!h->split_counters || mgpu_driver(&d) != MGPU_STATUS_SUCCESS)
+        return;
+    /* cuMemFree needs the allocation's context current; restore the caller's after. */
+    CUcontext previous = NULL;
+    if (d->cuCtxGetCurrent(&previous) == CUDA_SUCCESS && d->cuCtxSetCurrent(h->context) == CUDA_SUCCESS) {
+        d->cuMemFree(h->split_counters);
+        d->cuCtxSetCurrent(previous);
+    }
+    h->split_counters = 0;
+}
+
 /* Where the persistent kernel reads one operand: the caller's matrix or its packed copy. */
 struct operand {
     uintptr_t base;
@@ -241,7 +275,7 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         .a = a.base, .b = b.base, .lda = a.ld, .ldb = b.ld, .stride_a = a.stride, .stride_b = b.stride,
         .batch_count = (int32_t)p->batch, .band = v->band, .splits = plan->splits,
         .a_broadcast = bcast_a, .b_broadcast = bcast_b,
-        .workspace = next, .ws_ld = round_up(p->m, SPLITK_ROWS),
+        .workspace = next,
     };
     set_epilogue(&args, p);
     CUtensorMap maps[3];
@@ -251,39 +285,15 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
     if (s == MGPU_STATUS_SUCCESS)
         s = encode_operand(d, &maps[1], p->b_dtype, b.base, p->transb == MGPU_OP_N, p->n, p->k, b.ld, b.stride,
                            batches_b, v->tile_n / v->cluster_m, v->tile_k);
-    struct mgpu_gemm_args main_args = args;
-    if (plan->splits > 1) {
-        /* the GEMM writes fp32 partials: D_s = 1 * A_s B_s, batch index b * splits + s;
-         * the reduction applies the scales and the epilogue */
-        main_args.c = args.workspace;
-        main_args.ldc = args.ws_ld;
-        main_args.stride_c = args.ws_ld * p->n;
-        main_args.c_dtype = MGPU_DTYPE_F32;
-        main_args.alpha = 1.0f;
-        main_args.beta = 0.0f;
-        main_args.c_tma = 1;
-        main_args.scale_a = main_args.scale_b = main_args.scale_d = 0;
-        main_args.bias = 0;
-        main_args.activation = MGPU_ABI_ACT_NONE;
-        if (s == MGPU_STATUS_SUCCESS)
-            s = encode_output(d, &maps[2], MGPU_DTYPE_F32, main_args.c, p->m, p->n, main_args.ldc,
-                              main_args.stride_c, p->batch * plan->splits);
-    } else {
-        main_args.c_tma = mgpu_gemm_c_tma_eligible(p);
-        if (s == MGPU_STATUS_SUCCESS && main_args.c_tma)
-            s = encode_output(d, &maps[2], p->c_dtype, p->c, p->m, p->n, p->ldc, p->stride_c, p->batch);
-    }
+    if (s == MGPU_STATUS_SUCCESS && plan->splits > 1)
+        s = split_counters(h, d, &args.split_counters);
+    args.c_tma = mgpu_gemm_c_tma_eligible(p);
+    if (s == MGPU_STATUS_SUCCESS && args.c_tma)
+        s = encode_output(d, &maps[2], p->c_dtype, p->c, p->m, p->n, p->ldc, p->stride_c, p->batch);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
-    void *params[4] = {&maps[0], &maps[1], &maps[2], &main_args};
-    s = mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
-    if (s != MGPU_STATUS_SUCCESS || plan->splits == 1)
-        return s;
-    void *reduce_params[1] = {&args};
-    const int64_t quads = (p->m + SPLITK_ROWS - 1) / SPLITK_ROWS;
-    return mgpu_launch(h, d, plan->reduce_variant,
-                       helper_grid(h, quads * p->n * p->batch, mgpu_variants[plan->reduce_variant].threads), 1, 1,
-                       reduce_params);
+    void *params[4] = {&maps[0], &maps[1], &maps[2], &args};
+    return mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
 }
 
 /* Bytes of workspace a plan needs: packed operands, then split-K partials. */
@@ -302,8 +312,12 @@ static size_t workspace_bytes(const struct mgpu_gemm_problem *p, const struct mg
         const int esize = dtype_bytes(p->b_dtype);
         bytes += round_up(packed_ld(rows, esize) * cols * batches * esize, WS_ALIGN);
     }
-    if (plan->splits > 1)
-        bytes += round_up(p->m, SPLITK_ROWS) * p->n * p->batch * plan->splits * 4;
+    if (plan->splits > 1) { /* one fp32 slot per tile, split and consumer (the tiles padded to whole clusters) */
+        const struct mgpu_variant *v = &mgpu_variants[plan->variant];
+        const int64_t tiles_m = (p->m + v->tile_m * v->cluster_m - 1) / (v->tile_m * v->cluster_m) * v->cluster_m;
+        const int64_t tiles_n = (p->n + v->tile_n * v->cluster_n - 1) / (v->tile_n * v->cluster_n) * v->cluster_n;
+        bytes += tiles_m * tiles_n * p->batch * plan->splits * v->tile_m * v->tile_n * (int64_t)sizeof(float);
+    }
     return (size_t)bytes;
 }
 
@@ -363,8 +377,7 @@ static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
                  plan.splits, (long long)plan.grid, mgpu_variants[plan.variant].band,
                  mgpu_variants[plan.variant].cluster_m, mgpu_variants[plan.variant].cluster_n,
                  plan.pack_a ? ", A packed" : "", plan.pack_b ? ", B packed" : "",
-                 mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT && !mgpu_gemm_c_tma_eligible(p) &&
-                         plan.splits == 1
+                 mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT && !mgpu_gemm_c_tma_eligible(p)
                      ? ", direct stores"
                      : "");
     return run_plan(h, d, p, &plan);

@@ -121,6 +121,7 @@ mgpu_status mgpu_destroy(mgpu_handle *h)
     if (h->scratch_pool && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuMemPoolDestroy(h->scratch_pool);
     mgpu_gather_release(h);
+    mgpu_gemm_release(h);
     if (h->retained_primary && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuDevicePrimaryCtxRelease(h->device);
     h->magic = 0;

@@ -80,6 +80,9 @@ struct mgpu_handle {
     /* stream-ordered memory pool for scratch buffers (packed GEMM operands,
      * split-K partials); created on first use, see mgpu_scratch_alloc */
     CUmemoryPool scratch_pool;
+    /* gemm.c: MGPU_SPLIT_COUNTERS int32 split-K arrival counters, zero between
+     * launches (the kernel resets what it counted); 0 until the first split-K call */
+    CUdeviceptr split_counters;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
@@ -95,6 +98,9 @@ mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdev
 
 /* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
 void mgpu_gather_release(mgpu_handle *h);
+
+/* ---- gemm.c: frees the handle's split-K counters, if any (mgpu_destroy) */
+void mgpu_gemm_release(mgpu_handle *h);
 
 /* ---- module.c: embedded images, loaded lazily and once */
 mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, int variant, CUfunction *out);

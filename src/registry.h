@@ -19,7 +19,6 @@ enum mgpu_kernel_kind {
     MGPU_KIND_SCATTER_ADD_SORTED, /* deterministic row scatter-add, sorted indices */
     MGPU_KIND_GATHER4,            /* sm_100a row gather through TMA tile::gather4 */
     MGPU_KIND_GEMM_SM90_PERSISTENT, /* persistent warp-specialized sm_90a GEMM (A, B, C tensor maps) */
-    MGPU_KIND_GEMM_SPLITK_REDUCE,   /* sums split-K partials, applies alpha / beta */
     MGPU_KIND_GEMM_PACK,            /* copies an operand into an aligned workspace */
     MGPU_KIND_ATTENTION_FWD_SM90,   /* flash attention forward; tile_k is the head dim */
 };

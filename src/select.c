@@ -5,7 +5,8 @@
  * sm_100a images load nowhere else). Where the registry has persistent
  * kernels for the device (sm_90a), a call is planned by shape class:
  *   k == 0                -> the portable kernel (D = beta * C);
- *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster;
+ *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64:
+ *                            the 64 x 128 tile, half the wasted tensor-core work);
  *   otherwise ("large")   -> the 256 x 128 tile; with CLUSTER_BY_DEFAULT, 2-CTA
  *                            clusters along N when the tile columns pair up
  *                            (even, or >= 8 of them);
@@ -33,6 +34,7 @@
 #define MAX_SPLITS 16
 #define SMALL_M 128              /* m up to this takes the 128-row tile */
 #define SMALL_TILE_M 128         /* tile rows for small m */
+#define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
 #define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
 #define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
@@ -316,14 +318,13 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         if (splits > MAX_SPLITS)
             splits = MAX_SPLITS;
     }
+    /* The kernel counts each tile's arrivals in the handle's split counters:
+     * one per tile and 64-column consumer. */
+    const int64_t counters = units * cluster * (v->tile_n / 64);
+    if (splits > 1 && counters > MGPU_SPLIT_COUNTERS)
+        splits = 1;
     plan->variant = variant;
     plan->splits = (int)splits;
-    plan->reduce_variant = -1;
-    if (splits > 1) {
-        plan->reduce_variant = find_kind(MGPU_KIND_GEMM_SPLITK_REDUCE, caps);
-        if (plan->reduce_variant < 0)
-            return -1;
-    }
     plan->pack_a = !tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, dtype_size(p->a_dtype));
     plan->pack_b = !tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, dtype_size(p->b_dtype));
     plan->pack_variant = -1;
@@ -342,7 +343,7 @@ static void plan_single(struct mgpu_gemm_plan *plan, int variant, const char *sh
 {
     plan->variant = variant;
     plan->splits = 1;
-    plan->reduce_variant = plan->pack_variant = -1;
+    plan->pack_variant = -1;
     plan->pack_a = plan->pack_b = 0;
     plan->grid = 0;
     plan->shape_class = shape_class;
@@ -401,7 +402,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
         const int cluster = CLUSTER_BY_DEFAULT && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER) ? 2 : 1;
         const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
         const int large_tile = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
-        int v = small_m ? find_persistent(p, caps, SMALL_TILE_M, 1)
+        const int small_tile = !fp8 && p->m <= TINY_M ? TINY_M : SMALL_TILE_M;
+        int v = small_m ? find_persistent(p, caps, small_tile, 1)
                         : find_persistent(p, caps, large_tile, fp8 ? 1 : cluster);
         if (v < 0)
             v = find_persistent(p, caps, large_tile, 1);

@@ -57,12 +57,16 @@ int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p);
  * dimensions and batch strides multiples of 16 bytes, no broadcast batch, k > 0. */
 int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p);
 
+/* Split counters a handle keeps for the persistent kernel's split-K (one per
+ * output tile and 64-column consumer warpgroup); a plan whose tiles need more
+ * runs without split-K. */
+#define MGPU_SPLIT_COUNTERS 4096
+
 /* How one GEMM call runs: the persistent kernel, possibly behind an operand
- * pack and in front of a split-K reduction (all on the handle's stream). */
+ * pack (all on the handle's stream). */
 struct mgpu_gemm_plan {
     int variant;          /* the GEMM kernel: index into mgpu_variants */
-    int splits;           /* K slices (1: no split-K; > 1: fp32 partials + reduce_variant) */
-    int reduce_variant;   /* the split-K reduction, or -1 */
+    int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int pack_variant;     /* the operand copy, or -1 */
     int pack_a, pack_b;   /* 1: that operand is copied into an aligned workspace first */
     int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */

@@ -165,7 +165,7 @@ static void run_forced(const struct gemm_case *g, const char *variant, const cha
 /* The persistent kernel's paths, whatever the heuristic would pick. */
 static void check_persistent_paths(mgpu_dtype t)
 {
-    const char *variants[] = {"256x128x64_s4_c1", "256x128x64_s4_c2", "128x128x64_s6_c1"};
+    const char *variants[] = {"256x128x64_s4_c1", "256x128x64_s4_c2", "128x128x64_s6_c1", "64x128x64_s8_c1"};
     const char *layouts[4] = {"nn", "nt", "tn", "tt"};
     const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
     char name[96];

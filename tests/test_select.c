@@ -164,13 +164,14 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {8192, 8192, 8192, 1, 256, 1, 1},  /* large: 256 x 128 tiles */
         {4000, 4000, 4000, 1, 256, 1, 1},
         {1024, 1024, 1024, 32, 256, 1, 1}, /* batched */
-        {64, 4096, 4096, 1, 128, 1, 4},    /* small m: 32 tiles of 128 x 128, split 132 / 32 */
-        {128, 4096, 4096, 1, 128, 1, 4},
-        {64, 8192, 8192, 1, 128, 1, 2},
+        {64, 4096, 4096, 1, 64, 1, 4},     /* m <= 64: 32 tiles of 64 x 128, split 132 / 32 */
+        {128, 4096, 4096, 1, 128, 1, 4},   /* small m: 32 tiles of 128 x 128 */
+        {65, 4096, 4096, 1, 128, 1, 4},
+        {64, 8192, 8192, 1, 64, 1, 2},
         {128, 8192, 8192, 1, 128, 1, 2},
         {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
         {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
-        {64, 4096, 256, 1, 128, 1, 1},     /* too little K to split */
+        {64, 4096, 256, 1, 64, 1, 1},      /* too little K to split */
         {300, 200, 20000, 1, 256, 1, 16},  /* capped at MAX_SPLITS */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -184,8 +185,6 @@ static void check_plans(const struct mgpu_device_caps *caps)
               v->name, plan.splits, cases[i].tile_m, cases[i].cluster, cases[i].splits);
         CHECK(plan.grid >= cluster && plan.grid <= caps->sm_count && plan.grid % cluster == 0,
               "%s: grid %lld on %d SMs", v->name, (long long)plan.grid, caps->sm_count);
-        CHECK((plan.splits > 1) == (plan.reduce_variant >= 0), "%s: split-k %d, reduce %d", v->name, plan.splits,
-              plan.reduce_variant);
         CHECK(!plan.pack_a && !plan.pack_b && plan.pack_variant < 0, "%s: aligned operands packed", v->name);
         CHECK(v->band > 0, "%s: no band width", v->name);
     }
@@ -199,7 +198,11 @@ static void check_plans(const struct mgpu_device_caps *caps)
           (long long)plan.grid);
     /* forced split factors are clamped to the number of k-tiles */
     plan = plan_of(8192, 8192, 8192, 1, caps, 3);
-    CHECK(plan.splits == 3 && plan.reduce_variant >= 0, "forced split-k 3: got %d", plan.splits);
+    CHECK(plan.splits == 3, "forced split-k 3: got %d", plan.splits);
+    /* ... and dropped when the tiles would need more split counters than a handle keeps */
+    plan = plan_of(16384, 16384, 4096, 1, caps, 2);
+    CHECK(plan.splits == 1, "forced split-k 2 on 16384^2 tiles (%d counters): got %d", MGPU_SPLIT_COUNTERS,
+          plan.splits);
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
@@ -345,7 +348,7 @@ static void check_epilogue_plans(const struct mgpu_device_caps *caps)
     CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
           "bias + gelu: not the persistent kernel");
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 3, &plan, &s) == 0 && plan.splits == 3 && plan.reduce_variant >= 0,
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, 3, &plan, &s) == 0 && plan.splits == 3,
           "bias + gelu, forced split-K: split %d", plan.splits);
     const int first = find_variant("mgpu_gemm_sm90_bf16_nt_128x128x64_s4");
     if (first >= 0)

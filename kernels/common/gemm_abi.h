@@ -58,20 +58,24 @@ struct mgpu_gemm_args {
     uint64_t a, b;        /* device addresses of A and B (portable kernel only) */
     int64_t lda, ldb, stride_a, stride_b; /* in elements (portable kernel only) */
 
-    /* Persistent sm90 kernel, split-K reduction (the Blackwell and the first
-     * sm90 kernel ignore these; the runtime zeroes what a kernel does not use). */
+    /* Persistent sm90 kernel (the Blackwell and the first sm90 kernel ignore
+     * these; the runtime zeroes what a kernel does not use). */
     int32_t batch_count;  /* batches in this launch */
     int32_t band;         /* tile rows (of tile_m) per band of the grouped tile order */
     int32_t splits;       /* K is cut into this many slices (1: no split-K) */
     int32_t c_tma;        /* 1: D leaves through the C tensor map (TMA store); 0: direct stores */
     int32_t a_broadcast, b_broadcast; /* 1: every batch reads batch 0 of that operand */
-    uint64_t workspace;   /* split-K partials, fp32, [batch][split][n][ws_ld] */
-    int64_t ws_ld;        /* in elements, a multiple of 4 */
+    /* Split-K (splits > 1): each unit parks its fp32 partial tile in
+     * `workspace` (slot [tile][split][consumer], in the accumulator fragment
+     * order of hopper/gemm_sm90_persistent.cuh); the last of a tile's units to
+     * arrive (counted in split_counters[tile][consumer], which are 0 between
+     * launches: that unit resets its counter) sums the slots in split order
+     * and stores D. */
+    uint64_t workspace;
+    uint64_t split_counters; /* int32 each */
 
-    /* Scales and epilogue (the persistent sm90 kernel, the split-K reduction
-     * and the portable kernel; the others get zeros and are never chosen
-     * when one is set). A kernel writing split-K partials gets zeros too:
-     * the reduction applies them. */
+    /* Scales and epilogue (the persistent sm90 kernel and the portable
+     * kernel; the others get zeros and are never chosen when one is set). */
     uint64_t scale_a, scale_b, scale_d; /* device addresses of one float each; 0: 1.0 */
     uint64_t bias;        /* device address of the bias vector; 0: none */
     int64_t bias_batch_stride; /* in elements; batch b reads bias + b * bias_batch_stride */

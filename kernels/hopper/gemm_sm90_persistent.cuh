@@ -2,9 +2,8 @@
  * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = epilogue(op(A)*op(B))
  * with the epilogue of common/numeric.cuh (alpha, operand and output scales,
  * beta * C, bias, ReLU / GELU; column-major, BLAS conventions:
- * common/gemm_abi.h), optionally one K slice of a split-K GEMM writing fp32
- * partials. Operands are fp16 / bf16 (any layout) or fp8 e4m3 / e5m2 (both
- * K-major: cuBLAS's "TN").
+ * common/gemm_abi.h), optionally split along K. Operands are fp16 / bf16 (any
+ * layout) or fp8 e4m3 / e5m2 (both K-major: cuBLAS's "TN").
  *
  * The grid is at most one CTA per SM (or one cluster per two SMs); each CTA
  * walks work units (tile_m x tile_n tiles of D, per batch and K slice) in the
@@ -30,6 +29,11 @@
  *     wait_group 0, release the last stage (the producer is already filling
  *     the stages with the next unit's k-tiles), then the epilogue: TMA stores
  *     that drain while the next unit's main loop runs.
+ *     split-K: before the epilogue the unit parks its fp32 partial in the
+ *     workspace and counts itself in; only the tile's last unit to arrive
+ *     goes on, with the slots summed in split order (combine_splits), to the
+ *     epilogue. One launch, no reduction kernel, and the same bits whichever
+ *     unit finishes last.
  *     fp8 (two-level accumulation): the tensor cores sum an fp8 wgmma chain at
  *     reduced precision, so each group of kPromoteKTiles k-tiles runs its
  *     4 x wgmma m64 n(tile_m) k32 per k-tile into a second register set
@@ -347,6 +351,70 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
     }
 }
 
+/* Split-K: parks this unit's partial tile (the consumer's 64 columns) and
+ * returns true when it was the last of the tile's `splits` units to arrive,
+ * with acc then holding the sum of all of them, added in split order 0, 1, ...
+ * whichever unit arrives last (bitwise reproducible). The slots are written
+ * and read as float4s in fragment order: float4 q of thread t at
+ * slot + 4 * (q * 128 + t), coalesced. Arrival follows the release / acquire
+ * pattern: the warpgroup's stores, a warpgroup barrier, then one thread's
+ * fenced atomic; the last arriver fences again before the warpgroup reads. */
+template <class Cfg>
+__device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
+                                               const GemmTileScheduler &sched, const GemmTile &t, int consumer,
+                                               volatile int *last_flag)
+{
+    constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
+    constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
+    const int tid = threadIdx.x % 128;
+    const int barrier_id = 1 + consumer;
+    const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;
+    const int64_t tile_id = (static_cast<int64_t>(t.batch) * sched.rows * sched.cluster_m + t.m_tile) * tiles_n + t.n_tile;
+    float4 *slots = reinterpret_cast<float4 *>(args.workspace) +
+                    (tile_id * args.splits * Cfg::kConsumers + consumer) * (kSlotFloats / 4) + tid;
+    const int64_t split_step = Cfg::kConsumers * (kSlotFloats / 4); /* float4s between two splits' slots */
+
+    float4 *mine = slots + t.split * split_step;
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q)
+        __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+    epi::warpgroup_sync(barrier_id);
+    if (tid == 0) {
+        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + consumer;
+        __threadfence();
+        const bool last = atomicAdd(counter, 1) == args.splits - 1;
+        if (last) {
+            *counter = 0; /* for the next launch: every other unit of this tile has arrived */
+            __threadfence();
+        }
+        *last_flag = last;
+    }
+    epi::warpgroup_sync(barrier_id);
+    if (!*last_flag)
+        return false;
+    /* Sum in split order; this unit's own partial is read back like the others. */
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) {
+        const float4 v = __ldcg(slots + q * 128);
+        acc[4 * q] = v.x;
+        acc[4 * q + 1] = v.y;
+        acc[4 * q + 2] = v.z;
+        acc[4 * q + 3] = v.w;
+    }
+    for (int s = 1; s < args.splits; ++s) {
+        const float4 *p = slots + s * split_step;
+#pragma unroll
+        for (int q = 0; q < kQuads; ++q) {
+            const float4 v = __ldcg(p + q * 128);
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+        }
+    }
+    return true;
+}
+
 template <class Cfg, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
                                            const GemmScales &scales, const CUtensorMap *tma_c, uint8_t *bufs, int &buf,
@@ -405,6 +473,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         float acc[Cfg::kBM / 2];
         [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
         const GemmScales scales(args);
+        __shared__ int last_flags[Cfg::kConsumers];
         for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
             const GemmTile t = sched.tile(u);
             int kt0, kt1;
@@ -415,9 +484,11 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
             else
                 persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
                                          consumer, stage, phase);
+            if (args.splits > 1 && !persistent::combine_splits<Cfg>(acc, args, sched, t, consumer, &last_flags[consumer]))
+                continue; /* parked: the tile's last unit stores it */
             const int row0 = t.m_tile * Cfg::kBM;
             const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
-            const int out = t.batch * args.splits + t.split;
+            const int out = t.batch;
             switch (args.c_dtype) {
             case MGPU_ABI_F16:
                 persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
