@@ -35,14 +35,15 @@ static mgpu_status encode_map(const struct mgpu_driver *d, int dtype, const stru
 }
 
 static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_variant *v, const char *force,
-                     unsigned grid)
+                     unsigned grid, int dynamic)
 {
     mgpu_log("attention_fwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) "
-             "softcap=%g%s%s: %s%s grid=%u",
+             "softcap=%g%s%s: %s%s grid=%u%s",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
              (long long)p->heads_kv, (long long)p->head_dim, p->dtype == MGPU_DTYPE_BF16 ? "bf16" : "f16", p->causal,
              p->window_left, p->window_right, (double)p->softcap, p->varlen ? " varlen" : "", p->lse ? " lse" : "",
-             v->name, force && force[0] && strcmp(force, v->name) == 0 ? " (forced)" : "", grid);
+             v->name, force && force[0] && strcmp(force, v->name) == 0 ? " (forced)" : "", grid,
+             dynamic ? " (dynamic tiles)" : "");
 }
 
 static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_attention_problem *p)
@@ -56,7 +57,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan(p, v, &h->caps, &plan);
     if (mgpu_log_enabled())
-        log_call(p, v, force, plan.grid);
+        log_call(p, v, force, plan.grid, plan.dynamic);
 
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);
@@ -68,6 +69,11 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     params.args = plan.args;
+    if (plan.dynamic) {
+        s = mgpu_handle_counters(h, d, MGPU_COUNTERS_ATTENTION, &params.args.tile_counter);
+        if (s != MGPU_STATUS_SUCCESS)
+            return s;
+    }
 
     void *kernel_params[1] = {&params};
     return mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);

@@ -304,6 +304,9 @@ static void map_shape(struct mgpu_attention_map_shape *m, uintptr_t base, const 
  * of the static round-robin stay in lockstep on the same K/V blocks, while
  * one-tile CTAs start staggered. */
 #define PERSISTENT_MAX_KEY_BLOCKS 32
+/* K and V bytes of the (batch, head) pairs whose causal tiles are ordered
+ * heaviest first together: well inside the L2 of an H100 (50 MiB) or H200. */
+#define LPT_GROUP_KV_BYTES ((int64_t)24 << 20)
 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
@@ -354,9 +357,21 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
      * current one, which pays where the per-tile fill and epilogue are a large
      * share, i.e. short key loops. Needs the second Q buffer. */
-    const int equal_tiles = !p->varlen && !p->causal && p->window_left < 0 && p->window_right < 0;
+    const int unwindowed = !p->varlen && p->window_left < 0 && p->window_right < 0;
     const int short_loop = cdiv(p->seqlen_k, v->tile_n) <= PERSISTENT_MAX_KEY_BLOCKS;
     const int q_stages = mgpu_attention_fwd_q_stages(v->tile_m, v->tile_n, v->tile_k, v->stages);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
-    out->grid = (unsigned)(equal_tiles && short_loop && q_stages == 2 && sms < tiles ? sms : tiles);
+    const int persistent = unwindowed && short_loop && q_stages == 2 && sms < tiles;
+    out->grid = (unsigned)(persistent ? sms : tiles);
+    /* Causal tiles differ in length (the last query block sees every key, the
+     * first one block): the persistent grid takes them at run time, heaviest
+     * first within groups of heads whose K/V stay in L2. */
+    out->dynamic = persistent && p->causal;
+    if (out->dynamic) {
+        const int64_t kv_bytes = 2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES; /* per (batch, head) */
+        int64_t group = LPT_GROUP_KV_BYTES / (kv_bytes > 0 ? kv_bytes : 1);
+        const int64_t pairs = p->heads_q * p->batch;
+        group = group < 1 ? 1 : group > pairs ? pairs : group;
+        a->lpt_group = (int32_t)group;
+    }
 }

@@ -58,11 +58,13 @@ struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;
     struct mgpu_attention_map_shape q_map, k_map, v_map;
     unsigned grid;
+    int dynamic; /* 1: the persistent grid takes tiles from the handle's counter (args.tile_counter) */
 };
 
-/* grid: persistent (min(tiles, SMs)) for fixed-length calls without causal or
- * window masks and with at most 32 key blocks on variants that double-buffer
- * Q; one CTA per tile otherwise
+/* grid: persistent (min(tiles, SMs)) for fixed-length calls without window
+ * masks and with at most 32 key blocks on variants that double-buffer Q
+ * (causal ones with dynamic tiles and the heavy-first order); one CTA per
+ * tile otherwise
  * (kernels/common/attention_abi.h, "Launch"). */
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out);

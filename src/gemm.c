@@ -174,41 +174,6 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
     return s;
 }
 
-/* The handle's split-K arrival counters, allocated and zeroed on first use.
- * Each launch leaves them zero again, so launches in stream order share
- * them; this is why one handle's calls must not run concurrently. */
-static mgpu_status split_counters(mgpu_handle *h, const struct mgpu_driver *d, uint64_t *out)
-{
-    if (!h->split_counters) {
-        CUdeviceptr counters;
-        CUresult r = d->cuMemAlloc(&counters, MGPU_SPLIT_COUNTERS * sizeof(int32_t));
-        if (r != CUDA_SUCCESS)
-            return mgpu_driver_fail(d, r, "cuMemAlloc(split-K counters)");
-        r = d->cuMemsetD32Async(counters, 0, MGPU_SPLIT_COUNTERS, h->stream);
-        if (r != CUDA_SUCCESS) {
-            d->cuMemFree(counters);
-            return mgpu_driver_fail(d, r, "cuMemsetD32Async(split-K counters)");
-        }
-        h->split_counters = counters;
-    }
-    *out = h->split_counters;
-    return MGPU_STATUS_SUCCESS;
-}
-
-void mgpu_gemm_release(mgpu_handle *h)
-{
-    const struct mgpu_driver *d;
-    if (!h->split_counters || mgpu_driver(&d) != MGPU_STATUS_SUCCESS)
-        return;
-    /* cuMemFree needs the allocation's context current; restore the caller's after. */
-    CUcontext previous = NULL;
-    if (d->cuCtxGetCurrent(&previous) == CUDA_SUCCESS && d->cuCtxSetCurrent(h->context) == CUDA_SUCCESS) {
-        d->cuMemFree(h->split_counters);
-        d->cuCtxSetCurrent(previous);
-    }
-    h->split_counters = 0;
-}
-
 /* Where the persistent kernel reads one operand: the caller's matrix or its packed copy. */
 struct operand {
     uintptr_t base;
@@ -286,7 +251,7 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         s = encode_operand(d, &maps[1], p->b_dtype, b.base, p->transb == MGPU_OP_N, p->n, p->k, b.ld, b.stride,
                            batches_b, v->tile_n / v->cluster_m, v->tile_k);
     if (s == MGPU_STATUS_SUCCESS && plan->splits > 1)
-        s = split_counters(h, d, &args.split_counters);
+        s = mgpu_handle_counters(h, d, MGPU_COUNTERS_SPLIT_K, &args.split_counters);
     args.c_tma = mgpu_gemm_c_tma_eligible(p);
     if (s == MGPU_STATUS_SUCCESS && args.c_tma)
         s = encode_output(d, &maps[2], p->c_dtype, p->c, p->m, p->n, p->ldc, p->stride_c, p->batch);

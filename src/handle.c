@@ -111,6 +111,24 @@ mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdev
     return MGPU_STATUS_SUCCESS;
 }
 
+mgpu_status mgpu_handle_counters(mgpu_handle *h, const struct mgpu_driver *d, int first, uint64_t *out)
+{
+    if (!h->counters) {
+        CUdeviceptr counters;
+        CUresult r = d->cuMemAlloc(&counters, MGPU_HANDLE_COUNTERS * sizeof(int32_t));
+        if (r != CUDA_SUCCESS)
+            return mgpu_driver_fail(d, r, "cuMemAlloc(handle counters)");
+        r = d->cuMemsetD32Async(counters, 0, MGPU_HANDLE_COUNTERS, h->stream);
+        if (r != CUDA_SUCCESS) {
+            d->cuMemFree(counters);
+            return mgpu_driver_fail(d, r, "cuMemsetD32Async(handle counters)");
+        }
+        h->counters = counters;
+    }
+    *out = (uint64_t)h->counters + (uint64_t)first * sizeof(int32_t);
+    return MGPU_STATUS_SUCCESS;
+}
+
 mgpu_status mgpu_destroy(mgpu_handle *h)
 {
     if (!h)
@@ -121,7 +139,14 @@ mgpu_status mgpu_destroy(mgpu_handle *h)
     if (h->scratch_pool && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuMemPoolDestroy(h->scratch_pool);
     mgpu_gather_release(h);
-    mgpu_gemm_release(h);
+    if (h->counters && mgpu_driver(&d) == MGPU_STATUS_SUCCESS) {
+        /* cuMemFree needs the allocation's context current; restore the caller's after. */
+        CUcontext previous = NULL;
+        if (d->cuCtxGetCurrent(&previous) == CUDA_SUCCESS && d->cuCtxSetCurrent(h->context) == CUDA_SUCCESS) {
+            d->cuMemFree(h->counters);
+            d->cuCtxSetCurrent(previous);
+        }
+    }
     if (h->retained_primary && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuDevicePrimaryCtxRelease(h->device);
     h->magic = 0;

@@ -80,9 +80,9 @@ struct mgpu_handle {
     /* stream-ordered memory pool for scratch buffers (packed GEMM operands,
      * split-K partials); created on first use, see mgpu_scratch_alloc */
     CUmemoryPool scratch_pool;
-    /* gemm.c: MGPU_SPLIT_COUNTERS int32 split-K arrival counters, zero between
-     * launches (the kernel resets what it counted); 0 until the first split-K call */
-    CUdeviceptr split_counters;
+    /* MGPU_HANDLE_COUNTERS int32 counters that kernels leave at zero (each
+     * launch resets what it counted); 0 until the first call that needs them */
+    CUdeviceptr counters;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
@@ -99,8 +99,14 @@ mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdev
 /* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
 void mgpu_gather_release(mgpu_handle *h);
 
-/* ---- gemm.c: frees the handle's split-K counters, if any (mgpu_destroy) */
-void mgpu_gemm_release(mgpu_handle *h);
+/* The handle's counters, allocated and zeroed on the handle's stream on first
+ * use; *out is the address of counter `first`. Kernels leave them at zero, so
+ * launches in stream order share them, which is why one handle's calls must
+ * not run concurrently. */
+#define MGPU_COUNTERS_SPLIT_K 0                           /* GEMM split-K arrivals, MGPU_SPLIT_COUNTERS */
+#define MGPU_COUNTERS_ATTENTION MGPU_SPLIT_COUNTERS       /* attention's dynamic tile counter, 2 */
+#define MGPU_HANDLE_COUNTERS (MGPU_COUNTERS_ATTENTION + 2)
+mgpu_status mgpu_handle_counters(mgpu_handle *h, const struct mgpu_driver *d, int first, uint64_t *out);
 
 /* ---- module.c: embedded images, loaded lazily and once */
 mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, int variant, CUfunction *out);

@@ -349,6 +349,11 @@ static void quick_cases(mgpu_handle *h)
     /* Persistent grid: 300 tiles on at most 132 SMs, so CTAs take up to 3
      * tiles and reuse a Q buffer. */
     CASE(.batch = 2, .sq = 520, .sk = 300, .hq = 30, .hkv = 6, .d = 64, .dtype = BF16, .wl = -1, .wr = -1);
+    /* Causal on the persistent grid: tiles taken at run time from the
+     * handle's counter, heavy first (twice: the counter is back at 0). */
+    for (int rep = 0; rep < 2; rep++)
+        CASE(.batch = 3, .sq = 700, .sk = 650, .hq = 16, .hkv = 4, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+             .wr = -1);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -381,6 +386,17 @@ static void full_cases(mgpu_handle *h)
          .layout = PADDED);
     CASE(.batch = 2, .sq = 900, .sk = 900, .hq = 20, .hkv = 20, .d = 128, .dtype = F16, .wl = -1, .wr = -1,
          .softcap = 30.0f, .no_lse = 1);
+    /* Causal with more tiles than SMs: dynamic tiles, heavy first in head
+     * groups (several groups at the larger shapes), CTAs taking many tiles;
+     * each shape twice in a row (the tile counter must be back at 0). */
+    for (int rep = 0; rep < 2; rep++) {
+        CASE(.batch = 4, .sq = 1024, .sk = 1024, .hq = 16, .hkv = 16, .d = 128, .dtype = BF16, .causal = 1,
+             .wl = -1, .wr = -1);
+        CASE(.batch = 2, .sq = 1500, .sk = 1800, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .causal = 1, .wl = -1,
+             .wr = -1, .softcap = 20.0f);
+        CASE(.batch = 7, .sq = 333, .sk = 333, .hq = 24, .hkv = 8, .d = 96, .dtype = BF16, .causal = 1, .wl = -1,
+             .wr = -1, .layout = PADDED);
+    }
     /* Heads: 1, GQA 8:1, MQA; batch many. */
     CASE(.batch = 1, .sq = 333, .sk = 333, .hq = 1, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1);
     CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);

@@ -218,6 +218,36 @@ static void test_plan(void)
         CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
         mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
         CHECK(plan.grid == tiles, "d=%lld, 16384 keys: grid %u", (long long)dims[i], plan.grid);
+        /* causal, short loop: the same grids, with dynamic tiles (heavy first,
+         * L2-sized head groups) where persistent */
+        d.seqlen_k = 1000;
+        d.causal = 1;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        const int persistent = dims[i] <= 128;
+        CHECK(plan.grid == want && plan.dynamic == persistent, "d=%lld causal: grid %u dynamic %d", (long long)dims[i],
+              plan.grid, plan.dynamic);
+        const int64_t pairs = 16 * 2, group = ((int64_t)24 << 20) / (2 * 1000 * dims[i] * 2);
+        CHECK(plan.args.lpt_group == (persistent ? (int32_t)(group < pairs ? group : pairs) : 0),
+              "d=%lld causal: lpt group %d", (long long)dims[i], plan.args.lpt_group);
+        d.causal = 0;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        CHECK(!plan.dynamic && plan.args.lpt_group == 0, "non-causal: static tiles");
+    }
+    /* many heads: the heavy-first groups stop at the L2 budget */
+    d = base_desc();
+    d.causal = 1;
+    d.head_dim = 128;
+    d.seqlen_q = d.seqlen_k = 4096;
+    d.heads_q = d.heads_kv = 32;
+    d.batch = 4;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx >= 0) {
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        CHECK(plan.dynamic && plan.args.lpt_group == 12, "4 x 32 heads x 4096 keys: lpt group %d (24 MiB / 2 MiB)",
+              plan.args.lpt_group);
     }
 
     d = base_desc();

@@ -67,15 +67,15 @@
  *
  * Launch. Work tiles: tiles = ceil(seqlen_q / kBlockM) * heads_q * batch
  * (seqlen_q: the maximum for varlen). The kernel is persistent-capable: CTA c
- * processes tiles c, c + gridDim.x, ... in the order of
- * kernels/hopper/attention_fwd_tile_scheduler.cuh, so any grid.x >= 1 is
- * correct. Use
+ * starts with tile c and takes further tiles (c + gridDim.x, ..., or from
+ * tile_counter) in the order of kernels/hopper/attention_fwd_tile_scheduler.cuh,
+ * so any grid.x >= 1 is correct. Use
  *   grid  = {min(tiles, SMs), 1, 1} (persistent) for fixed-length calls without
- *           causal or window masks, with short key loops (the runtime's
- *           threshold, src/attention_select.c), on variants with q_stages = 2
- *           (see above); otherwise {tiles, 1, 1} (one tile per CTA: with unequal
- *           tiles the hardware's greedy hand-out balances better than the
- *           static round-robin; see the scheduler file). tiles < 2^31.
+ *           window masks, with short key loops (the runtime's threshold,
+ *           src/attention_select.c), on variants with q_stages = 2 (see above),
+ *           causal ones with tile_counter and lpt_group set; otherwise
+ *           {tiles, 1, 1} (one tile per CTA, the hardware hands CTAs out as
+ *           SMs free up). tiles < 2^31.
  *   block = {384, 1, 1}     (1 producer + 2 consumer warpgroups), no cluster
  *   dynamic shared memory = AttnFwdConfig<T, D>::kSmemBytes (set
  *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once per function).
@@ -144,7 +144,8 @@ struct mgpu_attention_fwd_args {
     float softmax_scale;      /* usually 1 / sqrt(head_dim) */
     float scale_log2;         /* softmax_scale * log2(e) */
     float softcap;            /* 0: off; else scores become softcap * tanh(scores / softcap) */
-    int32_t reserved0;        /* 0 */
+    int32_t lpt_group;        /* > 0: causal tile order, heavy query blocks first across groups of this
+                                 many (batch, head) pairs; 0: query block fastest */
     /* Strides in elements (batch strides ignored for varlen). */
     int64_t q_batch_stride, q_seq_stride, q_head_stride;
     int64_t k_batch_stride, k_seq_stride, k_head_stride;
@@ -156,6 +157,10 @@ struct mgpu_attention_fwd_args {
     int64_t lse_head_stride;
     uint64_t cu_seqlens_q;    /* int32[batch + 1] device address, or 0 */
     uint64_t cu_seqlens_k;    /* int32[batch + 1] device address, or 0 */
+    /* Persistent grid with tiles handed out at run time: two int32 counters
+     * (tiles taken beyond the first gridDim.x, CTAs done), 0 between launches
+     * (the last CTA to finish resets them). 0: CTA c takes tiles c, c + grid, ... */
+    uint64_t tile_counter;
 };
 
 struct mgpu_attention_fwd_params {

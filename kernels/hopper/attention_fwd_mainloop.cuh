@@ -51,14 +51,19 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
 {
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
-    for (int t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+    int t = scheduler.first();
+    if (!scheduler.valid(t))
+        t = scheduler.next(t); /* a dynamic scheduler counts every CTA out */
+    for (; scheduler.valid(t); t = scheduler.next(t)) {
         const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w, Cfg::kBlockM))
             continue;
         /* A Q buffer is free once both consumers have stored from it the O of
-         * the tile it last held (kQStages tiles ago). */
+         * the tile it last held (kQStages tiles ago). The tile index goes
+         * beside it; q_full's arrival publishes both. */
         const int q_stage = q_iter % Cfg::kQStages;
         mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
+        smem.q_tile[q_stage] = t;
         mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
         load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
                                           w.q_offset + w.m_block * Cfg::kBlockM, w.head_q, w.tma_batch);
@@ -79,6 +84,11 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
                                                w.tma_batch);
         }
     }
+    /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
+    const int q_stage = q_iter % Cfg::kQStages;
+    mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
+    smem.q_tile[q_stage] = -1;
+    mbar_arrive(&smem.q_full[q_stage]);
 }
 
 /* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
@@ -248,10 +258,20 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         named_barrier_arrive(kBarrierTurnFirst + 0, kTurnThreads);
 
     int kv_iter = 0, q_iter = 0;
-    for (int t = scheduler.first(); scheduler.valid(t); t = scheduler.next(t)) {
+    for (;;) {
+        /* The producer's next tile, published with its Q (-1: done). */
+        const int q_stage = q_iter % Cfg::kQStages;
+        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
+        /* Lane 0 reads it for its warp: the thread that later arrives on
+         * q_empty is then the one whose read the producer's next write of
+         * this slot must follow. */
+        int t = 0;
+        if (threadIdx.x % 32 == 0)
+            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        if (t < 0)
+            break;
         const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
-        if (!attn_fwd_tile_active(w, Cfg::kBlockM))
-            continue;
         const int count = w.n_block_end - w.n_block_begin;
         float o[Cfg::kHeadDim / 2];
 #pragma unroll
@@ -260,8 +280,6 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
         softmax.init();
 
-        const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
         if (count > 0)
             attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
 

@@ -117,6 +117,7 @@ struct AttnFwdConfig {
         uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
+        int q_tile[kQStages]; /* the tile whose Q the buffer holds; -1: no more tiles */
         uint64_t q_full[kQStages];
         uint64_t q_empty[kQStages];
         uint64_t k_full[kStages];

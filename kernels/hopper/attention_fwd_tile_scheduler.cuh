@@ -1,28 +1,30 @@
 /*
- * Persistent tile scheduler of the Hopper attention forward.
+ * Tile scheduler of the Hopper attention forward.
  *
- * A work tile is one 128-row query block of one (batch, head). CTA c takes
- * tiles c, c + gridDim.x, c + 2 gridDim.x, ... (static round-robin: producer
- * and consumers walk the same sequence without talking to each other), so
- * the kernel is correct for any grid size.
+ * A work tile is one 128-row query block of one (batch, head). CTA c starts
+ * with tile c; its producer thread takes each further tile either statically
+ * (c + gridDim.x, c + 2 gridDim.x, ...) or, when the runtime passes
+ * tile_counter, dynamically: gridDim.x + atomicAdd(counter, 1), so a CTA that
+ * finishes a light tile early takes the next one (greedy list scheduling).
+ * The producer publishes each tile index beside the Q buffer it loads
+ * (consumers read it after q_full), and -1 when it has no more; the
+ * consumers never compute tile indices themselves.
  *
- * Measured on H100 (bf16, d128): a persistent grid of min(tiles, SMs) CTAs
- * with this static assignment is no faster non-causal and slower causal
- * (B=1, S=16384: 453 vs 687 TFLOP/s) than one tile per CTA, where the
- * hardware hands tiles to SMs as they free up (greedy, heavy tiles first by
- * this order). So causal, windowed and varlen calls launch grid = tiles; a
- * dynamic scheduler (an atomic tile counter) is what would make the
- * persistent grid pay there. Unmasked fixed-length calls have equal tiles, so
- * the static assignment is balanced; with Q double-buffered (head dims up to
- * 128) they run grid = min(tiles, SMs), which hides the per-tile Q load,
- * pipeline fill and O store behind the neighbouring tiles
- * (docs/performance.md, Attention forward).
+ * Grid choice (src/attention_select.c): one tile per CTA where tiles are long
+ * (the hardware hands CTAs to SMs as they free up), a persistent grid of
+ * min(tiles, SMs) for short key loops with Q double-buffered, which hides
+ * each tile's Q load, pipeline fill and O store behind its neighbours
+ * (docs/performance.md, Attention forward). Causal tiles differ in length,
+ * so their persistent grid takes tiles dynamically.
  *
- * Linear order: query block fastest, then head, then batch. Consecutive tiles
- * share a head, so the CTAs running at one moment read the K/V of only a few
- * heads and those stay in L2. With causal masking the query blocks of a head
- * run in reverse (most keys first): the heavy tiles of each head start first
- * and the light ones fill the tail of the wave.
+ * Order. Default: query block fastest, then head, then batch; consecutive
+ * tiles share a head, so the CTAs running at one moment read the K/V of only
+ * a few heads and those stay in L2; with causal masking the query blocks of
+ * a head run in reverse (most keys first). With lpt_group = G (causal,
+ * dynamic): (batch, head) pairs are taken G at a time, G chosen so that
+ * their K/V fit in L2, and inside a group the query blocks run heaviest
+ * first across all G heads (longest-processing-time first), so the light
+ * tiles of a group fill the tail.
  */
 #pragma once
 
@@ -42,14 +44,46 @@ struct AttnTileScheduler {
     __device__ __forceinline__ explicit AttnTileScheduler(const mgpu_attention_fwd_args &args) : a(args) {}
 
     __device__ __forceinline__ int num_m_blocks() const { return (a.seqlen_q + kBlockM - 1) / kBlockM; }
+    __device__ __forceinline__ int total() const { return num_m_blocks() * a.heads_q * a.batch; }
     __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
-    __device__ __forceinline__ int next(int tile) const { return tile + static_cast<int>(gridDim.x); }
-    __device__ __forceinline__ bool valid(int tile) const { return tile < num_m_blocks() * a.heads_q * a.batch; }
+    __device__ __forceinline__ bool valid(int tile) const { return tile < total(); }
+
+    /* The producer's next tile (see above); once it is past the end, the last
+     * CTA to get there leaves both counters at 0 for the next launch. */
+    __device__ __forceinline__ int next(int tile) const
+    {
+        if (!a.tile_counter)
+            return tile + static_cast<int>(gridDim.x);
+        int *counters = reinterpret_cast<int *>(a.tile_counter);
+        const int t = static_cast<int>(gridDim.x) + atomicAdd(&counters[0], 1);
+        if (t >= total()) {
+            __threadfence(); /* this CTA's last take of counters[0] before its count in counters[1] */
+            if (atomicAdd(&counters[1], 1) == static_cast<int>(gridDim.x) - 1) {
+                /* every CTA has taken its last (empty) tile: nobody reads counters[0] again */
+                __threadfence();
+                atomicExch(&counters[0], 0);
+                atomicExch(&counters[1], 0);
+            }
+        }
+        return t;
+    }
 
     __device__ __forceinline__ AttnTileCoord decode(int tile) const
     {
         AttnTileCoord c;
         const int m_blocks = num_m_blocks();
+        if (a.lpt_group > 0) {
+            const int pairs = a.heads_q * a.batch;
+            const int group = tile / (m_blocks * a.lpt_group);
+            const int first_pair = group * a.lpt_group;
+            const int size = min(a.lpt_group, pairs - first_pair);
+            const int r = tile - group * m_blocks * a.lpt_group;
+            const int pair = first_pair + r % size;
+            c.m_block = m_blocks - 1 - r / size;
+            c.head_q = pair % a.heads_q;
+            c.batch = pair / a.heads_q;
+            return c;
+        }
         const int m = tile % m_blocks;
         const int rest = tile / m_blocks;
         c.m_block = a.causal ? m_blocks - 1 - m : m;
