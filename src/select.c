@@ -12,8 +12,11 @@
  *                            (even, or >= 8 of them);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
- *                         -> split-K over floor(SMs / CTAs of the tiles) K slices,
- *                            at least MIN_KTILES_PER_SPLIT k-tiles each;
+ *                         -> split-K over floor(target / CTAs of the tiles) K
+ *                            slices, at least MIN_KTILES_PER_SPLIT k-tiles each;
+ *                            the target is the SM count, or half of it for small
+ *                            m (streaming B, half the SMs already draw the memory
+ *                            bandwidth, and each slice adds partials to move);
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
  *                         -> that operand is packed into an aligned workspace.
  * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
@@ -308,11 +311,14 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t units = ceil_div(ceil_div(p->m, v->tile_m), v->cluster_m) *
                           ceil_div(ceil_div(p->n, v->tile_n), v->cluster_n) * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    /* Measured on H100 (docs/performance.md, latest GEMM): 64 / 128 x 8192 x 8192
+     * (64 tiles) ran best unsplit, 128 x 4096 x 14336 (32 tiles) with 2-4 slices. */
+    const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
     int64_t splits = 1;
     if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
-    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= sms && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
-        splits = sms / (units * cluster);
+    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+        splits = target / (units * cluster);
         if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
             splits = k_tiles / MIN_KTILES_PER_SPLIT;
         if (splits > MAX_SPLITS)

@@ -164,11 +164,12 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {8192, 8192, 8192, 1, 256, 1, 1},  /* large: 256 x 128 tiles */
         {4000, 4000, 4000, 1, 256, 1, 1},
         {1024, 1024, 1024, 32, 256, 1, 1}, /* batched */
-        {64, 4096, 4096, 1, 64, 1, 4},     /* m <= 64: 32 tiles of 64 x 128, split 132 / 32 */
-        {128, 4096, 4096, 1, 128, 1, 4},   /* small m: 32 tiles of 128 x 128 */
-        {65, 4096, 4096, 1, 128, 1, 4},
-        {64, 8192, 8192, 1, 64, 1, 2},
-        {128, 8192, 8192, 1, 128, 1, 2},
+        {64, 4096, 4096, 1, 64, 1, 2},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
+        {128, 4096, 4096, 1, 128, 1, 2},   /* small m: 32 tiles of 128 x 128 */
+        {65, 4096, 4096, 1, 128, 1, 2},
+        {64, 8192, 8192, 1, 64, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
+        {128, 8192, 8192, 1, 128, 1, 1},
+        {128, 4096, 14336, 1, 128, 1, 2},
         {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
         {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1},      /* too little K to split */
@@ -194,7 +195,10 @@ static void check_plans(const struct mgpu_device_caps *caps)
     struct mgpu_gemm_plan plan = plan_of(8192, 8192, 8192, 1, &fewer, 0);
     CHECK(plan.grid == 78, "8192^3 on 78 SMs: grid %lld", (long long)plan.grid);
     plan = plan_of(64, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.splits == 2 && plan.grid == 64, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
+    CHECK(plan.splits == 1 && plan.grid == 32, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
+          (long long)plan.grid);
+    plan = plan_of(64, 1024, 4096, 1, &fewer, 0);
+    CHECK(plan.splits == 4 && plan.grid == 32, "64x1024x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
           (long long)plan.grid);
     /* forced split factors are clamped to the number of k-tiles */
     plan = plan_of(8192, 8192, 8192, 1, caps, 3);
@@ -290,8 +294,8 @@ static void check_fp8(const struct mgpu_device_caps *caps)
                       "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d)", fp8[a], fp8[b],
                       (long long)ms[i], v ? v->name : mgpu_status_string(s), want_tile);
                 CHECK(ok && !plan.pack_a && !plan.pack_b, "fp8 m=%lld: aligned operands packed", (long long)ms[i]);
-                if (ms[i] == 64) /* 32 tiles of 128 x 128 on 132 SMs, 32 k-tiles of 128: split 4 */
-                    CHECK(ok && plan.splits == 4, "fp8 64x4096x4096: split-k %d, want 4", ok ? plan.splits : -1);
+                if (ms[i] == 64) /* 32 tiles of 128 x 128, small m: half of 132 SMs, split 2 */
+                    CHECK(ok && plan.splits == 2, "fp8 64x4096x4096: split-k %d, want 2", ok ? plan.splits : -1);
             }
         }
     /* 1-byte elements: an ld of 1000 bytes is not a multiple of 16, 1008 is */
