@@ -125,7 +125,14 @@ MGPU_API mgpu_status mgpu_create(mgpu_handle **out);
 MGPU_API mgpu_status mgpu_destroy(mgpu_handle *handle);
 
 /* Sets the stream (a CUstream or cudaStream_t; NULL for the legacy default
- * stream) on which later calls queue work. Returns SUCCESS or INVALID_HANDLE. */
+ * stream) on which later calls queue work. Returns SUCCESS or INVALID_HANDLE.
+ *
+ * Work queued through one handle must not run concurrently: some kernels
+ * (split-K GEMM, causal attention) share small counters that the handle owns
+ * and that each launch leaves at zero for the next. Switching streams is fine
+ * once the work queued on the old one is ordered before the new one (or has
+ * finished); for concurrent streams use one handle each, as with a cuBLAS
+ * handle's workspace. */
 MGPU_API mgpu_status mgpu_set_stream(mgpu_handle *handle, void *stream);
 
 /* The stream set by mgpu_set_stream. Returns SUCCESS, INVALID_HANDLE or NULL_POINTER. */
