@@ -2,7 +2,7 @@
  * mgpu-gen: the build-time generator. Meson builds it for the build machine
  * and runs it twice:
  *
- *   mgpu-gen units --archs sm90a,sm100a --groups gemm_sm90,... --outdir DIR
+ *   mgpu-gen units --archs sm90a,sm100a --groups gemm_sm90_ws,... --outdir DIR
  *       writes DIR/<group>.cu (one CUDA translation unit per group of
  *       variants), DIR/registry.c (the run-time table) and DIR/variants.md
  *       (the list of every variant in the table, for docs/). --groups is the
@@ -150,7 +150,6 @@ static const char *gather_body(enum gen_kind k)
 static const char *kernel_header(enum gen_kind k)
 {
     switch (k) {
-    case GEN_GEMM_SM90_TMA: return "hopper/gemm_sm90.cuh";
     case GEN_GEMM_SM100_TMA: return "blackwell/gemm_sm100.cuh";
     case GEN_GEMM_PORTABLE: return "common/gemm_portable.cuh";
     case GEN_GATHER_NARROW:
@@ -171,10 +170,8 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
     char name[NAME_SIZE];
     gen_entry_name(v, name, sizeof name);
     switch (v->kind) {
-    case GEN_GEMM_SM90_TMA:
     case GEN_GEMM_SM100_TMA: {
-        const char *ns = v->kind == GEN_GEMM_SM90_TMA ? "sm90" : "sm100";
-        fprintf(f, "\nusing Config%d = mgpu::%s::GemmConfig<%s, %s, %s, %d, %d, %d>;\n", index, ns,
+        fprintf(f, "\nusing Config%d = mgpu::sm100::GemmConfig<%s, %s, %s, %d, %d, %d>;\n", index,
                 cuda_type(v->dtype), v->a_kmajor ? "true" : "false", v->b_kmajor ? "true" : "false",
                 v->tile_m, v->tile_n, v->stages);
         fprintf(f, "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n",
@@ -186,8 +183,8 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
                 "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
                 "%s(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
                 "    const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::%s::gemm<Config%d>(&tma_a, &tma_b, args);\n}\n",
-                v->threads, name, ns, index);
+                "{\n    mgpu::sm100::gemm<Config%d>(&tma_a, &tma_b, args);\n}\n",
+                v->threads, name, index);
         return;
     }
     case GEN_GEMM_PORTABLE:
@@ -305,7 +302,6 @@ static void emit_unit(const char *outdir, const char *group)
 static const char *kind_enum(enum gen_kind k)
 {
     switch (k) {
-    case GEN_GEMM_SM90_TMA: return "MGPU_KIND_GEMM_SM90_TMA";
     case GEN_GEMM_SM100_TMA: return "MGPU_KIND_GEMM_SM100_TMA";
     case GEN_GEMM_PORTABLE: return "MGPU_KIND_GEMM_PORTABLE";
     case GEN_GATHER_NARROW: return "MGPU_KIND_GATHER_NARROW";

@@ -20,7 +20,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM90_GEMM(dt, layout) {GEN_GEMM_SM90_TMA, GEN_SM90A, dt, layout, 128, 128, 64, 4, 384, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 #define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 #define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
 
@@ -72,8 +71,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
         SM90_ATTENTION_FWD(dt, 192, 112), SM90_ATTENTION_FWD(dt, 256, 80)
 
 const struct gen_variant gen_variants[] = {
-    SM90_GEMM(GEN_F16, TN), SM90_GEMM(GEN_F16, NN), SM90_GEMM(GEN_F16, TT), SM90_GEMM(GEN_F16, NT),
-    SM90_GEMM(GEN_BF16, TN), SM90_GEMM(GEN_BF16, NN), SM90_GEMM(GEN_BF16, TT), SM90_GEMM(GEN_BF16, NT),
     PORTABLE_GEMM(GEN_SM90A),
     SM90_WS_FAMILY(GEN_F16, TN), SM90_WS_FAMILY(GEN_F16, NN), SM90_WS_FAMILY(GEN_F16, TT), SM90_WS_FAMILY(GEN_F16, NT),
     SM90_WS_FAMILY(GEN_BF16, TN), SM90_WS_FAMILY(GEN_BF16, NN), SM90_WS_FAMILY(GEN_BF16, TT),
@@ -99,7 +96,6 @@ const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]
 const char *gen_group_name(const struct gen_variant *v)
 {
     switch (v->kind) {
-    case GEN_GEMM_SM90_TMA: return "gemm_sm90";
     case GEN_GEMM_SM100_TMA: return "gemm_sm100";
     case GEN_GEMM_PORTABLE: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
     case GEN_GEMM_SM90_PERSISTENT: return "gemm_sm90_ws";
@@ -169,12 +165,10 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
 {
     char lt[3];
     switch (v->kind) {
-    case GEN_GEMM_SM90_TMA:
     case GEN_GEMM_SM100_TMA:
         layout_tag(v, lt);
-        snprintf(buf, size, "mgpu_gemm_%s_%s_%s_%dx%dx%d_s%d",
-                 v->kind == GEN_GEMM_SM90_TMA ? "sm90" : "sm100", gen_dtype_tag(v->dtype), lt,
-                 v->tile_m, v->tile_n, v->tile_k, v->stages);
+        snprintf(buf, size, "mgpu_gemm_sm100_%s_%s_%dx%dx%d_s%d", gen_dtype_tag(v->dtype), lt, v->tile_m,
+                 v->tile_n, v->tile_k, v->stages);
         return;
     case GEN_GEMM_PORTABLE:
         snprintf(buf, size, "mgpu_gemm_portable_%s_%dx%d", v->arch == GEN_SM90A ? "sm90" : "sm100",
@@ -238,7 +232,6 @@ static int attention_smem_bytes(const struct gen_variant *v)
 int gen_smem_bytes(const struct gen_variant *v)
 {
     switch (v->kind) {
-    case GEN_GEMM_SM90_TMA:
     case GEN_GEMM_SM100_TMA:
         return v->stages * (v->tile_m + v->tile_n) * v->tile_k * 2 + 2048;
     case GEN_GEMM_PORTABLE:

@@ -18,7 +18,6 @@ enum gen_arch {
 
 /* How a variant is built and launched; the runtime has one launcher per kind. */
 enum gen_kind {
-    GEN_GEMM_SM90_TMA,   /* kernels/hopper/gemm_sm90.cuh: TMA + wgmma, warp-specialized */
     GEN_GEMM_SM100_TMA,  /* kernels/blackwell/gemm_sm100.cuh: TMA + tcgen05 + TMEM */
     GEN_GEMM_PORTABLE,   /* kernels/common/gemm_portable.cuh: any alignment, any k */
     /* kernels/common/gather_portable.cuh (built for each arch): */
@@ -69,7 +68,7 @@ struct gen_arch_info {
 extern const struct gen_arch_info gen_archs[GEN_ARCH_COUNT];
 
 /* Derived facts, computed in one place (gen/variants.c). */
-const char *gen_group_name(const struct gen_variant *v);  /* "gemm_sm90" */
+const char *gen_group_name(const struct gen_variant *v);  /* "gemm_sm90_ws" */
 void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size);
 int gen_smem_bytes(const struct gen_variant *v);
 enum gen_dtype gen_b_dtype(const struct gen_variant *v);  /* B's element type */

@@ -151,7 +151,7 @@ static mgpu_status launch_single(mgpu_handle *h, const struct mgpu_driver *d, co
     CUtensorMap maps[2];
     void *params[3];
     int n_params = 0;
-    if (v->kind == MGPU_KIND_GEMM_SM90_TMA || v->kind == MGPU_KIND_GEMM_SM100_TMA) {
+    if (v->kind == MGPU_KIND_GEMM_SM100_TMA) {
         s = encode_operand(d, &maps[0], p->a_dtype, p->a, p->transa == MGPU_OP_T, p->m, p->k, p->lda,
                            p->stride_a, p->batch, v->tile_m, v->tile_k);
         if (s == MGPU_STATUS_SUCCESS)

@@ -9,7 +9,6 @@
 #include <stddef.h>
 
 enum mgpu_kernel_kind {
-    MGPU_KIND_GEMM_SM90_TMA,
     MGPU_KIND_GEMM_SM100_TMA,
     MGPU_KIND_GEMM_PORTABLE,
     MGPU_KIND_GATHER_NARROW,      /* row gather, 16-byte aligned rows <= 512 B */
@@ -46,7 +45,7 @@ struct mgpu_variant {
 };
 
 struct mgpu_image {
-    const char *name;            /* the group, e.g. "gemm_sm90" */
+    const char *name;            /* the group, e.g. "gemm_sm90_ws" */
     const unsigned char *data;   /* a cubin */
     size_t size;
 };

@@ -234,7 +234,7 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 
 static int is_tma_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_GEMM_SM90_TMA || k == MGPU_KIND_GEMM_SM100_TMA;
+    return k == MGPU_KIND_GEMM_SM100_TMA;
 }
 
 static int is_gemm_kind(enum mgpu_kernel_kind k)

@@ -37,7 +37,7 @@ int main(void)
             CHECK(v->index_type == 0 || v->index_type == 1, "%s: index type %d", v->name, v->index_type);
         CHECK((v->cc_major == 9 && v->cc_minor == 0) || (v->cc_major == 10 && v->cc_minor == 0),
               "%s: unexpected compute capability %d.%d", v->name, v->cc_major, v->cc_minor);
-        if (v->kind == MGPU_KIND_GEMM_SM90_TMA)
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT)
             CHECK(v->cc_major == 9 && strstr(v->name, "sm90"), "%s: sm90 kind on cc %d", v->name, v->cc_major);
         if (v->kind == MGPU_KIND_GEMM_SM100_TMA)
             CHECK(v->cc_major == 10 && strstr(v->name, "sm100"), "%s: sm100 kind on cc %d", v->name,

@@ -224,16 +224,9 @@ static void check_force(const struct mgpu_device_caps *caps)
     CHECK(pick(&p, caps, portable->name, &s) == portable, "forcing the portable variant failed");
     CHECK(pick(&p, caps, tc->name, &s) == tc, "forcing the chosen variant failed");
     if (tc->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
-        /* the persistent kernel packs what TMA cannot read; the first sm90 kernel cannot */
+        /* the persistent kernel packs what TMA cannot read */
         CHECK(pick(&odd, caps, tc->name, &s) == tc, "forcing the persistent variant on unaligned input: %s",
               mgpu_status_string(s));
-        for (int i = 0; i < mgpu_variant_count; i++)
-            if (mgpu_variants[i].kind == MGPU_KIND_GEMM_SM90_TMA && mgpu_variants[i].dtype == MGPU_DTYPE_F16 &&
-                mgpu_variants[i].a_kmajor == 1 && mgpu_variants[i].b_kmajor == 1) {
-                CHECK(pick(&p, caps, mgpu_variants[i].name, &s) != NULL, "forcing %s", mgpu_variants[i].name);
-                CHECK(pick(&odd, caps, mgpu_variants[i].name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
-                      "forcing %s on unaligned input: %s", mgpu_variants[i].name, mgpu_status_string(s));
-            }
         struct mgpu_gemm_problem k0 = p;
         k0.k = 0;
         CHECK(pick(&k0, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
@@ -247,14 +240,6 @@ static void check_force(const struct mgpu_device_caps *caps)
     struct mgpu_gemm_problem bf = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
     CHECK(pick(&bf, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
           "forcing an f16 variant on bf16 input: %s", mgpu_status_string(s));
-}
-
-static int find_variant(const char *name)
-{
-    for (int i = 0; i < mgpu_variant_count; i++)
-        if (strcmp(mgpu_variants[i].name, name) == 0)
-            return i;
-    return -1;
 }
 
 /* An fp8 TN problem with 16-byte multiple leading dimensions. */
@@ -338,8 +323,8 @@ static void check_fp8(const struct mgpu_device_caps *caps)
     CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "fp8 small smem: got %s", v ? v->name : "none");
 }
 
-/* Scales, bias and activations on Hopper: the persistent kernel (and split-K,
- * and the portable kernel), never the first sm90 kernel. */
+/* Scales, bias and activations on Hopper: the persistent kernel (split-K
+ * included) and the portable kernel. */
 static void check_epilogue_plans(const struct mgpu_device_caps *caps)
 {
     mgpu_status s;
@@ -354,10 +339,6 @@ static void check_epilogue_plans(const struct mgpu_device_caps *caps)
           "bias + gelu: not the persistent kernel");
     CHECK(mgpu_plan_gemm(&p, caps, NULL, 3, &plan, &s) == 0 && plan.splits == 3,
           "bias + gelu, forced split-K: split %d", plan.splits);
-    const int first = find_variant("mgpu_gemm_sm90_bf16_nt_128x128x64_s4");
-    if (first >= 0)
-        CHECK(pick(&p, caps, mgpu_variants[first].name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
-              "the first sm90 kernel forced with an epilogue: %s", mgpu_status_string(s));
     CHECK(pick(&p, caps, "mgpu_gemm_portable_sm90_64x64", &s) != NULL, "portable kernel forced with an epilogue: %s",
           mgpu_status_string(s));
     p.k = 0;
@@ -413,7 +394,7 @@ int main(void)
         /* a Hopper-only name cannot be forced onto Blackwell */
         mgpu_status s;
         struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
-        CHECK(pick(&p, &blackwell, "mgpu_gemm_sm90_f16_tn_128x128x64_s4", &s) == NULL, "sm90 forced on cc 10.0");
+        CHECK(pick(&p, &blackwell, "mgpu_gemm_sm90_ws_f16_tn_128x128x64_s6_c1", &s) == NULL, "sm90 forced on cc 10.0");
     }
     const struct mgpu_device_caps others[] = {{8, 0, 108, 166912}, {12, 0, 84, 101376}, {10, 3, 148, 232448},
                                               {9, 1, 132, 232448}, {7, 5, 40, 65536}};

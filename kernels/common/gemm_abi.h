@@ -58,7 +58,7 @@ struct mgpu_gemm_args {
     uint64_t a, b;        /* device addresses of A and B (portable kernel only) */
     int64_t lda, ldb, stride_a, stride_b; /* in elements (portable kernel only) */
 
-    /* Persistent sm90 kernel (the Blackwell and the first sm90 kernel ignore
+    /* Persistent sm90 kernel (the Blackwell kernel ignores
      * these; the runtime zeroes what a kernel does not use). */
     int32_t batch_count;  /* batches in this launch */
     int32_t band;         /* tile rows (of tile_m) per band of the grouped tile order */

@@ -56,6 +56,7 @@
 #include "hopper/attention_fwd_tile_size.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/warpgroup.cuh"
 #include "hopper/wgmma_attention.cuh"
 
 namespace mgpu {
@@ -144,18 +145,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads)
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads)
 {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_dec()
-{
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
-}
-
-template <int kRegisters>
-__device__ __forceinline__ void setmaxnreg_inc()
-{
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
 /* One work tile: one query block of one head of one sequence. */

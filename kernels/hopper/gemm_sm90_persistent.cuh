@@ -48,7 +48,7 @@
  *
  * Shared memory (dynamic, base rounded up to 1024 bytes): kStages A tiles,
  * kStages B tiles, then 2 x 8 KB epilogue buffers per consumer. Operand tiles
- * are 128-byte-swizzled TMA boxes as in gemm_sm90.cuh: a K-major operand is
+ * are 128-byte-swizzled TMA boxes: a K-major operand is
  * rows x 128 bytes (64 16-bit or 128 fp8 elements of K); an M/N-major one
  * (16-bit only) is 64-element-wide chunks of 64 K-rows (8 KB each), the
  * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
@@ -67,8 +67,8 @@
 #include "common/async_copy.cuh"
 #include "common/gemm_abi.h"
 #include "common/tile_scheduler.cuh"
-#include "hopper/gemm_sm90.cuh"
 #include "hopper/gemm_sm90_epilogue.cuh"
+#include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mgpu {
@@ -460,11 +460,11 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         __syncthreads();
 
     if (warpgroup == 0) {
-        detail::setmaxnreg_dec<Cfg::kProducerRegs>();
+        setmaxnreg_dec<Cfg::kProducerRegs>();
         if (threadIdx.x == 0)
             persistent::produce<Cfg>(tma_a, tma_b, a_tiles, b_tiles, full, empty, sched, args);
     } else {
-        detail::setmaxnreg_inc<Cfg::kConsumerRegs>();
+        setmaxnreg_inc<Cfg::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
         uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
