@@ -79,17 +79,6 @@ __device__ __forceinline__ float load_c(const OutT *p)
         return *p;
 }
 
-template <class OutT>
-__device__ __forceinline__ OutT from_float(float v)
-{
-    if constexpr (std::is_same_v<OutT, __half>)
-        return __float2half_rn(v);
-    else if constexpr (std::is_same_v<OutT, __nv_bfloat16>)
-        return __float2bfloat16_rn(v);
-    else
-        return v;
-}
-
 /* Two consecutive elements of a D column into shared memory. */
 template <class OutT>
 __device__ __forceinline__ void store_pair(uint8_t *p, float v0, float v1)
