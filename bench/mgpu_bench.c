@@ -93,6 +93,67 @@ struct timing {
     int ok;
 };
 
+/* Copies of a problem's operands (`set` bytes each) to rotate among so that
+ * together they are at least 3x the L2: no run finds its operands in cache. */
+static int rotate_copies(size_t set, size_t l2_bytes)
+{
+    const int copies = (int)((3 * l2_bytes + set - 1) / set);
+    return copies < 1 ? 1 : copies > MAX_ROTATE ? MAX_ROTATE : copies;
+}
+
+/* Times mgpu's call, run(ctx, copy, 0), against the peer's, run(ctx, copy, 1),
+ * alternating, single launches between CUDA events, on operand copy
+ * round % copies: WARMUP rounds, then the median of `reps` of each into
+ * res->mgpu_ms and res->cublas_ms. */
+#define WARMUP 5
+static void time_alternating(void (*run)(void *ctx, int copy, int peer), void *ctx, int copies, int reps,
+                             struct timing *res)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    float *t[2] = {malloc(sizeof(float) * (size_t)reps), malloc(sizeof(float) * (size_t)reps)};
+    for (int r = -WARMUP; r < reps; r++)
+        for (int peer = 0; peer < 2; peer++) {
+            cudaEventRecord(e0, 0);
+            run(ctx, (r + WARMUP) % copies, peer);
+            cudaEventRecord(e1, 0);
+            cudaEventSynchronize(e1);
+            if (r >= 0)
+                cudaEventElapsedTime(&t[peer][r], e0, e1);
+        }
+    for (int peer = 0; peer < 2; peer++)
+        qsort(t[peer], (size_t)reps, sizeof(float), cmp_float);
+    res->mgpu_ms = t[0][reps / 2];
+    res->cublas_ms = t[1][reps / 2];
+    free(t[0]);
+    free(t[1]);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+}
+
+/* One GEMM of run_shape on operand copy i: mgpu's (peer 0) or cuBLAS's (peer 1). */
+struct gemm_pair {
+    mgpu_handle *h;
+    cublasHandle_t cb;
+    struct shape s;
+    mgpu_dtype t;
+    mgpu_operation ta, tb;
+    cudaDataType ct;
+    cublasOperation_t cta, ctb;
+    void **A, **B, **C;
+    int64_t lda, ldb, ldc;
+};
+
+static void run_gemm_pair(void *ctx, int i, int peer)
+{
+    const struct gemm_pair *g = ctx;
+    if (peer)
+        run_cublas(g->cb, g->s, g->ct, g->cta, g->ctb, g->A[i], g->lda, g->B[i], g->ldb, g->C[i], g->ldc);
+    else
+        run_mgpu(g->h, g->s, g->t, g->ta, g->tb, g->A[i], g->lda, g->B[i], g->ldb, g->C[i], g->ldc);
+}
+
 static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s, mgpu_dtype t,
                                mgpu_operation ta, mgpu_operation tb, int reps, size_t l2_bytes)
 {
@@ -101,12 +162,7 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
     const int64_t batch = s.batch > 1 ? s.batch : 1;
     const size_t a_bytes = (size_t)(s.m * s.k * batch) * 2, b_bytes = (size_t)(s.k * s.n * batch) * 2;
     const size_t c_bytes = (size_t)(s.m * s.n * batch) * 2;
-    size_t set = a_bytes + b_bytes + c_bytes;
-    int copies = (int)((3 * l2_bytes + set - 1) / set);
-    if (copies < 1)
-        copies = 1;
-    if (copies > MAX_ROTATE)
-        copies = MAX_ROTATE;
+    const int copies = rotate_copies(a_bytes + b_bytes + c_bytes, l2_bytes);
     void *A[MAX_ROTATE], *B[MAX_ROTATE], *C[MAX_ROTATE];
     for (int i = 0; i < copies; i++) {
         A[i] = dalloc(a_bytes);
@@ -137,34 +193,8 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
     if (cr.nan_count || cr.rel_err > 1e-2)
         res.ok = 0;
 
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float *tm = malloc(sizeof(float) * (size_t)reps), *tc = malloc(sizeof(float) * (size_t)reps);
-    const int warmup = 5;
-    for (int r = -warmup; r < reps; r++) {
-        int i = (r + warmup) % copies;
-        cudaEventRecord(e0, 0);
-        run_mgpu(h, s, t, ta, tb, A[i], lda, B[i], ldb, C[i], ldc);
-        cudaEventRecord(e1, 0);
-        cudaEventSynchronize(e1);
-        if (r >= 0)
-            cudaEventElapsedTime(&tm[r], e0, e1);
-        cudaEventRecord(e0, 0);
-        run_cublas(cb, s, ct, cta, ctb, A[i], lda, B[i], ldb, C[i], ldc);
-        cudaEventRecord(e1, 0);
-        cudaEventSynchronize(e1);
-        if (r >= 0)
-            cudaEventElapsedTime(&tc[r], e0, e1);
-    }
-    qsort(tm, (size_t)reps, sizeof(float), cmp_float);
-    qsort(tc, (size_t)reps, sizeof(float), cmp_float);
-    res.mgpu_ms = tm[reps / 2];
-    res.cublas_ms = tc[reps / 2];
-    free(tm);
-    free(tc);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    struct gemm_pair pair = {h, cb, s, t, ta, tb, ct, cta, ctb, A, B, C, lda, ldb, ldc};
+    time_alternating(run_gemm_pair, &pair, copies, reps, &res);
     for (int i = 0; i < copies; i++) {
         cudaFree(A[i]);
         cudaFree(B[i]);
@@ -302,6 +332,22 @@ static void fill_any(void *dev, mgpu_dtype t, size_t count, uint64_t seed)
     free(host);
 }
 
+/* One call of run_lt_shape on operand copy i: mgpu_gemm_ex (peer 0) or cuBLASLt (peer 1). */
+struct lt_pair {
+    mgpu_handle *h;
+    const struct lt_problem *p;
+    const struct lt_buffers *x;
+};
+
+static void run_lt_pair(void *ctx, int i, int peer)
+{
+    const struct lt_pair *l = ctx;
+    if (peer)
+        lt_run(l->p, &l->x[i]);
+    else
+        mgpu_run_lt(l->h, l->p, &l->x[i]);
+}
+
 static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shape s, int reps, size_t l2_bytes)
 {
     struct timing res = {0, 0, 0, 1};
@@ -309,9 +355,7 @@ static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shap
     const size_t es = ref_dtype_bytes(in);
     const size_t a_bytes = (size_t)(s.m * s.k) * es, b_bytes = (size_t)(s.k * s.n) * es;
     const size_t d_bytes = (size_t)(s.m * s.n) * 2;
-    const size_t set = a_bytes + b_bytes + d_bytes;
-    int copies = (int)((3 * l2_bytes + set - 1) / set);
-    copies = copies < 1 ? 1 : copies > MAX_ROTATE ? MAX_ROTATE : copies;
+    const int copies = rotate_copies(a_bytes + b_bytes + d_bytes, l2_bytes);
     struct lt_buffers x[MAX_ROTATE];
     for (int i = 0; i < copies; i++) {
         x[i].a = dalloc(a_bytes);
@@ -353,34 +397,8 @@ static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shap
         res.ok = 0;
     cudaFree(ref.d);
 
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    float *tm = malloc(sizeof(float) * (size_t)reps), *tc = malloc(sizeof(float) * (size_t)reps);
-    const int warmup = 5;
-    for (int r = -warmup; r < reps; r++) {
-        const int i = (r + warmup) % copies;
-        cudaEventRecord(e0, 0);
-        mgpu_run_lt(h, &p, &x[i]);
-        cudaEventRecord(e1, 0);
-        cudaEventSynchronize(e1);
-        if (r >= 0)
-            cudaEventElapsedTime(&tm[r], e0, e1);
-        cudaEventRecord(e0, 0);
-        lt_run(&p, &x[i]);
-        cudaEventRecord(e1, 0);
-        cudaEventSynchronize(e1);
-        if (r >= 0)
-            cudaEventElapsedTime(&tc[r], e0, e1);
-    }
-    qsort(tm, (size_t)reps, sizeof(float), cmp_float);
-    qsort(tc, (size_t)reps, sizeof(float), cmp_float);
-    res.mgpu_ms = tm[reps / 2];
-    res.cublas_ms = tc[reps / 2];
-    free(tm);
-    free(tc);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    struct lt_pair pair = {h, &p, x};
+    time_alternating(run_lt_pair, &pair, copies, reps, &res);
     lt_teardown(&p);
     for (int i = 0; i < copies; i++) {
         cudaFree(x[i].a);
