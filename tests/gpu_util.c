@@ -136,32 +136,41 @@ void poison(void *dev, size_t bytes)
 struct compare_result compare_matrices(const void *out_dev, const void *ref_dev, mgpu_dtype t, int64_t m,
                                        int64_t n, int64_t ld, int64_t stride, int64_t batch)
 {
-    struct compare_result r = {0, 0, 0, 0};
+    struct compare_sums sums = {{0, 0, 0, 0}, 0, 0};
     size_t span = (size_t)((batch - 1) * stride + (n - 1) * ld + m);
     size_t esize = dtype_bytes(t);
     void *out = malloc(span * esize), *ref = malloc(span * esize);
     cudaMemcpy(out, out_dev, span * esize, cudaMemcpyDeviceToHost);
     cudaMemcpy(ref, ref_dev, span * esize, cudaMemcpyDeviceToHost);
-    double num = 0, den = 0;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < m; i++) {
                 size_t idx = (size_t)(b * stride + j * ld + i);
-                double o = load(out, t, idx), e = load(ref, t, idx);
-                if (!isfinite(o) && isfinite(e)) {
-                    r.nan_count++;
-                    continue;
-                }
-                double d = fabs(o - e);
-                num += d * d;
-                den += e * e;
-                if (d > r.max_err)
-                    r.max_err = d;
-                if (fabs(e) > r.max_ref)
-                    r.max_ref = fabs(e);
+                compare_add(&sums, load(out, t, idx), load(ref, t, idx));
             }
-    r.rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
     free(out);
     free(ref);
+    return compare_total(&sums);
+}
+
+void compare_add(struct compare_sums *s, double o, double e)
+{
+    if (!isfinite(o) && isfinite(e)) {
+        s->r.nan_count++;
+        return;
+    }
+    const double d = fabs(o - e);
+    s->num += d * d;
+    s->den += e * e;
+    if (d > s->r.max_err)
+        s->r.max_err = d;
+    if (fabs(e) > s->r.max_ref)
+        s->r.max_ref = fabs(e);
+}
+
+struct compare_result compare_total(const struct compare_sums *s)
+{
+    struct compare_result r = s->r;
+    r.rel_err = s->den > 0 ? sqrt(s->num / s->den) : sqrt(s->num);
     return r;
 }

@@ -32,6 +32,16 @@ struct compare_result {
 
 /* Compares the m x n column-major matrices (leading dimensions ldo, ldr) of
  * `batch` matrices `stride` elements apart. */
+/* Running sums of a comparison, element by element: compare_add(sums, out,
+ * ref) for each pair, then compare_total. A non-finite output counts in
+ * nan_count where the reference is finite (and enters no sum). */
+struct compare_sums {
+    struct compare_result r;
+    double num, den; /* sum of (out - ref)^2, sum of ref^2 */
+};
+void compare_add(struct compare_sums *s, double out, double ref);
+struct compare_result compare_total(const struct compare_sums *s);
+
 struct compare_result compare_matrices(const void *out_dev, const void *ref_dev, mgpu_dtype t, int64_t m,
                                        int64_t n, int64_t ld, int64_t stride, int64_t batch);
 

@@ -242,22 +242,23 @@ int main(void)
         printf("no CUDA device: skipped\n");
         return MGPU_TEST_SKIP;
     }
-    const char *q = getenv("MGPU_TEST_QUICK");
-    quick = q && q[0] == '1';
-    cudaFree(0);
-    if (mgpu_create(&handle) != MGPU_STATUS_SUCCESS) {
-        fprintf(stderr, "mgpu_create: %s\n", mgpu_last_error_message());
-        return 1;
-    }
-    cublasCreate(&cublas);
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    if (major != 9 || minor != 0) {
-        printf("epilogues run on compute capability 9.0 only (this device: %d.%d): skipped\n", major, minor);
+    if (!ref_test_start(&handle, &cublas, &quick)) {
+        /* Other devices refuse these calls with a status (cc 10.0: NOT_SUPPORTED; others: ARCH_MISMATCH). */
+        mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+        d.transa = MGPU_OP_T;
+        d.transb = MGPU_OP_N;
+        d.a_type = d.b_type = d.c_type = MGPU_DTYPE_BF16;
+        d.activation = MGPU_ACTIVATION_GELU;
+        const mgpu_status s = ref_run_small(handle, d);
+        CHECK(s == MGPU_STATUS_NOT_SUPPORTED || s == MGPU_STATUS_ARCH_MISMATCH,
+              "fused epilogues off compute capability 9.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
+              mgpu_status_string(s), mgpu_last_error_message());
+        CHECK(mgpu_last_error_message()[0] != '\0', "fused epilogues refused without a message");
+        printf("fused epilogues run on compute capability 9.0 only; this device refuses them: %s\n",
+               mgpu_last_error_message());
         cublasDestroy(cublas);
         mgpu_destroy(handle);
-        return MGPU_TEST_SKIP;
+        return check_exit();
     }
 
     const mgpu_operation N = MGPU_OP_N, T = MGPU_OP_T;

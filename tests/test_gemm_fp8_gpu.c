@@ -6,7 +6,8 @@
  * operand scales; the output scale, bias and activation are applied on the
  * host. Outputs are poisoned (NaN) before each call when beta == 0; each
  * case checks the relative Frobenius error, the max abs error, that no NaN
- * came out and that nothing outside D changed. Skips (77) without a GPU.
+ * came out and that nothing outside D changed. Skips (77) without a GPU; on
+ * a GPU other than compute capability 9.0 it checks that the call is refused.
  *
  * Error budget (why the limits are what they are). The inputs are exact
  * fp8 values and the reference multiplies the same values in fp32, so input
@@ -213,22 +214,23 @@ int main(void)
         printf("no CUDA device: skipped\n");
         return MGPU_TEST_SKIP;
     }
-    const char *q = getenv("MGPU_TEST_QUICK");
-    quick = q && q[0] == '1';
-    cudaFree(0);
-    if (mgpu_create(&handle) != MGPU_STATUS_SUCCESS) {
-        fprintf(stderr, "mgpu_create: %s\n", mgpu_last_error_message());
-        return 1;
-    }
-    cublasCreate(&cublas);
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    if (major != 9 || minor != 0) {
-        printf("fp8 GEMM runs on compute capability 9.0 only (this device: %d.%d): skipped\n", major, minor);
+    if (!ref_test_start(&handle, &cublas, &quick)) {
+        /* Other devices refuse these calls with a status (cc 10.0: NOT_SUPPORTED; others: ARCH_MISMATCH). */
+        mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+        d.transa = MGPU_OP_T;
+        d.transb = MGPU_OP_N;
+        d.a_type = d.b_type = MGPU_DTYPE_E4M3;
+        d.c_type = MGPU_DTYPE_BF16;
+        const mgpu_status s = ref_run_small(handle, d);
+        CHECK(s == MGPU_STATUS_NOT_SUPPORTED || s == MGPU_STATUS_ARCH_MISMATCH,
+              "fp8 GEMM off compute capability 9.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
+              mgpu_status_string(s), mgpu_last_error_message());
+        CHECK(mgpu_last_error_message()[0] != '\0', "fp8 GEMM refused without a message");
+        printf("fp8 GEMM runs on compute capability 9.0 only; this device refuses it: %s\n",
+               mgpu_last_error_message());
         cublasDestroy(cublas);
         mgpu_destroy(handle);
-        return MGPU_TEST_SKIP;
+        return check_exit();
     }
 
     const mgpu_dtype fp8[2] = {MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2};

@@ -148,31 +148,18 @@ float ref_finish(float v, float bias, mgpu_activation act, float scale_d)
 struct compare_result ref_compare(const void *out_dev, mgpu_dtype t, const float *ref, int64_t m, int64_t n,
                                   int64_t ld, int64_t stride, int64_t batch)
 {
-    struct compare_result r = {0, 0, 0, 0};
+    struct compare_sums sums = {{0, 0, 0, 0}, 0, 0};
     const size_t span = (size_t)((batch - 1) * stride + (n - 1) * ld + m);
     void *out = malloc(span * ref_dtype_bytes(t));
     ref_download(out, out_dev, span * ref_dtype_bytes(t));
-    double num = 0, den = 0;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < m; i++) {
                 const size_t idx = (size_t)(b * stride + j * ld + i);
-                const double o = ref_load(out, t, idx), e = ref[idx];
-                if (!isfinite(o)) {
-                    r.nan_count++;
-                    continue;
-                }
-                const double d = fabs(o - e);
-                num += d * d;
-                den += e * e;
-                if (d > r.max_err)
-                    r.max_err = d;
-                if (fabs(e) > r.max_ref)
-                    r.max_ref = fabs(e);
+                compare_add(&sums, ref_load(out, t, idx), ref[idx]);
             }
-    r.rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
     free(out);
-    return r;
+    return compare_total(&sums);
 }
 
 size_t ref_changed_outside(const void *dev, const void *before, size_t bytes, mgpu_dtype t, int64_t m, int64_t n,
@@ -210,4 +197,32 @@ void ref_upload(void *dev, const void *host, size_t bytes)
 void ref_download(void *host, const void *dev, size_t bytes)
 {
     cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+}
+
+int ref_test_start(mgpu_handle **handle, cublasHandle_t *cublas, int *quick)
+{
+    const char *q = getenv("MGPU_TEST_QUICK");
+    *quick = q && q[0] == '1';
+    cudaFree(0);
+    if (mgpu_create(handle) != MGPU_STATUS_SUCCESS) {
+        fprintf(stderr, "mgpu_create: %s\n", mgpu_last_error_message());
+        exit(1);
+    }
+    cublasCreate(cublas);
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    return major == 9 && minor == 0;
+}
+
+mgpu_status ref_run_small(mgpu_handle *handle, mgpu_gemm_desc desc)
+{
+    void *buf = ref_dalloc(1 << 16);
+    desc.m = desc.n = desc.k = 32;
+    desc.A = desc.B = desc.C = buf;
+    desc.lda = desc.ldb = desc.ldc = 32;
+    const mgpu_status s = mgpu_gemm_ex(handle, &desc);
+    cudaDeviceSynchronize();
+    cudaFree(buf);
+    return s;
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cublas_v2.h>
+
 #include "gpu_util.h"
 #include "mgpukernels.h"
 
@@ -40,6 +42,16 @@ struct compare_result ref_compare(const void *out_dev, mgpu_dtype t, const float
  * matrices that differ from `before` (a host copy taken before the call). */
 size_t ref_changed_outside(const void *dev, const void *before, size_t bytes, mgpu_dtype t, int64_t m, int64_t n,
                            int64_t ld, int64_t stride, int64_t batch);
+
+/* The start of the fp8 and epilogue GPU tests, after gpu_available():
+ * reads MGPU_TEST_QUICK, makes the primary context current, creates the
+ * handle and cuBLAS (exits with status 1 if the handle cannot be made).
+ * Returns 1 on compute capability 9.0, where those features run. */
+int ref_test_start(mgpu_handle **handle, cublasHandle_t *cublas, int *quick);
+
+/* Runs `desc` (dtypes, ops and epilogue set by the caller) as a 32 x 32 x 32
+ * call on scratch buffers and returns its status. */
+mgpu_status ref_run_small(mgpu_handle *handle, mgpu_gemm_desc desc);
 
 void *ref_dalloc(size_t bytes);
 void ref_upload(void *dev, const void *host, size_t bytes);
