@@ -35,10 +35,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
  * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
  * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
- * than 256; 192 rows leave room for 4 stages, 128 rows for 6. No clusters. */
-#define SM90_WS_FP8(da, db, tm, st) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 8, 1, 1, db}
-#define SM90_WS_FP8_FAMILY(da, db) SM90_WS_FP8(da, db, 192, 4), SM90_WS_FP8(da, db, 128, 6)
+ * than 256; 192 rows leave room for 4 stages, 128 rows for 6. The 192-row tile
+ * also comes in 2-CTA clusters along N (each CTA loads 96 rows of the shared A
+ * tile and multicasts them). */
+#define SM90_WS_FP8(da, db, tm, st, cn) \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 8, 1, cn, db}
+#define SM90_WS_FP8_FAMILY(da, db) \
+    SM90_WS_FP8(da, db, 192, 4, 1), SM90_WS_FP8(da, db, 192, 4, 2), SM90_WS_FP8(da, db, 128, 6, 1)
 /* Helpers' "tile" is the elements one thread handles: 8 16-bit elements (16
  * bytes) of a packed column. */
 #define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}

@@ -7,9 +7,9 @@
  *   k == 0                -> the portable kernel (D = beta * C);
  *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64:
  *                            the 64 x 128 tile, half the wasted tensor-core work);
- *   otherwise ("large")   -> the 256 x 128 tile; with CLUSTER_BY_DEFAULT, 2-CTA
- *                            clusters along N when the tile columns pair up
- *                            (even, or >= 8 of them);
+ *   otherwise ("large")   -> the 256 x 128 tile (fp8: 192 x 128); with
+ *                            CLUSTER_BY_DEFAULT, 2-CTA clusters along N when
+ *                            the tile columns pair up (even, or >= 8 of them);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -42,12 +42,13 @@
 #define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
-/* Measured on H200 (docs/performance.md): the 2-CTA cluster variants are
- * correct but 1.6x slower than the single-CTA ones, so they stay selectable
- * (MGPU_FORCE_VARIANT) and tested but off by default. Split-K partials live in
- * scratch memory from the handle's own pool, which keeps its memory mapped
- * between calls (src/handle.c). */
-#define CLUSTER_BY_DEFAULT 0
+/* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
+ * consumers of 8192 x 14336 x 4096 spent 29 % of their samples waiting for
+ * TMA data at 76 % of L2 throughput (ncu, H100). Measured on H100
+ * (docs/performance.md): 1-6 % faster on the large 16-bit shapes, even on
+ * fp8. Split-K partials live in scratch memory from the handle's own pool,
+ * which keeps its memory mapped between calls (src/handle.c). */
+#define CLUSTER_BY_DEFAULT 1
 #define SPLIT_K_BY_DEFAULT 1
 
 static const char *op_name(int op)
@@ -410,7 +411,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
         const int large_tile = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
         const int small_tile = !fp8 && p->m <= TINY_M ? TINY_M : SMALL_TILE_M;
         int v = small_m ? find_persistent(p, caps, small_tile, 1)
-                        : find_persistent(p, caps, large_tile, fp8 ? 1 : cluster);
+                        : find_persistent(p, caps, large_tile, cluster);
         if (v < 0)
             v = find_persistent(p, caps, large_tile, 1);
         if (v >= 0 && plan_persistent(p, caps, v, force_splits, plan) == 0) {

@@ -273,6 +273,11 @@ int main(void)
          "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c1", NULL, MGPU_ACTIVATION_GELU, 1},
         {513, 300, 700, 2, e5, e5, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0, "mgpu_gemm_sm90_ws_e5m2_tn_192x128x128_s4_c1",
          NULL, MGPU_ACTIVATION_RELU, 1},
+        /* 2-CTA clusters: 3 tile columns (the cluster's last CTA computes a tile outside D), with and without split-K */
+        {513, 300, 700, 2, e4, e5, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
+         "mgpu_gemm_sm90_ws_e4m3xe5m2_tn_192x128x128_s4_c2", NULL, MGPU_ACTIVATION_GELU, 1},
+        {700, 520, 2000, 1, e4, e4, f32, 1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0, "mgpu_gemm_sm90_ws_e4m3_tn_192x128x128_s4_c2",
+         "3", none, 0},
         {127, 129, 65, 2, e4, e5, f32, 1.0f, 0.5f, 0.5f, 0.25f, 2.0f, 0, "mgpu_gemm_portable_sm90_64x64", NULL,
          MGPU_ACTIVATION_GELU, 1},
         {33, 17, 0, 1, e4, e4, bf, 1.0f, 2.0f, 0.5f, 0.5f, 3.0f, 0, NULL, NULL, MGPU_ACTIVATION_RELU, 1}, /* k == 0 */

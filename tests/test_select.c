@@ -158,22 +158,26 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
 /* The persistent kernel's plan per shape class on Hopper. */
 static void check_plans(const struct mgpu_device_caps *caps)
 {
-    /* 2-CTA clusters are off by default (src/select.c says why); split-K
-     * fills the SMs when the tiles alone use at most half of them. */
+    /* 2-CTA clusters for the large tiles when the tile columns pair up
+     * (src/select.c says why); split-K fills the SMs when the tiles alone use
+     * at most half of them. */
     const struct { int64_t m, n, k, batch; int tile_m, cluster, splits; } cases[] = {
-        {8192, 8192, 8192, 1, 256, 1, 1},  /* large: 256 x 128 tiles */
-        {4000, 4000, 4000, 1, 256, 1, 1},
-        {1024, 1024, 1024, 32, 256, 1, 1}, /* batched */
+        {8192, 8192, 8192, 1, 256, 2, 1},  /* large: 256 x 128 tiles, 2-CTA clusters */
+        {4000, 4000, 4000, 1, 256, 2, 1},
+        {4000, 3000, 4000, 1, 256, 2, 1},  /* 24 tile columns */
+        {4000, 600, 4000, 1, 256, 1, 1},   /* 5 tile columns: an odd cluster would idle a CTA */
+        {4000, 1100, 4000, 1, 256, 2, 1},  /* 9 tile columns: enough to pair up with one idle CTA */
+        {1024, 1024, 1024, 32, 256, 2, 1}, /* batched */
         {64, 4096, 4096, 1, 64, 1, 2},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
         {128, 4096, 4096, 1, 128, 1, 2},   /* small m: 32 tiles of 128 x 128 */
         {65, 4096, 4096, 1, 128, 1, 2},
         {64, 8192, 8192, 1, 64, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
         {128, 8192, 8192, 1, 128, 1, 1},
         {128, 4096, 14336, 1, 128, 1, 2},
-        {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
+        {1000, 1000, 1000, 1, 256, 2, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
         {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 1, 16},  /* capped at MAX_SPLITS */
+        {300, 200, 20000, 1, 256, 2, 16},  /* capped at MAX_SPLITS */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -274,10 +278,11 @@ static void check_fp8(const struct mgpu_device_caps *caps)
                 const int ok = mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0;
                 const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
                 const int want_tile = ms[i] <= 128 ? 128 : 192;
+                const int want_cluster = ms[i] <= 128 ? 1 : 2; /* 32 tile columns pair up */
                 CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->dtype == fp8[a] && v->b_dtype == fp8[b] &&
-                          v->tile_m == want_tile && v->tile_k == 128 && v->cluster_m * v->cluster_n == 1,
-                      "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d)", fp8[a], fp8[b],
-                      (long long)ms[i], v ? v->name : mgpu_status_string(s), want_tile);
+                          v->tile_m == want_tile && v->tile_k == 128 && v->cluster_m * v->cluster_n == want_cluster,
+                      "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d, cluster %d)", fp8[a],
+                      fp8[b], (long long)ms[i], v ? v->name : mgpu_status_string(s), want_tile, want_cluster);
                 CHECK(ok && !plan.pack_a && !plan.pack_b, "fp8 m=%lld: aligned operands packed", (long long)ms[i]);
                 if (ms[i] == 64) /* 32 tiles of 128 x 128, small m: half of 132 SMs, split 2 */
                     CHECK(ok && plan.splits == 2, "fp8 64x4096x4096: split-k %d, want 2", ok ? plan.splits : -1);
