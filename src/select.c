@@ -9,7 +9,8 @@
  *                            the 64 x 128 tile, half the wasted tensor-core work);
  *   otherwise ("large")   -> the 256 x 128 tile (fp8: 192 x 128); with
  *                            CLUSTER_BY_DEFAULT, 2-CTA clusters along N when
- *                            the tile columns pair up (even, or >= 8 of them);
+ *                            one batch entry has >= 1024 such tiles and the
+ *                            tile columns pair up (even, or >= 8 of them);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -45,10 +46,13 @@
 /* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
  * consumers of 8192 x 14336 x 4096 spent 29 % of their samples waiting for
  * TMA data at 76 % of L2 throughput (ncu, H100). Measured on H100
- * (docs/performance.md): 1-6 % faster on the large 16-bit shapes, even on
- * fp8. Split-K partials live in scratch memory from the handle's own pool,
- * which keeps its memory mapped between calls (src/handle.c). */
+ * (docs/performance.md): 2-6 % faster from 8192 x 4096 outputs up (1024
+ * large tiles), 2-5 % slower on smaller ones (4096^3, 4096 x 4096 x 2048,
+ * 32 x 1024^3), even on fp8 8192^3. Split-K partials live in scratch memory
+ * from the handle's own pool, which keeps its memory mapped between calls
+ * (src/handle.c). */
 #define CLUSTER_BY_DEFAULT 1
+#define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
 #define SPLIT_K_BY_DEFAULT 1
 
 static const char *op_name(int op)
@@ -405,10 +409,13 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
         const int small_m = p->m <= SMALL_M;
         /* A 2-CTA cluster takes two tile columns; with an odd count one CTA
          * per cluster row idles, which only pays when there are many columns. */
-        const int64_t tiles_n = ceil_div(p->n, CLUSTER_TILE_N);
-        const int cluster = CLUSTER_BY_DEFAULT && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER) ? 2 : 1;
         const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
         const int large_tile = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
+        const int64_t tiles_n = ceil_div(p->n, CLUSTER_TILE_N);
+        const int cluster = CLUSTER_BY_DEFAULT && ceil_div(p->m, large_tile) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
+                                    (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER)
+                                ? 2
+                                : 1;
         const int small_tile = !fp8 && p->m <= TINY_M ? TINY_M : SMALL_TILE_M;
         int v = small_m ? find_persistent(p, caps, small_tile, 1)
                         : find_persistent(p, caps, large_tile, cluster);

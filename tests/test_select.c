@@ -158,26 +158,27 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
 /* The persistent kernel's plan per shape class on Hopper. */
 static void check_plans(const struct mgpu_device_caps *caps)
 {
-    /* 2-CTA clusters for the large tiles when the tile columns pair up
-     * (src/select.c says why); split-K fills the SMs when the tiles alone use
-     * at most half of them. */
+    /* 2-CTA clusters for the large tiles when there are many of them and
+     * the tile columns pair up (src/select.c says why); split-K fills the SMs
+     * when the tiles alone use at most half of them. */
     const struct { int64_t m, n, k, batch; int tile_m, cluster, splits; } cases[] = {
         {8192, 8192, 8192, 1, 256, 2, 1},  /* large: 256 x 128 tiles, 2-CTA clusters */
-        {4000, 4000, 4000, 1, 256, 2, 1},
-        {4000, 3000, 4000, 1, 256, 2, 1},  /* 24 tile columns */
-        {4000, 600, 4000, 1, 256, 1, 1},   /* 5 tile columns: an odd cluster would idle a CTA */
-        {4000, 1100, 4000, 1, 256, 2, 1},  /* 9 tile columns: enough to pair up with one idle CTA */
-        {1024, 1024, 1024, 32, 256, 2, 1}, /* batched */
+        {8192, 4096, 4096, 1, 256, 2, 1},  /* 1024 tiles */
+        {4096, 4096, 4096, 1, 256, 1, 1},  /* 512 tiles: no cluster */
+        {4000, 4000, 4000, 1, 256, 1, 1},
+        {32768, 600, 4096, 1, 256, 1, 1},  /* 5 tile columns: an odd cluster would idle a CTA */
+        {32768, 1100, 4096, 1, 256, 2, 1}, /* 9 tile columns: enough to pair up with one idle CTA */
+        {1024, 1024, 1024, 32, 256, 1, 1}, /* batched: 32 tiles per entry */
         {64, 4096, 4096, 1, 64, 1, 2},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
         {128, 4096, 4096, 1, 128, 1, 2},   /* small m: 32 tiles of 128 x 128 */
         {65, 4096, 4096, 1, 128, 1, 2},
         {64, 8192, 8192, 1, 64, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
         {128, 8192, 8192, 1, 128, 1, 1},
         {128, 4096, 14336, 1, 128, 1, 2},
-        {1000, 1000, 1000, 1, 256, 2, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
+        {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
         {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 2, 16},  /* capped at MAX_SPLITS */
+        {300, 200, 20000, 1, 256, 1, 16},  /* capped at MAX_SPLITS */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -270,15 +271,15 @@ static void check_fp8(const struct mgpu_device_caps *caps)
     struct mgpu_gemm_plan plan;
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
-            const int64_t ms[2] = {4096, 64};
-            for (int i = 0; i < 2; i++) {
+            const int64_t ms[3] = {8192, 4096, 64};
+            for (int i = 0; i < 3; i++) {
                 struct mgpu_gemm_problem p = fp8_problem(fp8[a], fp8[b], ms[i], 4096, 4096);
                 CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "fp8 %d x %d: %s", fp8[a], fp8[b],
                       mgpu_last_error_message());
                 const int ok = mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0;
                 const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
                 const int want_tile = ms[i] <= 128 ? 128 : 192;
-                const int want_cluster = ms[i] <= 128 ? 1 : 2; /* 32 tile columns pair up */
+                const int want_cluster = ms[i] == 8192 ? 2 : 1; /* 43 x 32 tiles of 192 x 128; 22 x 32 are too few */
                 CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->dtype == fp8[a] && v->b_dtype == fp8[b] &&
                           v->tile_m == want_tile && v->tile_k == 128 && v->cluster_m * v->cluster_n == want_cluster,
                       "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d, cluster %d)", fp8[a],
