@@ -345,11 +345,11 @@ static void emit_registry(const char *outdir, const char *groups[], int n_groups
                 "    {.name = \"%s\", .kind = %s, .cc_major = %d, .cc_minor = %d, .image = %d,\n"
                 "     .threads = %d, .smem_bytes = %d, .dtype = %d, .a_kmajor = %d, .b_kmajor = %d,\n"
                 "     .tile_m = %d, .tile_n = %d, .tile_k = %d, .stages = %d, .index_type = %d,\n"
-                "     .band = %d, .cluster_m = %d, .cluster_n = %d, .b_dtype = %d},\n",
+                "     .cluster_m = %d, .cluster_n = %d, .b_dtype = %d},\n",
                 name, kind_enum(v->kind), gen_archs[v->arch].cc_major, gen_archs[v->arch].cc_minor,
                 group_index(groups, n_groups, gen_group_name(v)), v->threads, gen_smem_bytes(v),
                 dtype_value(v->dtype), v->a_kmajor, v->b_kmajor, v->tile_m, v->tile_n, v->tile_k,
-                v->stages, index_value(v->index_type), v->band, v->cluster_m ? v->cluster_m : 1,
+                v->stages, index_value(v->index_type), v->cluster_m ? v->cluster_m : 1,
                 v->cluster_n ? v->cluster_n : 1, dtype_value(gen_b_dtype(v)));
         count++;
     }

@@ -20,18 +20,19 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
-#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
+#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, GEN_B_SAME}
+#define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, GEN_B_SAME}
 
 /* Persistent sm90 GEMM: tile_m x 128 tiles (tile_m is the wgmma N, 64..256), 384
- * threads, `st` stages, grouped tile order with bands of `bd` tile rows, clusters
- * of `cn` CTAs along N sharing (multicasting) the A tile. The operand pack
- * is a helper of the same launch path. 64-row tiles serve m <= 64. */
-#define SM90_WS_GEMM(dt, tm, st, bd, cn, ...) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, bd, 1, cn, GEN_B_SAME}
+ * threads, `st` stages, clusters of `cn` CTAs along N sharing (multicasting)
+ * the A tile. The band width of the tile order is chosen per call
+ * (src/select.c). The operand pack is a helper of the same launch path.
+ * 64-row tiles serve m <= 64. */
+#define SM90_WS_GEMM(dt, tm, st, cn, ...) \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, 1, cn, GEN_B_SAME}
 #define SM90_WS_FAMILY(dt, ...) \
-    SM90_WS_GEMM(dt, 256, 4, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 256, 4, 8, 2, __VA_ARGS__), \
-        SM90_WS_GEMM(dt, 128, 6, 8, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 64, 8, 8, 1, __VA_ARGS__)
+    SM90_WS_GEMM(dt, 256, 4, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 256, 4, 2, __VA_ARGS__), \
+        SM90_WS_GEMM(dt, 128, 6, 1, __VA_ARGS__), SM90_WS_GEMM(dt, 64, 8, 1, __VA_ARGS__)
 /* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
  * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
  * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
@@ -39,12 +40,12 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * also comes in 2-CTA clusters along N (each CTA loads 96 rows of the shared A
  * tile and multicasts them). */
 #define SM90_WS_FP8(da, db, tm, st, cn) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 8, 1, cn, db}
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, TN, tm, 128, 128, st, 384, GEN_NO_INDEX, 1, cn, db}
 #define SM90_WS_FP8_FAMILY(da, db) \
     SM90_WS_FP8(da, db, 192, 4, 1), SM90_WS_FP8(da, db, 192, 4, 2), SM90_WS_FP8(da, db, 128, 6, 1)
 /* Helpers' "tile" is the elements one thread handles: 8 16-bit elements (16
  * bytes) of a packed column. */
-#define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, 0, GEN_B_SAME}
+#define GEMM_HELPER(k, arch, per_thread) {k, arch, GEN_ANY_DTYPE, -1, -1, per_thread, 1, 1, 1, 256, GEN_NO_INDEX, 0, 0, GEN_B_SAME}
 
 /* Gather and scatter-add: the kernels move bytes, so gathers take any dtype;
  * scatter-add is compiled per element type. Every kind comes with int32 and

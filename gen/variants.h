@@ -53,7 +53,6 @@ struct gen_variant {
     int stages;
     int threads;
     enum gen_index index_type; /* gather / scatter; GEN_NO_INDEX for GEMM */
-    int band;                  /* persistent GEMM: tile rows per band of the grouped tile order */
     int cluster_m, cluster_n;  /* persistent GEMM: CTAs per cluster along M and N (0: no cluster) */
     enum gen_b_dtype b_dtype;  /* GEMM: B's element type when it is not `dtype` */
 };

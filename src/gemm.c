@@ -238,7 +238,7 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         .trans_a = p->transa, .trans_b = p->transb,
         .c = p->c, .ldc = p->ldc, .stride_c = p->stride_c,
         .a = a.base, .b = b.base, .lda = a.ld, .ldb = b.ld, .stride_a = a.stride, .stride_b = b.stride,
-        .batch_count = (int32_t)p->batch, .band = v->band, .splits = plan->splits,
+        .batch_count = (int32_t)p->batch, .band = plan->band, .splits = plan->splits,
         .a_broadcast = bcast_a, .b_broadcast = bcast_b,
         .workspace = next,
     };
@@ -323,8 +323,14 @@ static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
 
     const char *force = getenv("MGPU_FORCE_VARIANT");
     const char *force_splits = getenv("MGPU_FORCE_SPLIT_K");
+    const char *force_band = getenv("MGPU_FORCE_BAND");
+    const struct mgpu_gemm_force forced = {
+        .variant = force,
+        .splits = force_splits ? atoi(force_splits) : 0,
+        .band = force_band ? atoi(force_band) : 0,
+    };
     struct mgpu_gemm_plan plan;
-    if (mgpu_plan_gemm(p, &h->caps, force, force_splits ? atoi(force_splits) : 0, &plan, &s) < 0)
+    if (mgpu_plan_gemm(p, &h->caps, &forced, &plan, &s) < 0)
         return s;
     if (mgpu_log_enabled())
         mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s%s%s->%s%s%s%s lda=%lld ldb=%lld ldc=%lld: "
@@ -339,7 +345,7 @@ static mgpu_status gemm(mgpu_handle *h, const struct mgpu_gemm_problem *p)
                                                          : "",
                  (long long)p->lda, (long long)p->ldb, (long long)p->ldc,
                  mgpu_variants[plan.variant].name, force && force[0] ? " (forced)" : "", plan.shape_class,
-                 plan.splits, (long long)plan.grid, mgpu_variants[plan.variant].band,
+                 plan.splits, (long long)plan.grid, plan.band,
                  mgpu_variants[plan.variant].cluster_m, mgpu_variants[plan.variant].cluster_n,
                  plan.pack_a ? ", A packed" : "", plan.pack_b ? ", B packed" : "",
                  mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT && !mgpu_gemm_c_tma_eligible(p)

@@ -39,7 +39,6 @@ struct mgpu_variant {
     int tile_m, tile_n, tile_k;
     int stages;
     int index_type;         /* gather / scatter: mgpu_abi_index_type (gather_abi.h); GEMM: -1 */
-    int band;               /* persistent GEMM: tile rows per band of the tile order (0: none) */
     int cluster_m, cluster_n; /* CTAs per cluster along M and N (1 x 1: no cluster) */
     int b_dtype;            /* mgpu_dtype of B (differs from dtype for mixed fp8 pairs), or ANY */
 };

@@ -19,7 +19,8 @@
  *                            m (streaming B, half the SMs already draw the memory
  *                            bandwidth, and each slice adds partials to move);
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
- *                         -> that operand is packed into an aligned workspace.
+ *                         -> that operand is packed into an aligned workspace;
+ *   every persistent plan -> the band width of the tile order (choose_band).
  * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
  * the layouts and the operand alignment wins: the TMA kernel when TMA can read
  * A and B, else the portable kernel; fp8, scales, bias and activations are
@@ -27,6 +28,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Leading dimensions and strides beyond this many elements cannot address
@@ -306,10 +308,31 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Split-K factor, grid and helpers of a persistent variant on a problem. */
-static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
-                           int force_splits, struct mgpu_gemm_plan *plan)
+/* Band width of the tile order (kernels/common/tile_scheduler.cuh). The
+ * `at_once` units running at one moment cover about band x (at_once / band)
+ * cluster tiles, whose operands they fetch from L2 or memory: band cluster
+ * tiles' rows of A (tile_m each) and at_once / band columns of B (tile_n
+ * each). The sum band * tile_m + (at_once / band) * tile_n is least at
+ * band = sqrt(at_once * tile_n / tile_m): 8 for 132 CTAs of 256 x 128 tiles
+ * or 66 clusters of 256 x 256, 11 for 128 x 128 tiles. Rounded, at most the
+ * tile rows of a batch entry (a wider band is the same order). */
+static int choose_band(int64_t at_once, int64_t tile_m, int64_t tile_n, int64_t rows, int force_band)
 {
+    int64_t band = force_band;
+    if (band <= 0) {
+        const double best = sqrt((double)at_once * (double)tile_n / (double)tile_m);
+        band = (int64_t)(best + 0.5);
+    }
+    if (band > rows)
+        band = rows;
+    return band < 1 ? 1 : (int)band;
+}
+
+/* Split-K factor, band, grid and helpers of a persistent variant on a problem. */
+static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
+                           const struct mgpu_gemm_force *force, struct mgpu_gemm_plan *plan)
+{
+    const int force_splits = force ? force->splits : 0;
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const int64_t cluster = (int64_t)v->cluster_m * v->cluster_n;
     const int64_t k_tiles = ceil_div(p->k, v->tile_k);
@@ -347,6 +370,9 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t max_grid = sms / cluster * cluster;
     const int64_t want = units * splits * cluster;
     plan->grid = want < max_grid ? want : (max_grid > 0 ? max_grid : cluster);
+    plan->band = choose_band(plan->grid / cluster, (int64_t)v->tile_m * v->cluster_m,
+                             (int64_t)v->tile_n * v->cluster_n,
+                             ceil_div(ceil_div(p->m, v->tile_m), v->cluster_m), force ? force->band : 0);
     return 0;
 }
 
@@ -357,12 +383,14 @@ static void plan_single(struct mgpu_gemm_plan *plan, int variant, const char *sh
     plan->pack_variant = -1;
     plan->pack_a = plan->pack_b = 0;
     plan->grid = 0;
+    plan->band = 0;
     plan->shape_class = shape_class;
 }
 
-int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
-                   int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status)
+int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                   const struct mgpu_gemm_force *forced, struct mgpu_gemm_plan *plan, mgpu_status *status)
 {
+    const char *force = forced ? forced->variant : NULL;
     const int tma = mgpu_gemm_tma_eligible(p);
     int for_device = 0;
     for (int i = 0; i < mgpu_variant_count; i++)
@@ -395,7 +423,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
                 return -1;
             }
             plan_single(plan, i, "forced");
-            if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && plan_persistent(p, caps, i, force_splits, plan) < 0)
+            if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && plan_persistent(p, caps, i, forced, plan) < 0)
                 break;
             return 0;
         }
@@ -421,7 +449,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
                         : find_persistent(p, caps, large_tile, cluster);
         if (v < 0)
             v = find_persistent(p, caps, large_tile, 1);
-        if (v >= 0 && plan_persistent(p, caps, v, force_splits, plan) == 0) {
+        if (v >= 0 && plan_persistent(p, caps, v, forced, plan) == 0) {
             plan->shape_class = plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
                                                  : (small_m ? "small m" : "large");
             return 0;
@@ -443,5 +471,6 @@ int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device
                      const char *force, mgpu_status *status)
 {
     struct mgpu_gemm_plan plan;
-    return mgpu_plan_gemm(p, caps, force, 0, &plan, status) < 0 ? -1 : plan.variant;
+    const struct mgpu_gemm_force forced = {.variant = force};
+    return mgpu_plan_gemm(p, caps, &forced, &plan, status) < 0 ? -1 : plan.variant;
 }

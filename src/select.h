@@ -70,16 +70,25 @@ struct mgpu_gemm_plan {
     int pack_variant;     /* the operand copy, or -1 */
     int pack_a, pack_b;   /* 1: that operand is copied into an aligned workspace first */
     int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */
+    int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
     const char *shape_class; /* why: for MGPU_LOG */
 };
 
-/* The full plan for a valid problem on a device (see mgpu_select_gemm for
- * `force`); force_splits > 0 fixes the split-K factor of the persistent
- * kernel (clamped to [1, number of k-tiles]: 64-wide for 16-bit inputs,
- * 128-wide for fp8), 0 lets the heuristic choose. Returns 0, or -1 with
- * *status (and the message) set. */
-int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
-                   int force_splits, struct mgpu_gemm_plan *plan, mgpu_status *status);
+/* Settings that override the heuristic (MGPU_FORCE_VARIANT,
+ * MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND); zero / NULL fields leave it alone. */
+struct mgpu_gemm_force {
+    const char *variant; /* a variant's entry name */
+    int splits;          /* split-K factor, clamped to [1, number of k-tiles] */
+    int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
+};
+
+/* The full plan for a valid problem on a device; `force` (may be NULL) fixes
+ * what it names: the variant (see mgpu_select_gemm), the split-K factor of
+ * the persistent kernel (k-tiles are 64-wide for 16-bit inputs, 128-wide for
+ * fp8) and its band width. Returns 0, or -1 with *status (and the message)
+ * set. */
+int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                   const struct mgpu_gemm_force *force, struct mgpu_gemm_plan *plan, mgpu_status *status);
 
 /* 1 when D can leave through a TMA store: C 16-byte aligned, m, ldc (and for
  * batches stride_c) multiples of 16 bytes. */

@@ -87,7 +87,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "odd lda: got %s", v ? v->name : "none");
     if (packs) {
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b &&
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b &&
                   plan.pack_variant >= 0 && mgpu_variants[plan.pack_variant].kind == MGPU_KIND_GEMM_PACK,
               "odd lda: A not packed");
     }
@@ -97,7 +97,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "unaligned B: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && plan.pack_b,
               "unaligned B: B not packed");
 
     p = base;
@@ -113,7 +113,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "broadcast A: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
               "broadcast A: the persistent kernel reads it through TMA, unpacked");
     p.stride_a = 1000 * 1000;
     v = pick(&p, caps, NULL, &s);
@@ -122,7 +122,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "odd batch stride: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
               "odd batch stride: A not packed");
 
     /* a device with too little shared memory for the tensor-core tiles */
@@ -150,8 +150,9 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
     mgpu_status s = MGPU_STATUS_SUCCESS;
     CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "%lldx%lldx%lld: invalid", (long long)m, (long long)n,
           (long long)k);
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, force_splits, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m,
-          (long long)n, (long long)k, mgpu_status_string(s));
+    const struct mgpu_gemm_force force = {.splits = force_splits};
+    CHECK(mgpu_plan_gemm(&p, caps, &force, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
+          (long long)k, mgpu_status_string(s));
     return plan;
 }
 
@@ -160,39 +161,41 @@ static void check_plans(const struct mgpu_device_caps *caps)
 {
     /* 2-CTA clusters for the large tiles when there are many of them and
      * the tile columns pair up (src/select.c says why); split-K fills the SMs
-     * when the tiles alone use at most half of them. */
-    const struct { int64_t m, n, k, batch; int tile_m, cluster, splits; } cases[] = {
-        {8192, 8192, 8192, 1, 256, 2, 1},  /* large: 256 x 128 tiles, 2-CTA clusters */
-        {8192, 4096, 4096, 1, 256, 2, 1},  /* 1024 tiles */
-        {4096, 4096, 4096, 1, 256, 1, 1},  /* 512 tiles: no cluster */
-        {4000, 4000, 4000, 1, 256, 1, 1},
-        {32768, 600, 4096, 1, 256, 1, 1},  /* 5 tile columns: an odd cluster would idle a CTA */
-        {32768, 1100, 4096, 1, 256, 2, 1}, /* 9 tile columns: enough to pair up with one idle CTA */
-        {1024, 1024, 1024, 32, 256, 1, 1}, /* batched: 32 tiles per entry */
-        {64, 4096, 4096, 1, 64, 1, 2},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
-        {128, 4096, 4096, 1, 128, 1, 2},   /* small m: 32 tiles of 128 x 128 */
-        {65, 4096, 4096, 1, 128, 1, 2},
-        {64, 8192, 8192, 1, 64, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
-        {128, 8192, 8192, 1, 128, 1, 1},
-        {128, 4096, 14336, 1, 128, 1, 2},
-        {1000, 1000, 1000, 1, 256, 1, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
-        {4096, 128, 8192, 1, 256, 1, 8},   /* skinny n */
-        {64, 4096, 256, 1, 64, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 1, 16},  /* capped at MAX_SPLITS */
+     * when the tiles alone use at most half of them. The band is
+     * sqrt(units at once x tile_n / tile_m) cluster tile rows, at most the
+     * tile rows of a batch entry. */
+    const struct { int64_t m, n, k, batch; int tile_m, cluster, splits, band; } cases[] = {
+        {8192, 8192, 8192, 1, 256, 2, 1, 8},  /* large: 256 x 128 tiles, 2-CTA clusters: sqrt(66) */
+        {8192, 4096, 4096, 1, 256, 2, 1, 8},  /* 1024 tiles */
+        {4096, 4096, 4096, 1, 256, 1, 1, 8},  /* 512 tiles: no cluster, sqrt(132 / 2) */
+        {4000, 4000, 4000, 1, 256, 1, 1, 8},
+        {32768, 600, 4096, 1, 256, 1, 1, 8},  /* 5 tile columns: an odd cluster would idle a CTA */
+        {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
+        {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */
+        {64, 4096, 4096, 1, 64, 1, 2, 1},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
+        {128, 4096, 4096, 1, 128, 1, 2, 1},   /* small m: 32 tiles of 128 x 128 */
+        {65, 4096, 4096, 1, 128, 1, 2, 1},
+        {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
+        {128, 8192, 8192, 1, 128, 1, 1, 1},
+        {128, 4096, 14336, 1, 128, 1, 2, 1},
+        {1000, 1000, 1000, 1, 256, 1, 4, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
+        {4096, 128, 8192, 1, 256, 1, 8, 8},   /* skinny n */
+        {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
+        {300, 200, 20000, 1, 256, 1, 16, 2},  /* capped at MAX_SPLITS */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
         const int cluster = v->cluster_m * v->cluster_n;
         CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->tile_m == cases[i].tile_m &&
-                  cluster == cases[i].cluster && plan.splits == cases[i].splits,
-              "%lldx%lldx%lld batch %lld: got %s, split-k %d (want tile_m %d, cluster %d, split-k %d)",
+                  cluster == cases[i].cluster && plan.splits == cases[i].splits && plan.band == cases[i].band,
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d, band %d (want tile_m %d, cluster %d, split-k %d, "
+              "band %d)",
               (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
-              v->name, plan.splits, cases[i].tile_m, cases[i].cluster, cases[i].splits);
+              v->name, plan.splits, plan.band, cases[i].tile_m, cases[i].cluster, cases[i].splits, cases[i].band);
         CHECK(plan.grid >= cluster && plan.grid <= caps->sm_count && plan.grid % cluster == 0,
               "%s: grid %lld on %d SMs", v->name, (long long)plan.grid, caps->sm_count);
         CHECK(!plan.pack_a && !plan.pack_b && plan.pack_variant < 0, "%s: aligned operands packed", v->name);
-        CHECK(v->band > 0, "%s: no band width", v->name);
     }
     /* the grid follows the device's SM count, never a constant */
     struct mgpu_device_caps fewer = *caps;
@@ -212,6 +215,19 @@ static void check_plans(const struct mgpu_device_caps *caps)
     plan = plan_of(16384, 16384, 4096, 1, caps, 2);
     CHECK(plan.splits == 1, "forced split-k 2 on 16384^2 tiles (%d counters): got %d", MGPU_SPLIT_COUNTERS,
           plan.splits);
+    /* a forced band is clamped to the tile rows */
+    {
+        struct mgpu_gemm_problem p = {.transa = MGPU_OP_T, .transb = MGPU_OP_N, .m = 8192, .n = 8192, .k = 8192,
+                                      .batch = 1, .a_dtype = MGPU_DTYPE_BF16, .b_dtype = MGPU_DTYPE_BF16,
+                                      .c_dtype = MGPU_DTYPE_BF16, .a = 256, .b = 256, .c = 256,
+                                      .lda = 8192, .ldb = 8192, .ldc = 8192};
+        mgpu_status s = MGPU_STATUS_SUCCESS;
+        const struct mgpu_gemm_force three = {.band = 3}, huge = {.band = 1000};
+        CHECK(mgpu_plan_gemm(&p, caps, &three, &plan, &s) == 0 && plan.band == 3, "forced band 3: got %d",
+              plan.band);
+        CHECK(mgpu_plan_gemm(&p, caps, &huge, &plan, &s) == 0 && plan.band == 32, "forced band 1000: got %d",
+              plan.band);
+    }
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
@@ -276,7 +292,7 @@ static void check_fp8(const struct mgpu_device_caps *caps)
                 struct mgpu_gemm_problem p = fp8_problem(fp8[a], fp8[b], ms[i], 4096, 4096);
                 CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "fp8 %d x %d: %s", fp8[a], fp8[b],
                       mgpu_last_error_message());
-                const int ok = mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0;
+                const int ok = mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0;
                 const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
                 const int want_tile = ms[i] <= 128 ? 128 : 192;
                 const int want_cluster = ms[i] == 8192 ? 2 : 1; /* 43 x 32 tiles of 192 x 128; 22 x 32 are too few */
@@ -291,24 +307,24 @@ static void check_fp8(const struct mgpu_device_caps *caps)
         }
     /* 1-byte elements: an ld of 1000 bytes is not a multiple of 16, 1008 is */
     struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1000, 1000, 1000);
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
           "fp8 ld 1000: both operands must be packed");
     p.lda = p.ldb = 1008;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
           "fp8 ld 1008: nothing to pack");
     p.a += 8; /* 8-byte aligned base */
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
           "fp8 A at an 8-byte boundary: A must be packed");
     /* k == 0: the portable kernel */
     p = fp8_problem(MGPU_DTYPE_E5M2, MGPU_DTYPE_E4M3, 100, 100, 0);
     p.lda = p.ldb = 1;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
           "fp8 k = 0: not the portable kernel");
     /* forced split-K is clamped to 128-wide k-tiles: k = 304 has 3 */
     p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 256, 256, 304);
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 1000, &plan, &s) == 0 && plan.splits == 3,
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 1000}, &plan, &s) == 0 && plan.splits == 3,
           "fp8 k=304 forced split 1000: got %d, want 3", plan.splits);
     /* forcing: a 16-bit variant cannot take fp8, nor an fp8 variant of the other pair */
     p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2, 512, 512, 512);
@@ -340,15 +356,15 @@ static void check_epilogue_plans(const struct mgpu_device_caps *caps)
     p.bias_dtype = MGPU_DTYPE_F32;
     p.activation = MGPU_ACTIVATION_GELU;
     CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "bias + gelu: %s", mgpu_last_error_message());
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
           "bias + gelu: not the persistent kernel");
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 3, &plan, &s) == 0 && plan.splits == 3,
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 3}, &plan, &s) == 0 && plan.splits == 3,
           "bias + gelu, forced split-K: split %d", plan.splits);
     CHECK(pick(&p, caps, "mgpu_gemm_portable_sm90_64x64", &s) != NULL, "portable kernel forced with an epilogue: %s",
           mgpu_status_string(s));
     p.k = 0;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, 0, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
           "bias + gelu with k = 0: not the portable kernel");
 }
