@@ -25,6 +25,7 @@ run() { # name, command...
 [ "${SKIP_TESTS:-0}" = 1 ] || run gather_gpu $B/tests/test_gather_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run attention_gpu $B/tests/test_attention_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run threads_gpu $B/tests/test_threads_gpu
+[ "${SKIP_TESTS:-0}" = 1 ] || run log_gpu $B/tests/test_log_gpu
 [ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do

@@ -1,5 +1,8 @@
 /*
- * GPU test of mgpu_attention_fwd against a float32 CPU reference.
+ * GPU test of mgpu_attention_fwd against a float32 reference: on the CPU for
+ * small heads; for large ones (Sq * Sk * d over REF_GPU_WORK) the two matrix
+ * products run on the GPU through cuBLAS in fp32 (cublasSgemm on the decoded
+ * inputs) and the masking and softmax on the CPU, in the same loop.
  *
  * Each case fills Q, K and V (in one of several memory layouts: dense,
  * (batch, head, seq, dim) through strides, padded strides, one fused QKV
@@ -11,6 +14,7 @@
  * error <= 1e-2 and nothing is left NaN. MGPU_TEST_QUICK=1 runs a few small
  * cases (for compute-sanitizer). Exits 77 without a device.
  */
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +28,9 @@
 #define MAX_LSE_ERR 1e-2
 #define POISON_16 0xffffu
 #define ALIGN_ELEMS 8 /* 16 bytes of 16-bit elements: what strides and offsets keep */
+#define REF_GPU_WORK ((int64_t)1 << 27) /* Sq * Sk * d of a head above which the reference uses cuBLAS */
+
+static cublasHandle_t ref_blas;
 
 enum layout {
     DENSE,   /* zero strides: the library's dense default */
@@ -37,6 +44,7 @@ struct tcase {
     mgpu_dtype dtype;
     int causal, wl, wr;
     float softcap;
+    float scale; /* softmax_scale; 0: the default 1 / sqrt(d) */
     int varlen;
     enum layout layout;
     int no_lse;
@@ -138,6 +146,50 @@ static const char *layout_name(enum layout l)
     return l == BHSD ? "bhsd" : l == PADDED ? "padded" : l == FUSED ? "fused" : "dense";
 }
 
+/* A tensor's decoded values on the GPU in fp32, for the cuBLAS reference. */
+static float *upload_f32(const struct tensor *t)
+{
+    float *dev = NULL;
+    cudaMalloc((void **)&dev, t->elems * sizeof(float));
+    cudaMemcpy(dev, t->val, t->elems * sizeof(float), cudaMemcpyHostToDevice);
+    return dev;
+}
+
+/* Element (row r, column x) of a (rows x d) head matrix starting at `first`
+ * with rows `ld` apart is first[r * ld + x]: column-major d x rows with
+ * leading dimension ld. dots[i * sk + j] = <Q_i, K_j> for the head's sq
+ * query rows at q_first and sk key rows at k_first (fp32, on the GPU). */
+static void gpu_dots(const float *q_first, int64_t q_ld, const float *k_first, int64_t k_ld, int sq, int sk, int d,
+                     float *dots)
+{
+    float *s_dev = NULL;
+    cudaMalloc((void **)&s_dev, (size_t)sq * sk * sizeof(float));
+    const float one = 1.0f, zero = 0.0f;
+    /* S (sk x sq, column-major) = K^T (sk x d) * Q (d x sq) */
+    cublasStatus_t st = cublasSgemm(ref_blas, CUBLAS_OP_T, CUBLAS_OP_N, sk, sq, d, &one, k_first, (int)k_ld, q_first,
+                                    (int)q_ld, &zero, s_dev, sk);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "reference cublasSgemm (Q K^T): %d", (int)st);
+    cudaMemcpy(dots, s_dev, (size_t)sq * sk * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(s_dev);
+}
+
+/* out[i * d + x] = sum_j p[i * sk + j] * V_j[x] (fp32, on the GPU). */
+static void gpu_pv(const float *p, const float *v_first, int64_t v_ld, int sq, int sk, int d, float *out)
+{
+    float *p_dev = NULL, *o_dev = NULL;
+    cudaMalloc((void **)&p_dev, (size_t)sq * sk * sizeof(float));
+    cudaMalloc((void **)&o_dev, (size_t)sq * d * sizeof(float));
+    cudaMemcpy(p_dev, p, (size_t)sq * sk * sizeof(float), cudaMemcpyHostToDevice);
+    const float one = 1.0f, zero = 0.0f;
+    /* O (d x sq, column-major) = V (d x sk) * P (sk x sq) */
+    cublasStatus_t st = cublasSgemm(ref_blas, CUBLAS_OP_N, CUBLAS_OP_N, d, sq, sk, &one, v_first, (int)v_ld, p_dev, sk,
+                                    &zero, o_dev, d);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "reference cublasSgemm (P V): %d", (int)st);
+    cudaMemcpy(out, o_dev, (size_t)sq * d * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(p_dev);
+    cudaFree(o_dev);
+}
+
 static void run_case(mgpu_handle *h, struct tcase c)
 {
     const mgpu_dtype dt = c.dtype;
@@ -208,6 +260,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
     desc.window_left = c.wl;
     desc.window_right = c.wr;
     desc.softcap = c.softcap;
+    desc.softmax_scale = c.scale;
     if (c.varlen) {
         desc.cu_seqlens_q = cq_dev;
         desc.cu_seqlens_k = ck_dev;
@@ -233,49 +286,86 @@ static void run_case(mgpu_handle *h, struct tcase c)
     cudaMemcpy(lh, lse_dev, n_lse * sizeof(float), cudaMemcpyDeviceToHost);
     unsigned char *written = calloc(o.elems, 1);
 
-    const float scale = 1.0f / sqrtf((float)c.d);
+    const float scale = c.scale > 0 ? c.scale : 1.0f / sqrtf((float)c.d);
     const int group = c.hq / c.hkv;
     const int wr = c.causal ? 0 : c.wr; /* causal: no key right of the diagonal */
-    float *sc = malloc(sizeof(float) * (c.sk + 1)), *acc = malloc(sizeof(float) * c.d);
+    /* Per head: raw dots, then probabilities p (unnormalized, 0 where masked), then p V. */
+    const int max_sq = c.varlen ? (int)total_q : c.sq, max_sk = c.varlen ? (int)total_k : c.sk;
+    float *dots = malloc(sizeof(float) * (size_t)max_sq * max_sk), *p = malloc(sizeof(float) * (size_t)max_sq * max_sk);
+    float *pv = malloc(sizeof(float) * (size_t)max_sq * c.d), *rmax = malloc(sizeof(float) * max_sq);
+    double *rsum = malloc(sizeof(double) * max_sq);
+    float *q_gpu = NULL, *k_gpu = NULL, *v_gpu = NULL;
     double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0;
-    long bad = 0, lse_bad = 0;
+    long bad = 0, lse_bad = 0, gpu_heads = 0;
     for (int b = 0; b < c.batch; b++) {
         const int Sq = lq[b], Sk = lk[b], diag = Sk - Sq;
         const int64_t qo = c.varlen ? cq[b] : 0, ko = c.varlen ? ck[b] : 0, bb = c.varlen ? 0 : b;
+        const int on_gpu = (int64_t)Sq * Sk * c.d > REF_GPU_WORK;
+        if (on_gpu && !q_gpu) {
+            q_gpu = upload_f32(&q);
+            k_gpu = c.layout == FUSED ? q_gpu : upload_f32(&k);
+            v_gpu = c.layout == FUSED ? q_gpu : upload_f32(&v);
+        }
         for (int hh = 0; hh < c.hq; hh++) {
             const int hk = hh / group;
+            if (on_gpu && Sq > 0 && Sk > 0) {
+                gpu_dots(q_gpu + (row_of(&q, bb, qo, hh) - q.val), q.st.seq, k_gpu + (row_of(&k, bb, ko, hk) - k.val),
+                         k.st.seq, Sq, Sk, c.d, dots);
+                gpu_heads++;
+            }
             for (int i = 0; i < Sq; i++) {
                 const float *qr = row_of(&q, bb, qo + i, hh);
+                float *pr = p + (size_t)i * Sk;
                 float mx = -INFINITY;
                 for (int j = 0; j < Sk; j++) {
-                    sc[j] = -INFINITY;
+                    pr[j] = -INFINITY;
                     if ((wr >= 0 && j > i + diag + wr) || (c.wl >= 0 && j < i + diag - c.wl))
                         continue;
-                    const float *kr = row_of(&k, bb, ko + j, hk);
                     float dot = 0;
-                    for (int x = 0; x < c.d; x++)
-                        dot += qr[x] * kr[x];
+                    if (on_gpu) {
+                        dot = dots[(size_t)i * Sk + j];
+                    } else {
+                        const float *kr = row_of(&k, bb, ko + j, hk);
+                        for (int x = 0; x < c.d; x++)
+                            dot += qr[x] * kr[x];
+                    }
                     float sv = dot * scale;
                     if (c.softcap > 0)
                         sv = c.softcap * tanhf(sv / c.softcap);
-                    sc[j] = sv;
+                    pr[j] = sv;
                     mx = fmaxf(mx, sv);
                 }
                 double sum = 0;
-                for (int x = 0; x < c.d; x++)
-                    acc[x] = 0;
                 for (int j = 0; j < Sk; j++) {
-                    if (sc[j] == -INFINITY)
-                        continue;
-                    const float p = expf(sc[j] - mx);
-                    const float *vr = row_of(&v, bb, ko + j, hk);
-                    sum += p;
-                    for (int x = 0; x < c.d; x++)
-                        acc[x] += p * vr[x];
+                    pr[j] = pr[j] == -INFINITY ? 0.0f : expf(pr[j] - mx);
+                    sum += pr[j];
                 }
+                rmax[i] = mx;
+                rsum[i] = sum;
+            }
+            if (on_gpu && Sq > 0 && Sk > 0) {
+                gpu_pv(p, v_gpu + (row_of(&v, bb, ko, hk) - v.val), v.st.seq, Sq, Sk, c.d, pv);
+            } else {
+                for (int i = 0; i < Sq; i++) {
+                    float *acc = pv + (size_t)i * c.d;
+                    for (int x = 0; x < c.d; x++)
+                        acc[x] = 0;
+                    for (int j = 0; j < Sk; j++) {
+                        const float pj = p[(size_t)i * Sk + j];
+                        if (pj == 0.0f)
+                            continue;
+                        const float *vr = row_of(&v, bb, ko + j, hk);
+                        for (int x = 0; x < c.d; x++)
+                            acc[x] += pj * vr[x];
+                    }
+                }
+            }
+            for (int i = 0; i < Sq; i++) {
+                const double sum = rsum[i];
+                const float mx = rmax[i];
                 const int64_t row = bb * o.st.batch + (qo + i) * o.st.seq + hh * o.st.head;
                 for (int x = 0; x < c.d; x++) {
-                    const double ref = sum > 0 ? acc[x] / sum : 0.0;
+                    const double ref = sum > 0 ? pv[(size_t)i * c.d + x] / sum : 0.0;
                     const float got = decode(oh[row + x], dt);
                     written[row + x] = 1;
                     if (!isfinite(got)) {
@@ -306,15 +396,26 @@ static void run_case(mgpu_handle *h, struct tcase c)
     const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
     const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 && rel <= MAX_REL_ERR &&
                      lse_max <= MAX_LSE_ERR;
-    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g %s%s%s: rel=%.2e "
+    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s: rel=%.2e "
            "maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
            pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
-           c.causal, c.wl, c.wr, (double)c.softcap, layout_name(c.layout), c.varlen ? " varlen" : "",
-           c.no_lse ? " no-lse" : "", rel, max_abs, lse_max, bad, lse_bad, clobbered);
+           c.causal, c.wl, c.wr, (double)c.softcap, (double)scale, layout_name(c.layout), c.varlen ? " varlen" : "",
+           c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", rel, max_abs, lse_max, bad, lse_bad,
+           clobbered);
     CHECK(pass, "case above failed");
 
-    free(sc);
-    free(acc);
+    free(dots);
+    free(p);
+    free(pv);
+    free(rmax);
+    free(rsum);
+    if (q_gpu) {
+        cudaFree(q_gpu);
+        if (c.layout != FUSED) {
+            cudaFree(k_gpu);
+            cudaFree(v_gpu);
+        }
+    }
     free(oh);
     free(lh);
     free(written);
@@ -402,6 +503,24 @@ static void full_cases(mgpu_handle *h)
     CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);
     CASE(.batch = 1, .sq = 200, .sk = 390, .hq = 6, .hkv = 1, .d = 64, .dtype = F16, .causal = 1, .wl = -1, .wr = -1);
     CASE(.batch = 9, .sq = 70, .sk = 90, .hq = 4, .hkv = 4, .d = 96, .dtype = BF16, .wl = -1, .wr = -1);
+    /* An explicit softmax_scale (with and without soft-cap). */
+    CASE(.batch = 1, .sq = 200, .sk = 300, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .scale = 0.3f);
+    CASE(.batch = 2, .sq = 129, .sk = 129, .hq = 2, .hkv = 2, .d = 64, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .scale = 0.02f, .softcap = 10.0f);
+    /* Long sequences against the cuBLAS-backed reference: every head dim,
+     * causal and not, seqlen_q != seqlen_k, GQA 8:1, a window, a scale. */
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = -1, .wr = -1);
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 2, .hkv = 2, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1);
+    CASE(.batch = 2, .sq = 2048, .sk = 2048, .hq = 8, .hkv = 1, .d = 64, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1);
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 1, .hkv = 1, .d = 256, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1, .scale = 0.05f);
+    CASE(.batch = 1, .sq = 3000, .sk = 5000, .hq = 2, .hkv = 1, .d = 192, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1);
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 2, .hkv = 2, .d = 96, .dtype = BF16, .wl = 512, .wr = 0,
+         .layout = BHSD);
     /* Sliding windows and soft-cap. */
     CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = 100, .wr = 50);
     CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = 200, .wr = -1);
@@ -436,7 +555,8 @@ int main(void)
     }
     mgpu_handle *h = NULL;
     CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
-    if (!h)
+    CHECK(cublasCreate(&ref_blas) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
+    if (!h || !ref_blas)
         return check_exit();
     const char *quick = getenv("MGPU_TEST_QUICK");
     if (quick && quick[0] == '1')
@@ -454,6 +574,7 @@ int main(void)
     cudaMalloc(&buf, 1 << 16);
     CHECK_STATUS(mgpu_attention_fwd(h, &bad, buf, buf, buf, buf, NULL), MGPU_STATUS_NOT_SUPPORTED);
     cudaFree(buf);
+    cublasDestroy(ref_blas);
     mgpu_destroy(h);
     return check_exit();
 }
