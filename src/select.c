@@ -5,8 +5,8 @@
  * sm_100a images load nowhere else). Where the registry has persistent
  * kernels for the device (sm_90a), a call is planned by shape class:
  *   k == 0                -> the portable kernel (D = beta * C);
- *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64:
- *                            the 64 x 128 tile, half the wasted tensor-core work);
+ *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64,
+ *                            or k <= TINY_TILE_MAX_K: the 64 x 128 tile);
  *   otherwise ("large")   -> the 256 x 128 tile (fp8: 192 x 128); with
  *                            CLUSTER_BY_DEFAULT, 2-CTA clusters along N when
  *                            one batch entry has >= 1024 such tiles and the
@@ -41,6 +41,13 @@
 #define SMALL_M 128              /* m up to this takes the 128-row tile */
 #define SMALL_TILE_M 128         /* tile rows for small m */
 #define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
+/* 16-bit m <= SMALL_M with k up to this also takes 64-row tiles (two tile
+ * rows, no split-K for the shapes measured): on H100, same process,
+ * alternating, three rounds (docs/performance.md), 64-row tiles ran 2-30 %
+ * faster than 128-row ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096,
+ * 96 x 8192 x 4096 and 128 x 8192 x 8192, and 7-10 % slower at
+ * 128 x 4096 x 14336, where the 128-row tile's two K slices win. */
+#define TINY_TILE_MAX_K 8192
 #define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
 #define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
 #define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
@@ -444,7 +451,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_c
                                     (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER)
                                 ? 2
                                 : 1;
-        const int small_tile = !fp8 && p->m <= TINY_M ? TINY_M : SMALL_TILE_M;
+        const int small_tile = !fp8 && (p->m <= TINY_M || p->k <= TINY_TILE_MAX_K) ? TINY_M : SMALL_TILE_M;
         int v = small_m ? find_persistent(p, caps, small_tile, 1)
                         : find_persistent(p, caps, large_tile, cluster);
         if (v < 0)

@@ -173,11 +173,11 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
         {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */
         {64, 4096, 4096, 1, 64, 1, 2, 1},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
-        {128, 4096, 4096, 1, 128, 1, 2, 1},   /* small m: 32 tiles of 128 x 128 */
-        {65, 4096, 4096, 1, 128, 1, 2, 1},
+        {128, 4096, 4096, 1, 64, 1, 1, 2},    /* small m, k <= 8192: 64 tiles of 64 x 128, two tile rows */
+        {65, 4096, 4096, 1, 64, 1, 1, 2},
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
-        {128, 8192, 8192, 1, 128, 1, 1, 1},
-        {128, 4096, 14336, 1, 128, 1, 2, 1},
+        {128, 8192, 8192, 1, 64, 1, 1, 2},
+        {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
         {1000, 1000, 1000, 1, 256, 1, 4, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
         {4096, 128, 8192, 1, 256, 1, 8, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
