@@ -27,7 +27,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * threads, `st` stages, clusters of `cn` CTAs along N sharing (multicasting)
  * the A tile. The band width of the tile order is chosen per call
  * (src/select.c). The operand pack is a helper of the same launch path.
- * 64-row tiles serve m <= 64. */
+ * 64-row tiles serve small m (src/select.c says which). */
 #define SM90_WS_GEMM(dt, tm, st, cn, ...) \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, __VA_ARGS__, tm, 128, 64, st, 384, GEN_NO_INDEX, 1, cn, GEN_B_SAME}
 #define SM90_WS_FAMILY(dt, ...) \

@@ -38,7 +38,7 @@
 #define TMA_MAX_STRIDE_BYTES ((int64_t)1 << 40)
 #define MIN_KTILES_PER_SPLIT 4   /* a K slice shorter than this is not worth its partials */
 #define MAX_SPLITS 16
-#define SMALL_M 128              /* m up to this takes the 128-row tile */
+#define SMALL_M 128              /* m up to this is "small m" (64- or 128-row tiles) */
 #define SMALL_TILE_M 128         /* tile rows for small m */
 #define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
 /* 16-bit m <= SMALL_M with k up to this also takes 64-row tiles (two tile

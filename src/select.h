@@ -82,13 +82,13 @@ struct mgpu_gemm_force {
     int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
 };
 
-/* The full plan for a valid problem on a device; `force` (may be NULL) fixes
+/* The full plan for a valid problem on a device; `forced` (may be NULL) fixes
  * what it names: the variant (see mgpu_select_gemm), the split-K factor of
  * the persistent kernel (k-tiles are 64-wide for 16-bit inputs, 128-wide for
  * fp8) and its band width. Returns 0, or -1 with *status (and the message)
  * set. */
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
-                   const struct mgpu_gemm_force *force, struct mgpu_gemm_plan *plan, mgpu_status *status);
+                   const struct mgpu_gemm_force *forced, struct mgpu_gemm_plan *plan, mgpu_status *status);
 
 /* 1 when D can leave through a TMA store: C 16-byte aligned, m, ldc (and for
  * batches stride_c) multiples of 16 bytes. */

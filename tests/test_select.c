@@ -132,8 +132,9 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "small smem: got %s", v ? v->name : "none");
 }
 
-static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t batch,
-                                     const struct mgpu_device_caps *caps, int force_splits)
+/* The plan of a bf16 TN problem, dense operands, with the overrides in `force`. */
+static struct mgpu_gemm_plan plan_forced(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                         const struct mgpu_device_caps *caps, const struct mgpu_gemm_force *force)
 {
     struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
     p.m = m;
@@ -150,10 +151,16 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
     mgpu_status s = MGPU_STATUS_SUCCESS;
     CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "%lldx%lldx%lld: invalid", (long long)m, (long long)n,
           (long long)k);
-    const struct mgpu_gemm_force force = {.splits = force_splits};
-    CHECK(mgpu_plan_gemm(&p, caps, &force, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
+    CHECK(mgpu_plan_gemm(&p, caps, force, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
           (long long)k, mgpu_status_string(s));
     return plan;
+}
+
+static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t batch,
+                                     const struct mgpu_device_caps *caps, int force_splits)
+{
+    const struct mgpu_gemm_force force = {.splits = force_splits};
+    return plan_forced(m, n, k, batch, caps, &force);
 }
 
 /* The persistent kernel's plan per shape class on Hopper. */
@@ -215,19 +222,12 @@ static void check_plans(const struct mgpu_device_caps *caps)
     plan = plan_of(16384, 16384, 4096, 1, caps, 2);
     CHECK(plan.splits == 1, "forced split-k 2 on 16384^2 tiles (%d counters): got %d", MGPU_SPLIT_COUNTERS,
           plan.splits);
-    /* a forced band is clamped to the tile rows */
-    {
-        struct mgpu_gemm_problem p = {.transa = MGPU_OP_T, .transb = MGPU_OP_N, .m = 8192, .n = 8192, .k = 8192,
-                                      .batch = 1, .a_dtype = MGPU_DTYPE_BF16, .b_dtype = MGPU_DTYPE_BF16,
-                                      .c_dtype = MGPU_DTYPE_BF16, .a = 256, .b = 256, .c = 256,
-                                      .lda = 8192, .ldb = 8192, .ldc = 8192};
-        mgpu_status s = MGPU_STATUS_SUCCESS;
-        const struct mgpu_gemm_force three = {.band = 3}, huge = {.band = 1000};
-        CHECK(mgpu_plan_gemm(&p, caps, &three, &plan, &s) == 0 && plan.band == 3, "forced band 3: got %d",
-              plan.band);
-        CHECK(mgpu_plan_gemm(&p, caps, &huge, &plan, &s) == 0 && plan.band == 32, "forced band 1000: got %d",
-              plan.band);
-    }
+    /* a forced band is taken, clamped to the tile rows (8192 / 256 = 32) */
+    const struct mgpu_gemm_force three = {.band = 3}, huge = {.band = 1000};
+    plan = plan_forced(8192, 8192, 8192, 1, caps, &three);
+    CHECK(plan.band == 3, "forced band 3: got %d", plan.band);
+    plan = plan_forced(8192, 8192, 8192, 1, caps, &huge);
+    CHECK(plan.band == 32, "forced band 1000: got %d", plan.band);
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
