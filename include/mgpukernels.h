@@ -65,7 +65,7 @@ MGPU_API int mgpu_version(void);
 
 typedef enum mgpu_status {
     MGPU_STATUS_SUCCESS = 0,
-    MGPU_STATUS_INVALID_HANDLE = 1,     /* NULL or destroyed handle */
+    MGPU_STATUS_INVALID_HANDLE = 1,     /* NULL, destroyed, or not a handle from mgpu_create */
     MGPU_STATUS_NULL_POINTER = 2,       /* a required pointer argument is NULL */
     MGPU_STATUS_INVALID_SIZE = 3,       /* negative size, or a size beyond what is supported */
     MGPU_STATUS_INVALID_LD = 4,         /* leading dimension or batch stride too small */
@@ -81,7 +81,8 @@ typedef enum mgpu_status {
     MGPU_STATUS_LAUNCH_FAILED = 14,     /* the driver refused a kernel launch */
     MGPU_STATUS_NOT_SUPPORTED = 15,     /* valid arguments this build has no kernel for */
     MGPU_STATUS_INDEX_OUT_OF_RANGE = 16,/* an index was outside the table (mgpu_check_index_errors) */
-    MGPU_STATUS_INTERNAL_ERROR = 17     /* a bug in the library; please report it */
+    MGPU_STATUS_INTERNAL_ERROR = 17,    /* a bug in the library; please report it */
+    MGPU_STATUS_INSUFFICIENT_WORKSPACE = 18 /* the handle's workspace is smaller than the call needs */
 } mgpu_status;
 
 /* A static English name for a status ("MGPU_STATUS_INVALID_LD"); never NULL. */
@@ -113,16 +114,66 @@ typedef struct mgpu_handle mgpu_handle;
 /*
  * Creates a handle bound to the device of the calling thread's current CUDA
  * context. With no current context, the primary context of device 0 is
- * retained and made current, as the CUDA runtime would. The handle starts on
- * the default (NULL) stream.
+ * retained and made current, as the CUDA runtime would; when the current
+ * context is a device's primary context, the handle retains it as well, so
+ * it lives as long as the handle. The handle starts on the default (NULL)
+ * stream.
+ *
+ * The handle allocates here, once, everything its calls may need on the
+ * device: a few counters and the index error word (zeroed before this call
+ * returns), and a default workspace of 32 MiB (see mgpu_set_workspace).
+ * After that no operation allocates, synchronises or otherwise breaks CUDA
+ * graph capture, so every operation may be captured into a graph and
+ * replayed. The one exception is a kernel image's first load, which happens
+ * at the first call that needs it: make each call once outside capture (a
+ * warm-up) before capturing it.
  *
  * Returns SUCCESS, NULL_POINTER (out is NULL), NO_DRIVER, NO_DEVICE,
  * DRIVER_ERROR or OUT_OF_MEMORY. On failure *out is set to NULL.
  */
 MGPU_API mgpu_status mgpu_create(mgpu_handle **out);
 
-/* Releases a handle. NULL is accepted and does nothing. Returns SUCCESS. */
+/* Releases a handle, its device memory (not a workspace given with
+ * mgpu_set_workspace) and its reference to a primary context; when that was
+ * the context's last reference and the context is current on the calling
+ * thread, it is unset there. NULL is accepted and does nothing.
+ *
+ * Returns SUCCESS, or INVALID_HANDLE for a pointer that is no live handle
+ * (destroyed already, or never returned by mgpu_create); nothing is freed
+ * then. */
 MGPU_API mgpu_status mgpu_destroy(mgpu_handle *handle);
+
+/*
+ * The workspace: device memory the handle lends its calls for split-K
+ * partial sums and for aligned copies of GEMM operands that TMA cannot read.
+ * The handle allocates 32 MiB at mgpu_create. A call whose best plan needs
+ * more takes a plan that fits instead (fewer or no split-K slices; an
+ * unaligned operand then goes through the slower kernel that needs no copy)
+ * and MGPU_LOG=1 says so; a workspace never makes a GEMM fail.
+ *
+ * mgpu_set_workspace: the handle uses the caller's device memory from now on
+ * (as cublasSetWorkspace): `workspace` 256-byte aligned, `bytes` long, owned
+ * and freed by the caller, who keeps it alive and unused by other work while
+ * calls queued through this handle run. NULL with bytes == 0 leaves the
+ * handle without a workspace. A workspace the handle had allocated is freed
+ * after waiting for the handle's stream.
+ *
+ * mgpu_reserve_workspace: makes sure the handle has at least `bytes` of
+ * workspace; when it has less, the handle allocates `bytes` (synchronously),
+ * waits for its stream and frees its old workspace.
+ *
+ * Both wait for the handle's stream and (may) allocate: call them outside
+ * CUDA graph capture, as with cuBLAS.
+ *
+ * mgpu_set_workspace returns SUCCESS, INVALID_HANDLE, NULL_POINTER
+ * (workspace NULL with bytes > 0), INVALID_VALUE (workspace not 256-byte
+ * aligned), WRONG_DEVICE, NO_DRIVER or DRIVER_ERROR (waiting for the stream
+ * or freeing the old workspace failed). mgpu_reserve_workspace returns
+ * SUCCESS, INVALID_HANDLE, WRONG_DEVICE, NO_DRIVER, OUT_OF_MEMORY or
+ * DRIVER_ERROR.
+ */
+MGPU_API mgpu_status mgpu_set_workspace(mgpu_handle *handle, void *workspace, size_t bytes);
+MGPU_API mgpu_status mgpu_reserve_workspace(mgpu_handle *handle, size_t bytes);
 
 /* Sets the stream (a CUstream or cudaStream_t; NULL for the legacy default
  * stream) on which later calls queue work. Returns SUCCESS or INVALID_HANDLE.
