@@ -536,11 +536,12 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     struct operand b = describe_operand(p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb, p->stride_b, p->batch,
                                         p->b_dtype, 1);
     const int64_t capacity = res->workspace_bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)res->workspace_bytes;
-    int64_t packed = 0;
-    const int packs_fit = a.packed_bytes >= 0 && b.packed_bytes >= 0 && mgpu_add_ok(a.packed_bytes, b.packed_bytes, &packed) &&
-                          packed <= capacity;
+    int64_t packed = INT64_MAX; /* INT64_MAX: more than any workspace */
+    if (a.packed_bytes >= 0 && b.packed_bytes >= 0 && !mgpu_add_ok(a.packed_bytes, b.packed_bytes, &packed))
+        packed = INT64_MAX;
+    const int packs_fit = packed < INT64_MAX && packed <= capacity;
     const int64_t per_split = partial_bytes_per_split(p, v);
-    int64_t wanted = packs_fit ? packed : INT64_MAX, partials = 0;
+    int64_t wanted = packed, partials = 0;
     if (splits > 1 && !(per_split >= 0 && mgpu_mul_ok(per_split, splits, &partials) && mgpu_add_ok(wanted, partials, &wanted)))
         wanted = INT64_MAX;
     plan->workspace_wanted = (size_t)wanted;
