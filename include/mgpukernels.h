@@ -205,7 +205,11 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  *   ldc >= max(1, m).
  *   When beta == 0, C is not read (it may hold NaN). When k == 0, D = beta * C.
  *   When m == 0 or n == 0 nothing is done and SUCCESS is returned.
- *   m, n, k <= 2^31 - 1.
+ *   When alpha == 0, A and B are not read (as reference BLAS; a NaN in them
+ *   does not reach D): D = beta * C.
+ *   Limits: m, n, k <= 2^31 - 1; leading dimensions <= 2^48; each of A, B
+ *   and C spans at most 2^56 bytes from its first to its last element (over
+ *   all batches). Nothing else limits the sizes.
  *
  * Any leading dimension and any element-aligned pointer are accepted. The
  * tensor-core kernels read A and B through TMA, which needs 16-byte aligned
@@ -215,8 +219,11 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER, INVALID_SIZE, INVALID_LD,
  * INVALID_VALUE, UNSUPPORTED_DTYPE, DTYPE_MISMATCH, WRONG_DEVICE,
  * ARCH_MISMATCH, NOT_SUPPORTED (fp8 in a layout other than TN, or on a
- * device other than compute capability 9.0), OUT_OF_MEMORY (workspace),
- * DRIVER_ERROR or LAUNCH_FAILED.
+ * device other than compute capability 9.0), NO_DRIVER, DRIVER_ERROR or
+ * LAUNCH_FAILED; INSUFFICIENT_WORKSPACE only when MGPU_FORCE_VARIANT forces
+ * a kernel whose operand copies do not fit the handle's workspace (without
+ * it, a small workspace only makes the plan slower: see mgpu_set_workspace).
+ * Checks run in this order: the handle, then the arguments, then the device.
  */
 MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb,
                                int64_t m, int64_t n, int64_t k, const float *alpha,
@@ -229,9 +236,11 @@ MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_
  * of each operand starts stride elements after matrix i - 1. Strides may be 0
  * for A and B (broadcast); stride_c must keep the C matrices apart
  * (stride_c >= ldc * n) unless batch_count == 1. batch_count == 0 does nothing.
+ * Limits: batch_count <= 2^31 - 1, strides <= 2^48 elements.
  *
- * Returns what mgpu_gemm returns, plus INVALID_SIZE for a negative
- * batch_count and INVALID_LD for negative or overlapping strides.
+ * Returns what mgpu_gemm returns, plus INVALID_SIZE for a batch_count that
+ * is negative or above 2^31 - 1, and INVALID_LD for negative, overlapping
+ * or too large strides.
  */
 MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operation transa,
                                                mgpu_operation transb, int64_t m, int64_t n, int64_t k,
@@ -395,17 +404,19 @@ typedef struct mgpu_gather_desc {
  * take the fast kernels (see docs/gather.md for which kernel runs when).
  * src and dst must occupy disjoint address ranges, and neither may overlap
  * the index array. Bytes of dst between rows (stride padding) are never
- * written. n_indices == 0 or row_elems == 0 does nothing and returns SUCCESS.
+ * written. n_indices == 0 or row_elems == 0 does nothing and returns SUCCESS
+ * whatever the strides and pointers (index_type and elem_size are checked).
  * An out-of-range index gives a zero dst row and is reported by
- * mgpu_check_index_errors(). Sizes and row counts are at most 2^48.
+ * mgpu_check_index_errors(). Limits: sizes, row counts and row strides
+ * are at most 2^48; src and dst each span at most 2^56 bytes from their
+ * first to their last byte.
  *
  * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc, or a needed pointer),
  * INVALID_VALUE (struct_size, index_type, elem_size not 1/2/4/8, overlapping
- * arrays), INVALID_SIZE (negative or too large sizes), INVALID_LD (a row
- * stride smaller than a row, or too large), WRONG_DEVICE, NO_DRIVER,
+ * arrays), INVALID_SIZE (negative or too large sizes or spans), INVALID_LD
+ * (a row stride smaller than a row, or too large), WRONG_DEVICE, NO_DRIVER,
  * NO_DEVICE, ARCH_MISMATCH, NOT_SUPPORTED (MGPU_FORCE_VARIANT names a gather
- * variant that cannot do this call), OUT_OF_MEMORY (the handle's error word),
- * DRIVER_ERROR or LAUNCH_FAILED.
+ * variant that cannot do this call), DRIVER_ERROR or LAUNCH_FAILED.
  */
 MGPU_API mgpu_status mgpu_gather(mgpu_handle *handle, const mgpu_gather_desc *desc);
 
@@ -551,7 +562,9 @@ typedef struct mgpu_attention_fwd_desc {
  * -1, softmax_scale or softcap negative or not finite, only one of the
  * cu_seqlens given, lse not 4-byte aligned), INVALID_SIZE (a negative size,
  * seqlen_k == 0 or head_dim <= 0 with queries to answer, heads_q not a
- * multiple of heads_kv, sizes above 2^31 - 1), INVALID_LD (a negative
+ * multiple of heads_kv, sizes above 2^31 - 1, more than 2^31 - 1 query
+ * tiles: ceil(seqlen_q / 128) * heads_q * batch, dense strides (all-zero
+ * strides) that overflow int64), INVALID_LD (a negative
  * stride, one >= 2^39 elements, or a zero stride along a dimension with
  * more than one entry),
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment

@@ -231,6 +231,8 @@ static CUresult fake_cuMemAlloc(CUdeviceptr *ptr, size_t bytes)
         return r;
     if (capturing)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (bytes > ((size_t)1 << 40))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     void *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
