@@ -65,7 +65,7 @@ MGPU_API int mgpu_version(void);
 
 typedef enum mgpu_status {
     MGPU_STATUS_SUCCESS = 0,
-    MGPU_STATUS_INVALID_HANDLE = 1,     /* NULL or destroyed handle */
+    MGPU_STATUS_INVALID_HANDLE = 1,     /* NULL, destroyed, or not a handle from mgpu_create */
     MGPU_STATUS_NULL_POINTER = 2,       /* a required pointer argument is NULL */
     MGPU_STATUS_INVALID_SIZE = 3,       /* negative size, or a size beyond what is supported */
     MGPU_STATUS_INVALID_LD = 4,         /* leading dimension or batch stride too small */
@@ -81,7 +81,8 @@ typedef enum mgpu_status {
     MGPU_STATUS_LAUNCH_FAILED = 14,     /* the driver refused a kernel launch */
     MGPU_STATUS_NOT_SUPPORTED = 15,     /* valid arguments this build has no kernel for */
     MGPU_STATUS_INDEX_OUT_OF_RANGE = 16,/* an index was outside the table (mgpu_check_index_errors) */
-    MGPU_STATUS_INTERNAL_ERROR = 17     /* a bug in the library; please report it */
+    MGPU_STATUS_INTERNAL_ERROR = 17,    /* a bug in the library; please report it */
+    MGPU_STATUS_INSUFFICIENT_WORKSPACE = 18 /* the handle's workspace is smaller than the call needs */
 } mgpu_status;
 
 /* A static English name for a status ("MGPU_STATUS_INVALID_LD"); never NULL. */
@@ -113,16 +114,66 @@ typedef struct mgpu_handle mgpu_handle;
 /*
  * Creates a handle bound to the device of the calling thread's current CUDA
  * context. With no current context, the primary context of device 0 is
- * retained and made current, as the CUDA runtime would. The handle starts on
- * the default (NULL) stream.
+ * retained and made current, as the CUDA runtime would; when the current
+ * context is a device's primary context, the handle retains it as well, so
+ * it lives as long as the handle. The handle starts on the default (NULL)
+ * stream.
+ *
+ * The handle allocates here, once, everything its calls may need on the
+ * device: a few counters and the index error word (zeroed before this call
+ * returns), and a default workspace of 32 MiB (see mgpu_set_workspace).
+ * After that no operation allocates, synchronises or otherwise breaks CUDA
+ * graph capture, so every operation may be captured into a graph and
+ * replayed. The one exception is a kernel image's first load, which happens
+ * at the first call that needs it: make each call once outside capture (a
+ * warm-up) before capturing it.
  *
  * Returns SUCCESS, NULL_POINTER (out is NULL), NO_DRIVER, NO_DEVICE,
  * DRIVER_ERROR or OUT_OF_MEMORY. On failure *out is set to NULL.
  */
 MGPU_API mgpu_status mgpu_create(mgpu_handle **out);
 
-/* Releases a handle. NULL is accepted and does nothing. Returns SUCCESS. */
+/* Releases a handle, its device memory (not a workspace given with
+ * mgpu_set_workspace) and its reference to a primary context; when that was
+ * the context's last reference and the context is current on the calling
+ * thread, it is unset there. NULL is accepted and does nothing.
+ *
+ * Returns SUCCESS, or INVALID_HANDLE for a pointer that is no live handle
+ * (destroyed already, or never returned by mgpu_create); nothing is freed
+ * then. */
 MGPU_API mgpu_status mgpu_destroy(mgpu_handle *handle);
+
+/*
+ * The workspace: device memory the handle lends its calls for split-K
+ * partial sums and for aligned copies of GEMM operands that TMA cannot read.
+ * The handle allocates 32 MiB at mgpu_create. A call whose best plan needs
+ * more takes a plan that fits instead (fewer or no split-K slices; an
+ * unaligned operand then goes through the slower kernel that needs no copy)
+ * and MGPU_LOG=1 says so; a workspace never makes a GEMM fail.
+ *
+ * mgpu_set_workspace: the handle uses the caller's device memory from now on
+ * (as cublasSetWorkspace): `workspace` 256-byte aligned, `bytes` long, owned
+ * and freed by the caller, who keeps it alive and unused by other work while
+ * calls queued through this handle run. NULL with bytes == 0 leaves the
+ * handle without a workspace. A workspace the handle had allocated is freed
+ * after waiting for the handle's stream.
+ *
+ * mgpu_reserve_workspace: makes sure the handle has at least `bytes` of
+ * workspace; when it has less, the handle allocates `bytes` (synchronously),
+ * waits for its stream and frees its old workspace.
+ *
+ * Both wait for the handle's stream and (may) allocate: call them outside
+ * CUDA graph capture, as with cuBLAS.
+ *
+ * mgpu_set_workspace returns SUCCESS, INVALID_HANDLE, NULL_POINTER
+ * (workspace NULL with bytes > 0), INVALID_VALUE (workspace not 256-byte
+ * aligned), WRONG_DEVICE, NO_DRIVER or DRIVER_ERROR (waiting for the stream
+ * or freeing the old workspace failed). mgpu_reserve_workspace returns
+ * SUCCESS, INVALID_HANDLE, WRONG_DEVICE, NO_DRIVER, OUT_OF_MEMORY or
+ * DRIVER_ERROR.
+ */
+MGPU_API mgpu_status mgpu_set_workspace(mgpu_handle *handle, void *workspace, size_t bytes);
+MGPU_API mgpu_status mgpu_reserve_workspace(mgpu_handle *handle, size_t bytes);
 
 /* Sets the stream (a CUstream or cudaStream_t; NULL for the legacy default
  * stream) on which later calls queue work. Returns SUCCESS or INVALID_HANDLE.
@@ -154,7 +205,11 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  *   ldc >= max(1, m).
  *   When beta == 0, C is not read (it may hold NaN). When k == 0, D = beta * C.
  *   When m == 0 or n == 0 nothing is done and SUCCESS is returned.
- *   m, n, k <= 2^31 - 1.
+ *   When alpha == 0, A and B are not read (as reference BLAS; a NaN in them
+ *   does not reach D): D = beta * C.
+ *   Limits: m, n, k <= 2^31 - 1; leading dimensions <= 2^48; each of A, B
+ *   and C spans at most 2^56 bytes from its first to its last element (over
+ *   all batches). Nothing else limits the sizes.
  *
  * Any leading dimension and any element-aligned pointer are accepted. The
  * tensor-core kernels read A and B through TMA, which needs 16-byte aligned
@@ -164,8 +219,11 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER, INVALID_SIZE, INVALID_LD,
  * INVALID_VALUE, UNSUPPORTED_DTYPE, DTYPE_MISMATCH, WRONG_DEVICE,
  * ARCH_MISMATCH, NOT_SUPPORTED (fp8 in a layout other than TN, or on a
- * device other than compute capability 9.0), OUT_OF_MEMORY (workspace),
- * DRIVER_ERROR or LAUNCH_FAILED.
+ * device other than compute capability 9.0), NO_DRIVER, DRIVER_ERROR or
+ * LAUNCH_FAILED; INSUFFICIENT_WORKSPACE only when MGPU_FORCE_VARIANT forces
+ * a kernel whose operand copies do not fit the handle's workspace (without
+ * it, a small workspace only makes the plan slower: see mgpu_set_workspace).
+ * Checks run in this order: the handle, then the arguments, then the device.
  */
 MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb,
                                int64_t m, int64_t n, int64_t k, const float *alpha,
@@ -178,9 +236,11 @@ MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_
  * of each operand starts stride elements after matrix i - 1. Strides may be 0
  * for A and B (broadcast); stride_c must keep the C matrices apart
  * (stride_c >= ldc * n) unless batch_count == 1. batch_count == 0 does nothing.
+ * Limits: batch_count <= 2^31 - 1, strides <= 2^48 elements.
  *
- * Returns what mgpu_gemm returns, plus INVALID_SIZE for a negative
- * batch_count and INVALID_LD for negative or overlapping strides.
+ * Returns what mgpu_gemm returns, plus INVALID_SIZE for a batch_count that
+ * is negative or above 2^31 - 1, and INVALID_LD for negative, overlapping
+ * or too large strides.
  */
 MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operation transa,
                                                mgpu_operation transb, int64_t m, int64_t n, int64_t k,
@@ -344,17 +404,19 @@ typedef struct mgpu_gather_desc {
  * take the fast kernels (see docs/gather.md for which kernel runs when).
  * src and dst must occupy disjoint address ranges, and neither may overlap
  * the index array. Bytes of dst between rows (stride padding) are never
- * written. n_indices == 0 or row_elems == 0 does nothing and returns SUCCESS.
+ * written. n_indices == 0 or row_elems == 0 does nothing and returns SUCCESS
+ * whatever the strides and pointers (index_type and elem_size are checked).
  * An out-of-range index gives a zero dst row and is reported by
- * mgpu_check_index_errors(). Sizes and row counts are at most 2^48.
+ * mgpu_check_index_errors(). Limits: sizes, row counts and row strides
+ * are at most 2^48; src and dst each span at most 2^56 bytes from their
+ * first to their last byte.
  *
  * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc, or a needed pointer),
  * INVALID_VALUE (struct_size, index_type, elem_size not 1/2/4/8, overlapping
- * arrays), INVALID_SIZE (negative or too large sizes), INVALID_LD (a row
- * stride smaller than a row, or too large), WRONG_DEVICE, NO_DRIVER,
+ * arrays), INVALID_SIZE (negative or too large sizes or spans), INVALID_LD
+ * (a row stride smaller than a row, or too large), WRONG_DEVICE, NO_DRIVER,
  * NO_DEVICE, ARCH_MISMATCH, NOT_SUPPORTED (MGPU_FORCE_VARIANT names a gather
- * variant that cannot do this call), OUT_OF_MEMORY (the handle's error word),
- * DRIVER_ERROR or LAUNCH_FAILED.
+ * variant that cannot do this call), DRIVER_ERROR or LAUNCH_FAILED.
  */
 MGPU_API mgpu_status mgpu_gather(mgpu_handle *handle, const mgpu_gather_desc *desc);
 
@@ -500,7 +562,9 @@ typedef struct mgpu_attention_fwd_desc {
  * -1, softmax_scale or softcap negative or not finite, only one of the
  * cu_seqlens given, lse not 4-byte aligned), INVALID_SIZE (a negative size,
  * seqlen_k == 0 or head_dim <= 0 with queries to answer, heads_q not a
- * multiple of heads_kv, sizes above 2^31 - 1), INVALID_LD (a negative
+ * multiple of heads_kv, sizes above 2^31 - 1, more than 2^31 - 1 query
+ * tiles: ceil(seqlen_q / 128) * heads_q * batch, dense strides (all-zero
+ * strides) that overflow int64), INVALID_LD (a negative
  * stride, one >= 2^39 elements, or a zero stride along a dimension with
  * more than one entry),
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment

@@ -11,7 +11,7 @@
 int main(void)
 {
     CHECK(mgpu_version() == MGPU_VERSION_NUMBER, "version %d", mgpu_version());
-    for (int s = MGPU_STATUS_SUCCESS; s <= MGPU_STATUS_INTERNAL_ERROR; s++) {
+    for (int s = MGPU_STATUS_SUCCESS; s <= MGPU_STATUS_INSUFFICIENT_WORKSPACE; s++) {
         const char *name = mgpu_status_string((mgpu_status)s);
         CHECK(name && strncmp(name, "MGPU_STATUS_", 12) == 0 && !strstr(name, "unknown"), "status %d: %s", s,
               name);

@@ -8,9 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "attention_select.h"
+#include "attention_plan.h"
 #include "check.h"
-#include "internal.h"
 
 static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
 static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "force.h"
 #include "gpu_util.h"
 
 #define POISON_BYTE 0xff
@@ -124,9 +125,9 @@ static void run_gather_once(mgpu_handle *h, const struct gather_case *c, mgpu_in
     d.row_elems = c->row_elems;
     d.elem_size = c->elem_size;
     if (force)
-        setenv("MGPU_FORCE_VARIANT", force, 1);
+        force_setenv("MGPU_FORCE_VARIANT", force);
     const mgpu_status s = mgpu_gather(h, &d);
-    unsetenv("MGPU_FORCE_VARIANT");
+    force_unsetenv("MGPU_FORCE_VARIANT");
     CHECK(s == MGPU_STATUS_SUCCESS, "mgpu_gather: %s (%s)", mgpu_status_string(s), mgpu_last_error_message());
     const mgpu_status checked = mgpu_check_index_errors(h);
     const mgpu_status expected = any_oob && c->n > 0 && row_bytes > 0 ? MGPU_STATUS_INDEX_OUT_OF_RANGE

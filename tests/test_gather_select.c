@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "gather_select.h"
-#include "internal.h"
+#include "gather_plan.h"
 
 static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
 static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
@@ -334,7 +333,7 @@ static struct mgpu_gather_plan plan_for(const struct mgpu_gather_problem *p, con
     const int i = mgpu_select_gather(p, caps, NULL, &s);
     CHECK(i >= 0, "no variant: %s", mgpu_last_error_message());
     if (i >= 0)
-        mgpu_gather_make_plan(p, &mgpu_variants[i], caps, &plan);
+        mgpu_gather_make_plan(p, &mgpu_variants[i], caps, 0x7e0000000000, &plan);
     return plan;
 }
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "force.h"
 #include "gpu_util.h"
 #include "test_gemm_ref.h"
 
@@ -128,12 +129,12 @@ static void run_case(const struct fp8_case *g)
         desc.bias_mode = MGPU_BIAS_PER_ROW;
     }
     if (g->force_variant)
-        setenv("MGPU_FORCE_VARIANT", g->force_variant, 1);
+        force_setenv("MGPU_FORCE_VARIANT", g->force_variant);
     if (g->force_splits)
-        setenv("MGPU_FORCE_SPLIT_K", g->force_splits, 1);
+        force_setenv("MGPU_FORCE_SPLIT_K", g->force_splits);
     mgpu_status s = mgpu_gemm_ex(handle, &desc);
-    unsetenv("MGPU_FORCE_VARIANT");
-    unsetenv("MGPU_FORCE_SPLIT_K");
+    force_unsetenv("MGPU_FORCE_VARIANT");
+    force_unsetenv("MGPU_FORCE_SPLIT_K");
     CHECK(s == MGPU_STATUS_SUCCESS, "%s: %s (%s)", label, mgpu_status_string(s), mgpu_last_error_message());
     cudaError_t e = cudaDeviceSynchronize();
     CHECK(e == cudaSuccess, "%s: kernel failed: %s", label, cudaGetErrorString(e));

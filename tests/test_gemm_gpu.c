@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "force.h"
 #include "gpu_util.h"
 
 struct gemm_case {
@@ -154,12 +155,12 @@ static void run_case(const struct gemm_case *g)
 static void run_forced(const struct gemm_case *g, const char *variant, const char *splits)
 {
     if (variant)
-        setenv("MGPU_FORCE_VARIANT", variant, 1);
+        force_setenv("MGPU_FORCE_VARIANT", variant);
     if (splits)
-        setenv("MGPU_FORCE_SPLIT_K", splits, 1);
+        force_setenv("MGPU_FORCE_SPLIT_K", splits);
     run_case(g);
-    unsetenv("MGPU_FORCE_VARIANT");
-    unsetenv("MGPU_FORCE_SPLIT_K");
+    force_unsetenv("MGPU_FORCE_VARIANT");
+    force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
 /* The persistent kernel's paths, whatever the heuristic would pick. */
@@ -214,7 +215,7 @@ static void check_persistent_paths(mgpu_dtype t)
 static void check_deterministic_shape(int64_t m, int64_t n, int64_t k, const char *splits)
 {
     if (splits)
-        setenv("MGPU_FORCE_SPLIT_K", splits, 1);
+        force_setenv("MGPU_FORCE_SPLIT_K", splits);
     float one = 1.0f, zero = 0.0f;
     void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
     void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
@@ -235,7 +236,7 @@ static void check_deterministic_shape(int64_t m, int64_t n, int64_t k, const cha
     cudaFree(b);
     cudaFree(c1);
     cudaFree(c2);
-    unsetenv("MGPU_FORCE_SPLIT_K");
+    force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
 /* Split-K included: its reduction adds the K slices in a fixed order. */
@@ -257,10 +258,10 @@ static void check_runtime_statuses(void)
                            MGPU_DTYPE_F16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_INVALID_LD);
     CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 4, 4, 4, &one, buf, MGPU_DTYPE_F16, 4, buf,
                            MGPU_DTYPE_BF16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_DTYPE_MISMATCH);
-    setenv("MGPU_FORCE_VARIANT", "mgpu_no_such_kernel", 1);
+    force_setenv("MGPU_FORCE_VARIANT", "mgpu_no_such_kernel");
     CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, 4, 4, 4, &one, buf, MGPU_DTYPE_F16, 4, buf,
                            MGPU_DTYPE_F16, 4, &zero, buf, MGPU_DTYPE_F16, 4), MGPU_STATUS_NOT_SUPPORTED);
-    unsetenv("MGPU_FORCE_VARIANT");
+    force_unsetenv("MGPU_FORCE_VARIANT");
     cudaFree(buf);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "force.h"
 #include "gpu_util.h"
 
 #define LOG_BYTES 8192
@@ -71,14 +72,14 @@ int main(void)
     }
 
     /* Forced band and split-K, and an operand that needs packing (odd lda). */
-    setenv("MGPU_FORCE_BAND", "3", 1);
-    setenv("MGPU_FORCE_SPLIT_K", "2", 1);
+    force_setenv("MGPU_FORCE_BAND", "3");
+    force_setenv("MGPU_FORCE_SPLIT_K", "2");
     CHECK_STATUS(logged_gemm(h, 1024, 1024, 512, 513, log), MGPU_STATUS_SUCCESS);
     if (hopper)
         CHECK(strstr(log, "split-k 2, grid 64, band 3, cluster 1x1, A packed]") != NULL, "forced plan not in: %s",
               log);
-    unsetenv("MGPU_FORCE_BAND");
-    unsetenv("MGPU_FORCE_SPLIT_K");
+    force_unsetenv("MGPU_FORCE_BAND");
+    force_unsetenv("MGPU_FORCE_SPLIT_K");
 
     /* Small m: the 64-row tile with split-K. */
     CHECK_STATUS(logged_gemm(h, 64, 4096, 4096, 4096, log), MGPU_STATUS_SUCCESS);

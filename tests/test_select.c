@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "gemm_plan.h"
 
 static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
 static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
+/* a workspace larger than any plan here needs */
+static const struct mgpu_gemm_resources ample = {0x7e0000000000, (size_t)1 << 40, 0x7e8000000000};
 
 static int has_cc(int major, int minor)
 {
@@ -87,7 +89,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "odd lda: got %s", v ? v->name : "none");
     if (packs) {
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b &&
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && plan.pack_a && !plan.pack_b &&
                   plan.pack_variant >= 0 && mgpu_variants[plan.pack_variant].kind == MGPU_KIND_GEMM_PACK,
               "odd lda: A not packed");
     }
@@ -97,7 +99,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "unaligned B: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && !plan.pack_a && plan.pack_b,
               "unaligned B: B not packed");
 
     p = base;
@@ -113,7 +115,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "broadcast A: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
               "broadcast A: the persistent kernel reads it through TMA, unpacked");
     p.stride_a = 1000 * 1000;
     v = pick(&p, caps, NULL, &s);
@@ -122,7 +124,7 @@ static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs
     v = pick(&p, caps, NULL, &s);
     CHECK(v && v->kind == unaligned, "odd batch stride: got %s", v ? v->name : "none");
     if (packs)
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
               "odd batch stride: A not packed");
 
     /* a device with too little shared memory for the tensor-core tiles */
@@ -151,7 +153,7 @@ static struct mgpu_gemm_plan plan_forced(int64_t m, int64_t n, int64_t k, int64_
     mgpu_status s = MGPU_STATUS_SUCCESS;
     CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "%lldx%lldx%lld: invalid", (long long)m, (long long)n,
           (long long)k);
-    CHECK(mgpu_plan_gemm(&p, caps, force, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
+    CHECK(mgpu_plan_gemm(&p, caps, force, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
           (long long)k, mgpu_status_string(s));
     return plan;
 }
@@ -256,8 +258,8 @@ static void check_force(const struct mgpu_device_caps *caps)
         CHECK(pick(&odd, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
               "forcing a TMA variant on unaligned input: %s", mgpu_status_string(s));
     }
-    CHECK(pick(&p, caps, "mgpu_no_such_kernel", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
-          "forcing an unknown name: %s", mgpu_status_string(s));
+    /* a name of no GEMM variant of this device is meant for something else: ignored */
+    CHECK(pick(&p, caps, "mgpu_no_such_kernel", &s) == tc, "forcing an unknown name: %s", mgpu_status_string(s));
     struct mgpu_gemm_problem bf = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
     CHECK(pick(&bf, caps, tc->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
           "forcing an f16 variant on bf16 input: %s", mgpu_status_string(s));
@@ -292,7 +294,7 @@ static void check_fp8(const struct mgpu_device_caps *caps)
                 struct mgpu_gemm_problem p = fp8_problem(fp8[a], fp8[b], ms[i], 4096, 4096);
                 CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "fp8 %d x %d: %s", fp8[a], fp8[b],
                       mgpu_last_error_message());
-                const int ok = mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0;
+                const int ok = mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0;
                 const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
                 const int want_tile = ms[i] <= 128 ? 128 : 192;
                 const int want_cluster = ms[i] == 8192 ? 2 : 1; /* 43 x 32 tiles of 192 x 128; 22 x 32 are too few */
@@ -307,24 +309,24 @@ static void check_fp8(const struct mgpu_device_caps *caps)
         }
     /* 1-byte elements: an ld of 1000 bytes is not a multiple of 16, 1008 is */
     struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1000, 1000, 1000);
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
           "fp8 ld 1000: both operands must be packed");
     p.lda = p.ldb = 1008;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
           "fp8 ld 1008: nothing to pack");
     p.a += 8; /* 8-byte aligned base */
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && plan.pack_a && !plan.pack_b,
           "fp8 A at an 8-byte boundary: A must be packed");
     /* k == 0: the portable kernel */
     p = fp8_problem(MGPU_DTYPE_E5M2, MGPU_DTYPE_E4M3, 100, 100, 0);
     p.lda = p.ldb = 1;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
           "fp8 k = 0: not the portable kernel");
     /* forced split-K is clamped to 128-wide k-tiles: k = 304 has 3 */
     p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 256, 256, 304);
-    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 1000}, &plan, &s) == 0 && plan.splits == 3,
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 1000}, &ample, &plan, &s) == 0 && plan.splits == 3,
           "fp8 k=304 forced split 1000: got %d, want 3", plan.splits);
     /* forcing: a 16-bit variant cannot take fp8, nor an fp8 variant of the other pair */
     p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2, 512, 512, 512);
@@ -356,15 +358,15 @@ static void check_epilogue_plans(const struct mgpu_device_caps *caps)
     p.bias_dtype = MGPU_DTYPE_F32;
     p.activation = MGPU_ACTIVATION_GELU;
     CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "bias + gelu: %s", mgpu_last_error_message());
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT,
           "bias + gelu: not the persistent kernel");
-    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 3}, &plan, &s) == 0 && plan.splits == 3,
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 3}, &ample, &plan, &s) == 0 && plan.splits == 3,
           "bias + gelu, forced split-K: split %d", plan.splits);
     CHECK(pick(&p, caps, "mgpu_gemm_portable_sm90_64x64", &s) != NULL, "portable kernel forced with an epilogue: %s",
           mgpu_status_string(s));
     p.k = 0;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &plan, &s) == 0 &&
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
               mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
           "bias + gelu with k = 0: not the portable kernel");
 }
@@ -413,10 +415,11 @@ int main(void)
         check_unaligned_paths(&blackwell, 0);
         check_force(&blackwell);
         check_extensions_refused(&blackwell);
-        /* a Hopper-only name cannot be forced onto Blackwell */
+        /* a Hopper name forced on Blackwell is for the other device: ignored */
         mgpu_status s;
         struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
-        CHECK(pick(&p, &blackwell, "mgpu_gemm_sm90_ws_f16_tn_128x128x64_s6_c1", &s) == NULL, "sm90 forced on cc 10.0");
+        CHECK(pick(&p, &blackwell, "mgpu_gemm_sm90_ws_f16_tn_128x128x64_s6_c1", &s) == pick(&p, &blackwell, NULL, &s),
+              "sm90 name forced on cc 10.0 not ignored");
     }
     const struct mgpu_device_caps others[] = {{8, 0, 108, 166912}, {12, 0, 84, 101376}, {10, 3, 148, 232448},
                                               {9, 1, 132, 232448}, {7, 5, 40, 65536}};

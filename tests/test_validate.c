@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "gemm_plan.h"
 
 static const float one = 1.0f, zero = 0.0f;
 

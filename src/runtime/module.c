@@ -8,7 +8,7 @@
  * a context, so it is cached per handle, as is raising the kernel's dynamic
  * shared-memory limit on the handle's device.
  */
-#include "internal.h"
+#include "runtime.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -82,31 +82,5 @@ mgpu_status mgpu_kernel_function(mgpu_handle *h, const struct mgpu_driver *d, in
         return mgpu_driver_fail(d, r, "cuKernelGetFunction");
     h->functions[variant] = fn;
     *out = fn;
-    return MGPU_STATUS_SUCCESS;
-}
-
-mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
-                        unsigned grid_z, void **params)
-{
-    const struct mgpu_variant *v = &mgpu_variants[variant];
-    CUfunction fn = NULL;
-    mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
-    if (s != MGPU_STATUS_SUCCESS)
-        return s;
-    const unsigned cluster = (unsigned)(v->cluster_m * v->cluster_n);
-    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-    attr.value.clusterDim.x = cluster;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
-    CUlaunchConfig cfg = {
-        .gridDimX = grid_x, .gridDimY = grid_y, .gridDimZ = grid_z,
-        .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned)v->smem_bytes,
-        .hStream = h->stream,
-        .attrs = &attr, .numAttrs = cluster > 1 ? 1 : 0,
-    };
-    CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
-    if (r != CUDA_SUCCESS)
-        return mgpu_driver_fail(d, r, v->name);
     return MGPU_STATUS_SUCCESS;
 }

@@ -13,11 +13,9 @@
  * compute capability. Grids and per-kernel arguments follow the formulas in
  * kernels/common/gather_abi.h.
  */
-#include "gather_select.h"
+#include "gather_plan.h"
 
 #include <string.h>
-
-#include "internal.h"
 
 /* Sizes, row counts and strides beyond this cannot describe real memory;
  * refusing them keeps every byte offset within int64. */
@@ -33,11 +31,6 @@
 #define WARPS_PER_CTA (MGPU_GATHER_THREADS / WARP)
 #define MAX_LANES_LOG2 5 /* a lane group is at most one warp */
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
@@ -46,12 +39,6 @@ static int64_t min64(int64_t a, int64_t b)
 static int index_bytes(int index_type)
 {
     return index_type == MGPU_INDEX_I64 ? 8 : 4;
-}
-
-/* Bytes from the first to the last byte of `rows` rows, 0 for none. */
-static int64_t span(int64_t rows, int64_t stride, int64_t row_bytes)
-{
-    return rows > 0 ? (rows - 1) * stride + row_bytes : 0;
 }
 
 static int ranges_overlap(uintptr_t a, int64_t a_len, uintptr_t b, int64_t b_len)
@@ -74,6 +61,8 @@ static mgpu_status validate_common(const struct mgpu_gather_problem *p, int64_t 
     if (p->n_indices > MAX_EXTENT || row_elems > MAX_EXTENT || p->table_rows > MAX_EXTENT)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "n_indices, row_elems and %s must be <= 2^48 (got %lld, %lld, %lld)",
                          table_rows_name, (long long)p->n_indices, (long long)row_elems, (long long)p->table_rows);
+    if (mgpu_gather_problem_empty(p))
+        return MGPU_STATUS_SUCCESS; /* nothing is read or written, whatever the strides */
     if (p->src_stride < p->row_bytes || p->dst_stride < p->row_bytes)
         return mgpu_fail(MGPU_STATUS_INVALID_LD,
                          "row strides must be at least one row (%lld bytes): src_row_stride = %lld, "
@@ -85,14 +74,11 @@ static mgpu_status validate_common(const struct mgpu_gather_problem *p, int64_t 
     const int gather = p->op == MGPU_GATHER_OP_GATHER;
     const int64_t src_rows = gather ? p->table_rows : p->n_indices;
     const int64_t dst_rows = gather ? p->n_indices : p->table_rows;
-    const int64_t src_span = span(src_rows, p->src_stride, p->row_bytes);
-    const int64_t dst_span = span(dst_rows, p->dst_stride, p->row_bytes);
-    if ((src_rows > 1 && p->src_stride > (MAX_SPAN - p->row_bytes) / (src_rows - 1)) ||
-        (dst_rows > 1 && p->dst_stride > (MAX_SPAN - p->row_bytes) / (dst_rows - 1)))
+    int64_t src_span, dst_span;
+    if (!mgpu_span_ok(src_rows, p->src_stride, p->row_bytes, &src_span) || src_span > MAX_SPAN ||
+        !mgpu_span_ok(dst_rows, p->dst_stride, p->row_bytes, &dst_span) || dst_span > MAX_SPAN)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "src or dst would span more than 2^56 bytes");
 
-    if (mgpu_gather_problem_empty(p))
-        return MGPU_STATUS_SUCCESS; /* nothing is read or written */
     if (!p->index)
         return mgpu_fail(MGPU_STATUS_NULL_POINTER, "index is NULL");
     if (gather ? !p->dst : !p->src)
@@ -146,12 +132,7 @@ mgpu_status mgpu_gather_validate(const mgpu_gather_desc *desc, struct mgpu_gathe
 
 static int scatter_dtype_size(int dtype)
 {
-    switch (dtype) {
-    case MGPU_DTYPE_F32: return 4;
-    case MGPU_DTYPE_BF16:
-    case MGPU_DTYPE_F16: return 2;
-    default: return 0;
-    }
+    return dtype == MGPU_DTYPE_F32 || dtype == MGPU_DTYPE_BF16 || dtype == MGPU_DTYPE_F16 ? mgpu_dtype_size(dtype) : 0;
 }
 
 mgpu_status mgpu_scatter_add_validate(const mgpu_scatter_add_desc *desc, struct mgpu_gather_problem *out)
@@ -207,77 +188,40 @@ static int is_scatter_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_SCATTER_ADD || k == MGPU_KIND_SCATTER_ADD_SORTED;
 }
 
-static int of_op(const struct mgpu_variant *v, enum mgpu_gather_op op)
-{
-    return op == MGPU_GATHER_OP_GATHER ? is_gather_kind(v->kind) : is_scatter_kind(v->kind);
-}
-
 static int gather4_ok(const struct mgpu_gather_problem *p)
 {
     return mgpu_gather_vec16(p) && p->table_rows >= 1 && p->table_rows <= INT32_MAX &&
            p->src_stride < TMA_MAX_STRIDE && p->row_bytes / TMA_MAP_ELEM_BYTES <= TMA_MAX_DIM;
 }
 
-/* Whether variant v (already of the device and the op) can do problem p. */
-static int applicable(const struct mgpu_variant *v, const struct mgpu_gather_problem *p,
-                      const struct mgpu_device_caps *caps)
+/* 0 when variant v (of the op and the device) cannot do problem p; else
+ * its preference, fastest first: gather4, narrow, wide, unaligned (the
+ * scatter kinds are told apart by the mode). */
+static int gather_fits(const struct mgpu_variant *v, const void *ctx)
 {
-    if (v->index_type != p->index_type || v->smem_bytes > caps->max_smem_per_block)
+    const struct mgpu_gather_problem *p = ctx;
+    if (v->index_type != p->index_type)
         return 0;
     switch (v->kind) {
-    case MGPU_KIND_GATHER_NARROW:
-        return mgpu_gather_vec16(p) && p->row_bytes <= MGPU_GATHER_NARROW_MAX_ROW_BYTES;
-    case MGPU_KIND_GATHER_WIDE: return mgpu_gather_vec16(p);
+    case MGPU_KIND_GATHER4: return gather4_ok(p) ? 4 : 0;
+    case MGPU_KIND_GATHER_NARROW: return mgpu_gather_vec16(p) && p->row_bytes <= MGPU_GATHER_NARROW_MAX_ROW_BYTES ? 3 : 0;
+    case MGPU_KIND_GATHER_WIDE: return mgpu_gather_vec16(p) ? 2 : 0;
     case MGPU_KIND_GATHER_UNALIGNED: return 1;
-    case MGPU_KIND_GATHER4: return gather4_ok(p);
     case MGPU_KIND_SCATTER_ADD: return !p->sorted && v->dtype == p->dtype;
     case MGPU_KIND_SCATTER_ADD_SORTED: return p->sorted && v->dtype == p->dtype;
     default: return 0;
     }
 }
 
-/* The order in which gather kinds are tried: fastest that applies first. */
-static const enum mgpu_kernel_kind gather_preference[] = {
-    MGPU_KIND_GATHER4, MGPU_KIND_GATHER_NARROW, MGPU_KIND_GATHER_WIDE, MGPU_KIND_GATHER_UNALIGNED,
-    MGPU_KIND_SCATTER_ADD, MGPU_KIND_SCATTER_ADD_SORTED,
-};
-
 int mgpu_select_gather(const struct mgpu_gather_problem *p, const struct mgpu_device_caps *caps, const char *force,
                        mgpu_status *status)
 {
-    const char *what = p->op == MGPU_GATHER_OP_GATHER ? "gather" : "scatter_add";
-    int for_device = 0;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        if (v->cc_major != caps->cc_major || v->cc_minor != caps->cc_minor || !of_op(v, p->op))
-            continue;
-        for_device++;
-        if (force && force[0] && strcmp(force, v->name) == 0) {
-            if (applicable(v, p, caps))
-                return i;
-            *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
-                                "MGPU_FORCE_VARIANT=%s cannot do this %s (index type, dtype, mode or alignment)",
-                                force, what);
-            return -1;
-        }
-    }
-    if (!for_device) {
-        *status = mgpu_fail(MGPU_STATUS_ARCH_MISMATCH,
-                            "this build has no %s kernel for compute capability %d.%d (it has sm_90a and/or "
-                            "sm_100a kernels: cc 9.0 and 10.0)",
-                            what, caps->cc_major, caps->cc_minor);
-        return -1;
-    }
-    for (size_t k = 0; k < sizeof gather_preference / sizeof gather_preference[0]; k++)
-        for (int i = 0; i < mgpu_variant_count; i++) {
-            const struct mgpu_variant *v = &mgpu_variants[i];
-            if (v->kind == gather_preference[k] && v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor &&
-                of_op(v, p->op) && applicable(v, p, caps))
-                return i;
-        }
-    *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "no %s variant takes this call on compute capability %d.%d", what,
-                        caps->cc_major, caps->cc_minor);
-    return -1;
+    const int gather = p->op == MGPU_GATHER_OP_GATHER;
+    const struct mgpu_lookup q = {
+        .what = gather ? "gather" : "scatter_add", .of_op = gather ? is_gather_kind : is_scatter_kind,
+        .caps = caps, .force = force, .fits = gather_fits, .ctx = p,
+    };
+    return mgpu_registry_lookup(&q, NULL, status);
 }
 
 /* log2 of the smallest power of two >= units, capped at a whole warp. */
@@ -295,10 +239,11 @@ static unsigned grid_of(int64_t ctas)
 }
 
 void mgpu_gather_make_plan(const struct mgpu_gather_problem *p, const struct mgpu_variant *v,
-                           const struct mgpu_device_caps *caps, struct mgpu_gather_plan *out)
+                           const struct mgpu_device_caps *caps, uint64_t error_word, struct mgpu_gather_plan *out)
 {
     memset(out, 0, sizeof *out);
     mgpu_gather_args *a = &out->args;
+    a->error = error_word;
     a->src = p->src;
     a->dst = p->dst;
     a->index = p->index;
@@ -315,15 +260,15 @@ void mgpu_gather_make_plan(const struct mgpu_gather_problem *p, const struct mgp
     case MGPU_KIND_GATHER_NARROW: {
         a->lanes_per_row_log2 = lanes_log2(p->row_bytes / MGPU_GATHER_VEC_BYTES);
         const int64_t rows_per_tile = (int64_t)(WARP >> a->lanes_per_row_log2) * MGPU_GATHER_NARROW_UNROLL;
-        out->grid = grid_of(cdiv(cdiv(n, rows_per_tile), WARPS_PER_CTA));
+        out->grid = grid_of(mgpu_cdiv(mgpu_cdiv(n, rows_per_tile), WARPS_PER_CTA));
         break;
     }
     case MGPU_KIND_GATHER_WIDE:
-        out->grid = grid_of(cdiv(n * cdiv(p->row_bytes, MGPU_GATHER_WIDE_CHUNK_BYTES), WARPS_PER_CTA));
+        out->grid = grid_of(mgpu_cdiv(n * mgpu_cdiv(p->row_bytes, MGPU_GATHER_WIDE_CHUNK_BYTES), WARPS_PER_CTA));
         break;
     case MGPU_KIND_GATHER_UNALIGNED:
         a->unit_bytes = all % 8 == 0 ? 8 : all % 4 == 0 ? 4 : all % 2 == 0 ? 2 : 1;
-        out->grid = grid_of(cdiv(n, WARPS_PER_CTA));
+        out->grid = grid_of(mgpu_cdiv(n, WARPS_PER_CTA));
         break;
     case MGPU_KIND_SCATTER_ADD:
     case MGPU_KIND_SCATTER_ADD_SORTED: {
@@ -336,15 +281,27 @@ void mgpu_gather_make_plan(const struct mgpu_gather_problem *p, const struct mgp
             a->unit_bytes = p->elem_size;
         a->lanes_per_row_log2 = lanes_log2(p->row_bytes / a->unit_bytes);
         const int64_t rows_per_cta = (int64_t)WARPS_PER_CTA * (WARP >> a->lanes_per_row_log2);
-        out->grid = grid_of(cdiv(n, rows_per_cta));
+        out->grid = grid_of(mgpu_cdiv(n, rows_per_cta));
         break;
     }
     case MGPU_KIND_GATHER4: {
         out->map_elem_bytes = TMA_MAP_ELEM_BYTES;
         const int64_t box_elems = min64(TMA_MAX_BOX_ELEMS, p->row_bytes / TMA_MAP_ELEM_BYTES);
         out->box_bytes = (int)(box_elems * TMA_MAP_ELEM_BYTES);
-        const int64_t items = cdiv(n, MGPU_GATHER4_ROWS) * cdiv(p->row_bytes, out->box_bytes);
+        const int64_t items = mgpu_cdiv(n, MGPU_GATHER4_ROWS) * mgpu_cdiv(p->row_bytes, out->box_bytes);
         out->grid = grid_of(min64(items, (int64_t)caps->sm_count * MGPU_GATHER4_CTAS_PER_SM));
+        /* the table as {row_bytes / 8, rows} 8-byte units, boxes of
+         * {box_bytes / 8, 1} (gather_abi.h); the bytes are copied verbatim */
+        struct mgpu_tensor_map_desc *m = &out->table_map;
+        m->type = MGPU_MAP_U64;
+        m->rank = 2;
+        m->base = p->src;
+        m->dims[0] = (uint64_t)(p->row_bytes / TMA_MAP_ELEM_BYTES);
+        m->dims[1] = (uint64_t)p->table_rows;
+        m->byte_strides[0] = (uint64_t)p->src_stride;
+        m->box[0] = (uint32_t)(out->box_bytes / TMA_MAP_ELEM_BYTES);
+        m->box[1] = 1;
+        m->l2_promote = 1;
         break;
     }
     default:

@@ -2,19 +2,16 @@
  * The pure half of mgpu_attention_fwd: descriptor validation, variant
  * selection and the launch plan (kernel arguments, tensor-map shapes, grid)
  * by the rules of kernels/common/attention_abi.h. Nothing here touches a
- * device, so tests run it with made-up device capabilities; src/attention.c
- * encodes the tensor maps and launches.
+ * device, so tests run it with made-up device capabilities;
+ * attention_fwd.c encodes the tensor maps and launches.
  */
 #ifndef MGPU_SRC_ATTENTION_SELECT_H
 #define MGPU_SRC_ATTENTION_SELECT_H
 
 #include <stdint.h>
 
-#include "mgpukernels.h"
-#include "registry.h"
-#include "select.h"
-
-#include "../kernels/common/attention_abi.h"
+#include "dispatch.h"
+#include "attention_abi.h"
 
 /* One attention forward call after validation: defaults resolved (dense
  * strides, softmax scale), pointers as addresses. */
@@ -44,19 +41,11 @@ int mgpu_attention_problem_empty(const struct mgpu_attention_problem *p);
 int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const struct mgpu_device_caps *caps,
                               const char *force, mgpu_status *status);
 
-/* One rank-4 tensor map to encode: {head_dim, seq rows, heads, nbatch} with
- * byte strides of the three outer dimensions and a box of {64, box_rows, 1, 1}. */
-struct mgpu_attention_map_shape {
-    uintptr_t base;
-    uint64_t dims[4];
-    uint64_t byte_strides[3];
-    uint32_t box[4];
-};
-
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;
-    struct mgpu_attention_map_shape q_map, k_map, v_map;
+    /* rank 4: {head_dim, seq rows, heads, nbatch}, boxes of {64, block rows, 1, 1} */
+    struct mgpu_tensor_map_desc q_map, k_map, v_map;
     unsigned grid;
     int dynamic; /* 1: the persistent grid takes tiles from the handle's counter (args.tile_counter) */
 };

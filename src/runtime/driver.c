@@ -6,10 +6,16 @@
  * machine with MGPU_STATUS_NO_DRIVER instead. Entry points are resolved with
  * cuGetProcAddress at the CUDA 12.0 ABI, the oldest this library needs
  * (cuLibraryLoadData, cuTensorMapEncodeTiled).
+ *
+ * A libcuda.so.1 that is not a working driver says so by name and path: the
+ * CUDA toolkit's stub library (cuInit answers CUDA_ERROR_STUB_LIBRARY), or a
+ * library that lacks the entry points (a stub of another kind, or a driver
+ * older than CUDA 12.0).
  */
-#include "internal.h"
+#include "runtime.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -23,6 +29,15 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 typedef CUresult (*get_proc_address_fn)(const char *, void **, int, cuuint64_t,
                                         CUdriverProcAddressQueryResult *);
 
+/* Where the dynamic linker found libcuda.so.1. */
+static const char *library_path(void *lib)
+{
+    struct link_map *map = NULL;
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && map->l_name[0])
+        return map->l_name;
+    return "libcuda.so.1";
+}
+
 static void load_driver(void)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -32,11 +47,13 @@ static void load_driver(void)
                  "the CUDA driver (libcuda.so.1) could not be loaded: %s", dlerror());
         return;
     }
+    const char *path = library_path(lib);
     get_proc_address_fn get = (get_proc_address_fn)dlsym(lib, "cuGetProcAddress_v2");
     if (!get) {
         driver_status = MGPU_STATUS_NO_DRIVER;
         snprintf(driver_message, sizeof driver_message,
-                 "the CUDA driver is older than CUDA 12 (no cuGetProcAddress_v2)");
+                 "%s has no cuGetProcAddress_v2: it is a stub library or a driver older than CUDA 12.0, not a "
+                 "usable CUDA driver", path);
         return;
     }
 #define MGPU_RESOLVE(name)                                                                              \
@@ -48,7 +65,8 @@ static void load_driver(void)
             !fn) {                                                                                      \
             driver_status = MGPU_STATUS_NO_DRIVER;                                                      \
             snprintf(driver_message, sizeof driver_message,                                             \
-                     "the CUDA driver lacks %s (CUDA 12.0 or newer is needed)", #name);                 \
+                     "%s lacks %s: it is a stub or incompatible library, or a driver older than CUDA "  \
+                     "12.0, not a usable CUDA driver", path, #name);                                    \
             return;                                                                                     \
         }                                                                                               \
         driver.name = (__typeof__(driver.name))fn;                                                      \
@@ -62,11 +80,20 @@ static void load_driver(void)
         snprintf(driver_message, sizeof driver_message, "the CUDA driver sees no device");
         return;
     }
+    if (r == CUDA_ERROR_STUB_LIBRARY) {
+        driver_status = MGPU_STATUS_NO_DRIVER;
+        snprintf(driver_message, sizeof driver_message,
+                 "%s is the CUDA toolkit's stub library, not a driver (cuInit: CUDA_ERROR_STUB_LIBRARY); the "
+                 "dynamic linker found it before the real libcuda.so.1 (check LD_LIBRARY_PATH)", path);
+        return;
+    }
     if (r != CUDA_SUCCESS) {
         const char *name = "?";
         driver.cuGetErrorName(r, &name);
-        driver_status = r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH || r == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE ? MGPU_STATUS_NO_DRIVER : MGPU_STATUS_DRIVER_ERROR;
-        snprintf(driver_message, sizeof driver_message, "cuInit failed: %s", name);
+        driver_status = r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH || r == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE
+                            ? MGPU_STATUS_NO_DRIVER
+                            : MGPU_STATUS_DRIVER_ERROR;
+        snprintf(driver_message, sizeof driver_message, "cuInit of %s failed: %s", path, name);
         return;
     }
     driver_status = MGPU_STATUS_SUCCESS;

@@ -10,12 +10,10 @@
  * capability; attention variants record the head dim in tile_k (the depth
  * of Q K^T), the query and key block in tile_m and tile_n.
  */
-#include "attention_select.h"
+#include "attention_plan.h"
 
 #include <math.h>
 #include <string.h>
-
-#include "internal.h"
 
 /* Sizes the kernel keeps in int32. */
 #define MAX_SIZE INT32_MAX
@@ -33,11 +31,6 @@
 
 static const int64_t supported_head_dims[] = {64, 96, 128, 192, 256};
 
-static int64_t cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
 static int head_dim_supported(int64_t d)
 {
     for (size_t i = 0; i < sizeof supported_head_dims / sizeof supported_head_dims[0]; i++)
@@ -46,10 +39,12 @@ static int head_dim_supported(int64_t d)
     return 0;
 }
 
-static mgpu_attention_strides dense_strides(int64_t seq, int64_t heads, int64_t head_dim)
+/* The dense layout's strides; 0 when they overflow int64 (the sizes are
+ * refused then). */
+static int dense_strides(int64_t seq, int64_t heads, int64_t head_dim, mgpu_attention_strides *out)
 {
-    mgpu_attention_strides s = {seq * heads * head_dim, heads * head_dim, head_dim};
-    return s;
+    out->head = head_dim;
+    return mgpu_mul_ok(heads, head_dim, &out->seq) && mgpu_mul_ok(seq, out->seq, &out->batch);
 }
 
 static int strides_zero(const mgpu_attention_strides *s)
@@ -191,7 +186,9 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
     if (p.heads_q % p.heads_kv)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "heads_q (%lld) must be a multiple of heads_kv (%lld)",
                          (long long)p.heads_q, (long long)p.heads_kv);
-    if (cdiv(p.seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M) * p.heads_q * p.batch > MAX_SIZE)
+    int64_t query_tiles;
+    if (!mgpu_mul3_ok(mgpu_cdiv(p.seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M), p.heads_q, p.batch, &query_tiles) ||
+        query_tiles > MAX_SIZE)
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE,
                          "ceil(seqlen_q / 128) * heads_q * batch must be at most 2^31 - 1 (query tiles)");
     if (!q || !k || !v || !o)
@@ -209,9 +206,12 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
     for (int t = 0; t < 4; t++) {
         const int is_q_side = t == 0 || t == 3;
         const int64_t heads = is_q_side ? p.heads_q : p.heads_kv;
-        *used[t] = strides_zero(given[t])
-                       ? dense_strides(is_q_side ? p.seqlen_q : p.seqlen_k, heads, p.head_dim)
-                       : *given[t];
+        *used[t] = *given[t];
+        if (strides_zero(given[t]) && !dense_strides(is_q_side ? p.seqlen_q : p.seqlen_k, heads, p.head_dim, used[t]))
+            return mgpu_fail(MGPU_STATUS_INVALID_SIZE,
+                             "the dense strides of %s (seq * heads * head_dim elements per sequence) overflow "
+                             "int64; give explicit strides below 2^39 elements",
+                             names[t]);
         s = check_strides(names[t], used[t], varlen, p.batch, is_q_side ? p.total_q : p.total_k, heads);
         if (s != MGPU_STATUS_SUCCESS)
             return s;
@@ -233,54 +233,29 @@ static int is_attention_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_ATTENTION_FWD_SM90;
 }
 
-static int variant_fits(const struct mgpu_variant *v, const struct mgpu_attention_problem *p,
-                        const struct mgpu_device_caps *caps)
+/* Attention variants record the head dim in tile_k. */
+static int attention_fits(const struct mgpu_variant *v, const void *ctx)
 {
-    return is_attention_kind(v->kind) && v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor &&
-           v->dtype == p->dtype && v->tile_k == p->head_dim && v->smem_bytes <= caps->max_smem_per_block;
+    const struct mgpu_attention_problem *p = ctx;
+    return v->dtype == p->dtype && v->tile_k == p->head_dim;
 }
 
 int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const struct mgpu_device_caps *caps,
                               const char *force, mgpu_status *status)
 {
-    int any_for_device = 0;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        any_for_device |= is_attention_kind(v->kind) && v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor;
-    }
-    if (!any_for_device) {
-        *status = mgpu_fail(MGPU_STATUS_ARCH_MISMATCH,
-                            "no attention forward kernel in this build for compute capability %d.%d (kernels exist "
-                            "for 9.0 only)",
-                            caps->cc_major, caps->cc_minor);
-        return -1;
-    }
-    if (force && force[0]) {
-        for (int i = 0; i < mgpu_variant_count; i++) {
-            const struct mgpu_variant *v = &mgpu_variants[i];
-            if (strcmp(v->name, force) != 0 || !is_attention_kind(v->kind))
-                continue;
-            if (variant_fits(v, p, caps))
-                return i;
-            *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
-                                "MGPU_FORCE_VARIANT=%s cannot run this attention call (dtype, head dim %lld or device "
-                                "%d.%d differ)",
-                                force, (long long)p->head_dim, caps->cc_major, caps->cc_minor);
-            return -1;
-        }
-    }
-    for (int i = 0; i < mgpu_variant_count; i++)
-        if (variant_fits(&mgpu_variants[i], p, caps))
-            return i;
-    *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "no attention forward variant for dtype %d, head dim %lld on "
-                        "compute capability %d.%d",
-                        p->dtype, (long long)p->head_dim, caps->cc_major, caps->cc_minor);
-    return -1;
+    const struct mgpu_lookup q = {.what = "attention forward", .of_op = is_attention_kind, .caps = caps,
+                                  .force = force, .fits = attention_fits, .ctx = p};
+    return mgpu_registry_lookup(&q, NULL, status);
 }
 
-static void map_shape(struct mgpu_attention_map_shape *m, uintptr_t base, const struct mgpu_attention_problem *p,
+static void map_shape(struct mgpu_tensor_map_desc *m, uintptr_t base, const struct mgpu_attention_problem *p,
                       int64_t rows, int64_t heads, const mgpu_attention_strides *s, int box_rows)
 {
+    memset(m, 0, sizeof *m);
+    m->type = p->dtype == MGPU_DTYPE_BF16 ? MGPU_MAP_BF16 : MGPU_MAP_F16;
+    m->rank = 4;
+    m->swizzle_128b = 1;
+    m->l2_promote = 1;
     m->base = base;
     m->dims[0] = (uint64_t)p->head_dim;
     m->dims[1] = (uint64_t)rows;
@@ -352,13 +327,13 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
     map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, v->tile_m);
     map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, v->tile_n);
     map_shape(&out->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, v->tile_n);
-    const int64_t tiles = cdiv(p->seqlen_q, v->tile_m) * p->heads_q * p->batch;
+    const int64_t tiles = mgpu_cdiv(p->seqlen_q, v->tile_m) * p->heads_q * p->batch;
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
      * current one, which pays where the per-tile fill and epilogue are a large
      * share, i.e. short key loops. Needs the second Q buffer. */
     const int unwindowed = !p->varlen && p->window_left < 0 && p->window_right < 0;
-    const int short_loop = cdiv(p->seqlen_k, v->tile_n) <= PERSISTENT_MAX_KEY_BLOCKS;
+    const int short_loop = mgpu_cdiv(p->seqlen_k, v->tile_n) <= PERSISTENT_MAX_KEY_BLOCKS;
     const int q_stages = mgpu_attention_fwd_q_stages(v->tile_m, v->tile_n, v->tile_k, v->stages);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
     const int persistent = unwindowed && short_loop && q_stages == 2 && sms < tiles;
@@ -368,7 +343,8 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
      * first within groups of heads whose K/V stay in L2. */
     out->dynamic = persistent && p->causal;
     if (out->dynamic) {
-        const int64_t kv_bytes = 2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES; /* per (batch, head) */
+        /* per (batch, head); seqlen_k < 2^31, head_dim <= 256 here */
+        const int64_t kv_bytes = 2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES;
         int64_t group = LPT_GROUP_KV_BYTES / (kv_bytes > 0 ? kv_bytes : 1);
         const int64_t pairs = p->heads_q * p->batch;
         group = group < 1 ? 1 : group > pairs ? pairs : group;

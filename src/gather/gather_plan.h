@@ -2,19 +2,16 @@
  * The pure half of mgpu_gather and mgpu_scatter_add: descriptor validation,
  * variant selection and launch planning (kernel arguments and grid, by the
  * rules of kernels/common/gather_abi.h). Nothing here touches a device, so
- * tests run it with made-up device capabilities; src/gather.c does the rest
- * (error word, tensor map, launch).
+ * tests run it with made-up device capabilities; gather.c does the rest
+ * (the handle's error word, encoding the map, launch).
  */
 #ifndef MGPU_SRC_GATHER_SELECT_H
 #define MGPU_SRC_GATHER_SELECT_H
 
 #include <stdint.h>
 
-#include "mgpukernels.h"
-#include "registry.h"
-#include "select.h"
-
-#include "../kernels/common/gather_abi.h"
+#include "dispatch.h"
+#include "gather_abi.h"
 
 enum mgpu_gather_op { MGPU_GATHER_OP_GATHER, MGPU_GATHER_OP_SCATTER_ADD };
 
@@ -34,7 +31,8 @@ struct mgpu_gather_problem {
 
 /* SUCCESS and *out filled when the descriptor is valid, else the status with
  * its message set. A valid problem may still be empty (n_indices == 0 or
- * row_bytes == 0): mgpu_gather_problem_empty() says so. */
+ * row_bytes == 0): mgpu_gather_problem_empty() says so; an empty call is
+ * valid whatever its strides and pointers. */
 mgpu_status mgpu_gather_validate(const mgpu_gather_desc *desc, struct mgpu_gather_problem *out);
 mgpu_status mgpu_scatter_add_validate(const mgpu_scatter_add_desc *desc, struct mgpu_gather_problem *out);
 int mgpu_gather_problem_empty(const struct mgpu_gather_problem *p);
@@ -50,17 +48,18 @@ int mgpu_gather_vec16(const struct mgpu_gather_problem *p);
 int mgpu_select_gather(const struct mgpu_gather_problem *p, const struct mgpu_device_caps *caps,
                        const char *force, mgpu_status *status);
 
-/* Everything a launch needs except the device: the arguments (error and, for
- * gather4, the tensor map left to the caller), the grid, and for gather4 the
- * tensor map's element size and box. */
+/* Everything a launch needs: the arguments (with the error word's address),
+ * the grid, and for gather4 the tensor map to encode over the source table,
+ * its element size and box. */
 struct mgpu_gather_plan {
     mgpu_gather_args args;
     unsigned grid;
     int map_elem_bytes; /* gather4 only */
     int box_bytes;      /* gather4 only */
+    struct mgpu_tensor_map_desc table_map; /* gather4 only */
 };
 
 void mgpu_gather_make_plan(const struct mgpu_gather_problem *p, const struct mgpu_variant *v,
-                           const struct mgpu_device_caps *caps, struct mgpu_gather_plan *out);
+                           const struct mgpu_device_caps *caps, uint64_t error_word, struct mgpu_gather_plan *out);
 
 #endif

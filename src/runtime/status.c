@@ -1,9 +1,10 @@
 /*
  * Status names, the per-thread error message, and the MGPU_LOG switch.
  * Every failing path in the library ends in mgpu_fail(), so that the status
- * it returns and the message a user reads are set in one place.
+ * it returns and the message a user reads are set in one place. MGPU_LOG is
+ * read with the other switches (dispatch.c).
  */
-#include "internal.h"
+#include "dispatch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ const char *mgpu_status_string(mgpu_status status)
     case MGPU_STATUS_NOT_SUPPORTED: return "MGPU_STATUS_NOT_SUPPORTED";
     case MGPU_STATUS_INDEX_OUT_OF_RANGE: return "MGPU_STATUS_INDEX_OUT_OF_RANGE";
     case MGPU_STATUS_INTERNAL_ERROR: return "MGPU_STATUS_INTERNAL_ERROR";
+    case MGPU_STATUS_INSUFFICIENT_WORKSPACE: return "MGPU_STATUS_INSUFFICIENT_WORKSPACE";
     }
     return "MGPU_STATUS_<unknown>";
 }
@@ -53,14 +55,7 @@ mgpu_status mgpu_fail(mgpu_status status, const char *fmt, ...)
 
 int mgpu_log_enabled(void)
 {
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *env = getenv("MGPU_LOG");
-        v = env && env[0] && strcmp(env, "0") != 0;
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-    }
-    return v;
+    return mgpu_env()->log;
 }
 
 void mgpu_log(const char *fmt, ...)

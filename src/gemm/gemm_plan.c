@@ -1,0 +1,751 @@
+/*
+ * GEMM argument validation and the complete plan of a call (see gemm_plan.h).
+ *
+ * Only variants for the device's exact compute capability count (sm_90a and
+ * sm_100a images load nowhere else). Where the registry has persistent
+ * kernels for the device (sm_90a), a call is planned by shape class:
+ *   k == 0                -> the portable kernel (D = beta * C);
+ *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64,
+ *                            or k <= TINY_TILE_MAX_K: the 64 x 128 tile);
+ *   otherwise ("large")   -> the 256 x 128 tile (fp8: 192 x 128); with
+ *                            CLUSTER_BY_DEFAULT, 2-CTA clusters along N when
+ *                            one batch entry has >= 1024 such tiles and the
+ *                            tile columns pair up (even, or >= 8 of them);
+ *   too few tiles to fill the SMs (small m, skinny n, small batch with long
+ *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
+ *                         -> split-K over floor(target / CTAs of the tiles) K
+ *                            slices, at least MIN_KTILES_PER_SPLIT k-tiles each;
+ *                            the target is the SM count, or half of it for small
+ *                            m (streaming B, half the SMs already draw the memory
+ *                            bandwidth, and each slice adds partials to move);
+ *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
+ *                         -> that operand is packed into the handle's workspace;
+ *   every persistent plan -> the band width of the tile order (choose_band);
+ *   alpha == 0            -> as k == 0: A and B are not read (BLAS).
+ * The workspace holds the packed operands, then the split-K partials. A plan
+ * that needs more than the handle has gives up split-K slices first (down
+ * to none); operands that must be packed but do not fit send the call to
+ * the portable kernel, which reads any layout directly. The plan says what
+ * it gave up (MGPU_LOG).
+ * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
+ * the layouts and the operand alignment wins: the TMA kernel when TMA can read
+ * A and B, else the portable kernel; fp8, scales, bias and activations are
+ * NOT_SUPPORTED there (only the sm_90a kernels implement them).
+ */
+#include "gemm_plan.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Leading dimensions and strides beyond this many elements cannot address
+ * real memory; refusing them keeps every offset computation in int64 range. */
+#define MGPU_MAX_EXTENT ((int64_t)1 << 48)
+/* The most bytes one matrix may span, first to last element over all batches. */
+#define MGPU_MAX_SPAN ((int64_t)1 << 56)
+#define TMA_ALIGN 16
+#define TMA_MAX_STRIDE_BYTES ((int64_t)1 << 40)
+#define MIN_KTILES_PER_SPLIT 4   /* a K slice shorter than this is not worth its partials */
+#define MAX_SPLITS 16
+#define SMALL_M 128              /* m up to this is "small m" (64- or 128-row tiles) */
+#define SMALL_TILE_M 128         /* tile rows for small m */
+#define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
+/* 16-bit m <= SMALL_M with k up to this also takes 64-row tiles (two tile
+ * rows, no split-K for the shapes measured): on H100, same process,
+ * alternating, three rounds (docs/performance.md), 64-row tiles ran 2-30 %
+ * faster than 128-row ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096,
+ * 96 x 8192 x 4096 and 128 x 8192 x 8192, and 7-10 % slower at
+ * 128 x 4096 x 14336, where the 128-row tile's two K slices win. */
+#define TINY_TILE_MAX_K 8192
+#define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
+#define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
+#define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
+#define MIN_ODD_COLUMNS_FOR_CLUSTER 8
+/* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
+ * consumers of 8192 x 14336 x 4096 spent 29 % of their samples waiting for
+ * TMA data at 76 % of L2 throughput (ncu, H100). Measured on H100
+ * (docs/performance.md): 2-6 % faster from 8192 x 4096 outputs up (1024
+ * large tiles), 2-5 % slower on smaller ones (4096^3, 4096 x 4096 x 2048,
+ * 32 x 1024^3), even on fp8 8192^3. */
+#define CLUSTER_BY_DEFAULT 1
+#define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
+#define SPLIT_K_BY_DEFAULT 1
+#define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
+#define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
+#define WS_ALIGN 256       /* bytes: start of every workspace part */
+#define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
+#define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack kernel */
+#define MAX_GRID_Z 65535
+/* Tile columns per one-CTA-per-tile launch (grid y is at most 65535): a
+ * multiple of 8, so that the column offset of every launch keeps B and C at
+ * their 16-byte alignment. */
+#define MAX_GRID_Y_TILES 65528
+
+static const char *op_name(int op)
+{
+    return op == MGPU_OP_N ? "N" : "T";
+}
+
+int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p)
+{
+    return mgpu_dtype_is_fp8(p->a_dtype) || mgpu_dtype_is_fp8(p->b_dtype) || p->scale_a || p->scale_b ||
+           p->scale_d || p->bias || p->activation != MGPU_ACTIVATION_NONE;
+}
+
+int mgpu_gemm_problem_empty(const struct mgpu_gemm_problem *p)
+{
+    return p->m == 0 || p->n == 0 || p->batch == 0;
+}
+
+mgpu_status mgpu_gemm_problem_from_desc(const mgpu_gemm_desc *d, struct mgpu_gemm_problem *p)
+{
+    if (!d)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
+    if (d->struct_size != sizeof *d)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "desc->struct_size is %zu, expected %zu: start from MGPU_GEMM_DESC_INIT", d->struct_size,
+                         sizeof *d);
+    const struct mgpu_gemm_problem q = {
+        .transa = d->transa, .transb = d->transb, .m = d->m, .n = d->n, .k = d->k, .batch = d->batch_count,
+        .a_dtype = d->a_type, .b_dtype = d->b_type, .c_dtype = d->c_type,
+        .a = (uintptr_t)d->A, .b = (uintptr_t)d->B, .c = (uintptr_t)d->C,
+        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .stride_a = d->stride_a, .stride_b = d->stride_b, .stride_c = d->stride_c,
+        .alpha = &d->alpha, .beta = &d->beta,
+        .scale_a = (uintptr_t)d->scale_a, .scale_b = (uintptr_t)d->scale_b, .scale_d = (uintptr_t)d->scale_d,
+        .bias = (uintptr_t)d->bias, .bias_dtype = d->bias_type, .bias_mode = d->bias_mode,
+        .bias_stride = d->bias_batch_stride, .activation = d->activation,
+    };
+    *p = q;
+    return MGPU_STATUS_SUCCESS;
+}
+
+/* Whether `batch` matrices of rows x cols elements (rows contiguous, ld and
+ * stride apart) span at most MGPU_MAX_SPAN bytes. */
+static int span_ok(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch, int esize)
+{
+    int64_t one, all, bytes;
+    return mgpu_span_ok(cols, ld, rows, &one) && mgpu_span_ok(batch, stride, one, &all) &&
+           mgpu_mul_ok(all, esize, &bytes) && bytes <= MGPU_MAX_SPAN;
+}
+
+mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p)
+{
+    if (p->transa != MGPU_OP_N && p->transa != MGPU_OP_T)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "transa is %d; it must be MGPU_OP_N or MGPU_OP_T", p->transa);
+    if (p->transb != MGPU_OP_N && p->transb != MGPU_OP_T)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "transb is %d; it must be MGPU_OP_N or MGPU_OP_T", p->transb);
+    if (!mgpu_dtype_known(p->a_dtype) || !mgpu_dtype_known(p->b_dtype) || !mgpu_dtype_known(p->c_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "a dtype (A %d, B %d, C %d) is not an mgpu_dtype value",
+                         p->a_dtype, p->b_dtype, p->c_dtype);
+    if (p->activation != MGPU_ACTIVATION_NONE && p->activation != MGPU_ACTIVATION_RELU &&
+        p->activation != MGPU_ACTIVATION_GELU)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "activation is %d; it must be an mgpu_activation value",
+                         p->activation);
+    if (p->bias_mode != MGPU_BIAS_PER_ROW && p->bias_mode != MGPU_BIAS_PER_COLUMN)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "bias_mode is %d; it must be MGPU_BIAS_PER_ROW or MGPU_BIAS_PER_COLUMN", p->bias_mode);
+    if (p->bias && !mgpu_dtype_known(p->bias_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "bias_type %d is not an mgpu_dtype value", p->bias_dtype);
+    const int fp8_a = mgpu_dtype_is_fp8(p->a_dtype), fp8_b = mgpu_dtype_is_fp8(p->b_dtype);
+    if (fp8_a != fp8_b)
+        return mgpu_fail(MGPU_STATUS_DTYPE_MISMATCH,
+                         "an fp8 operand pairs only with an fp8 operand (A %d, B %d); e4m3 with e5m2 is allowed",
+                         p->a_dtype, p->b_dtype);
+    if (!fp8_a && p->a_dtype != p->b_dtype)
+        return mgpu_fail(MGPU_STATUS_DTYPE_MISMATCH, "A and B must have the same dtype (A %d, B %d)",
+                         p->a_dtype, p->b_dtype);
+    if (p->a_dtype == MGPU_DTYPE_F32)
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE,
+                         "A and B must be fp16, bf16 or fp8; fp32 inputs are not supported");
+    if (mgpu_dtype_is_fp8(p->c_dtype))
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "C must be fp16, bf16 or fp32; fp8 output is not supported");
+    if (fp8_a && (p->transa != MGPU_OP_T || p->transb != MGPU_OP_N))
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED,
+                         "fp8 inputs need transa = T and transb = N (both operands K-major, cuBLASLt's fp8 layout); "
+                         "got %s%s", op_name(p->transa), op_name(p->transb));
+    if (p->bias && p->bias_dtype != p->c_dtype && p->bias_dtype != MGPU_DTYPE_F32)
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "bias_type must be C's dtype (%d) or fp32; got %d",
+                         p->c_dtype, p->bias_dtype);
+    if (p->m < 0 || p->n < 0 || p->k < 0)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "m, n, k must be >= 0 (got %lld, %lld, %lld)",
+                         (long long)p->m, (long long)p->n, (long long)p->k);
+    if (p->m > INT32_MAX || p->n > INT32_MAX || p->k > INT32_MAX)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "m, n, k must be <= 2^31 - 1 (got %lld, %lld, %lld)",
+                         (long long)p->m, (long long)p->n, (long long)p->k);
+    if (p->batch < 0 || p->batch > INT32_MAX)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch_count must lie in [0, 2^31 - 1] (got %lld)",
+                         (long long)p->batch);
+    if (!p->alpha || !p->beta)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "%s is NULL", !p->alpha ? "alpha" : "beta");
+
+    const int64_t rows_a = p->transa == MGPU_OP_N ? p->m : p->k, cols_a = p->transa == MGPU_OP_N ? p->k : p->m;
+    const int64_t rows_b = p->transb == MGPU_OP_N ? p->k : p->n, cols_b = p->transb == MGPU_OP_N ? p->n : p->k;
+    if (p->lda < (rows_a > 1 ? rows_a : 1) || p->lda > MGPU_MAX_EXTENT)
+        return mgpu_fail(MGPU_STATUS_INVALID_LD,
+                         "lda = %lld; with transa = %s it must be >= max(1, %s) = %lld and <= 2^48",
+                         (long long)p->lda, op_name(p->transa), p->transa == MGPU_OP_N ? "m" : "k",
+                         (long long)(rows_a > 1 ? rows_a : 1));
+    if (p->ldb < (rows_b > 1 ? rows_b : 1) || p->ldb > MGPU_MAX_EXTENT)
+        return mgpu_fail(MGPU_STATUS_INVALID_LD,
+                         "ldb = %lld; with transb = %s it must be >= max(1, %s) = %lld and <= 2^48",
+                         (long long)p->ldb, op_name(p->transb), p->transb == MGPU_OP_N ? "k" : "n",
+                         (long long)(rows_b > 1 ? rows_b : 1));
+    if (p->ldc < (p->m > 1 ? p->m : 1) || p->ldc > MGPU_MAX_EXTENT)
+        return mgpu_fail(MGPU_STATUS_INVALID_LD, "ldc = %lld; it must be >= max(1, m) = %lld and <= 2^48",
+                         (long long)p->ldc, (long long)(p->m > 1 ? p->m : 1));
+    if (p->batch > 1) {
+        if (p->stride_a < 0 || p->stride_b < 0 || p->stride_a > MGPU_MAX_EXTENT || p->stride_b > MGPU_MAX_EXTENT)
+            return mgpu_fail(MGPU_STATUS_INVALID_LD, "stride_a and stride_b must be in [0, 2^48] (got %lld, %lld)",
+                             (long long)p->stride_a, (long long)p->stride_b);
+        int64_t c_matrix;
+        if (!mgpu_mul_ok(p->ldc, p->n, &c_matrix) || p->stride_c < c_matrix || p->stride_c > MGPU_MAX_EXTENT)
+            return mgpu_fail(MGPU_STATUS_INVALID_LD,
+                             "stride_c = %lld; the C matrices must not overlap (stride_c >= ldc * n, here %lld * "
+                             "%lld) and stride_c must be <= 2^48",
+                             (long long)p->stride_c, (long long)p->ldc, (long long)p->n);
+    }
+    if (p->bias && (p->bias_stride < 0 || p->bias_stride > MGPU_MAX_EXTENT))
+        return mgpu_fail(MGPU_STATUS_INVALID_LD, "bias_batch_stride = %lld; it must be in [0, 2^48]",
+                         (long long)p->bias_stride);
+
+    if (mgpu_gemm_problem_empty(p))
+        return MGPU_STATUS_SUCCESS; /* nothing is read or written */
+    const int64_t batch_a = p->batch > 1 ? p->batch : 1;
+    if (!span_ok(p->m, p->n, p->ldc, p->stride_c, batch_a, mgpu_dtype_size(p->c_dtype)) ||
+        (p->k > 0 && (!span_ok(rows_a, cols_a, p->lda, p->stride_a, batch_a, mgpu_dtype_size(p->a_dtype)) ||
+                      !span_ok(rows_b, cols_b, p->ldb, p->stride_b, batch_a, mgpu_dtype_size(p->b_dtype)))))
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE,
+                         "A, B or C would span more than 2^56 bytes (first to last element over all batches)");
+    if (!p->c)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "C is NULL");
+    if (p->c % (uintptr_t)mgpu_dtype_size(p->c_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "C (%#llx) is not aligned to its %d-byte elements",
+                         (unsigned long long)p->c, mgpu_dtype_size(p->c_dtype));
+    if (p->k > 0) {
+        if (!p->a || !p->b)
+            return mgpu_fail(MGPU_STATUS_NULL_POINTER, "%s is NULL", !p->a ? "A" : "B");
+        const int bad_a = p->a % (uintptr_t)mgpu_dtype_size(p->a_dtype) != 0;
+        if (bad_a || p->b % (uintptr_t)mgpu_dtype_size(p->b_dtype))
+            return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "%s is not aligned to its %d-byte elements",
+                             bad_a ? "A" : "B", mgpu_dtype_size(bad_a ? p->a_dtype : p->b_dtype));
+    }
+    if (p->bias && p->bias % (uintptr_t)mgpu_dtype_size(p->bias_dtype))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "bias (%#llx) is not aligned to its %d-byte elements",
+                         (unsigned long long)p->bias, mgpu_dtype_size(p->bias_dtype));
+    if (p->scale_a % sizeof(float) || p->scale_b % sizeof(float) || p->scale_d % sizeof(float))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "scale_%s is not aligned to 4 bytes (a float)",
+                         p->scale_a % sizeof(float) ? "a" : p->scale_b % sizeof(float) ? "b" : "d");
+    return MGPU_STATUS_SUCCESS;
+}
+
+static int tma_ok(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int allow_broadcast, int esize)
+{
+    if (base % TMA_ALIGN || (ld * esize) % TMA_ALIGN || ld * esize >= TMA_MAX_STRIDE_BYTES)
+        return 0;
+    if (batch > 1 && stride == 0)
+        return allow_broadcast;
+    if (batch > 1 && ((stride * esize) % TMA_ALIGN || stride * esize >= TMA_MAX_STRIDE_BYTES))
+        return 0;
+    return 1;
+}
+
+int mgpu_gemm_tma_eligible(const struct mgpu_gemm_problem *p)
+{
+    return p->k > 0 && tma_ok(p->a, p->lda, p->stride_a, p->batch, 0, mgpu_dtype_size(p->a_dtype)) &&
+           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 0, mgpu_dtype_size(p->b_dtype));
+}
+
+/* TMA stores clip at the tensor's edge in whole 16-byte granules along the
+ * contiguous dimension (measured: with m * 4 = 2052 bytes the rows up to the
+ * 16-byte boundary were written), so m must end on a granule too, or the
+ * rows between m and ldc would be overwritten. */
+int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
+{
+    return (p->m * mgpu_dtype_size(p->c_dtype)) % TMA_ALIGN == 0 &&
+           tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, mgpu_dtype_size(p->c_dtype));
+}
+
+/* ------------------------------------------------------------ selection */
+
+static int is_gemm_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_GEMM_SM100_TMA || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
+}
+
+static int is_pack_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_GEMM_PACK;
+}
+
+static int any_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    (void)v;
+    (void)ctx;
+    return 1;
+}
+
+/* What the lookup ranks GEMM variants by. */
+struct gemm_fit {
+    const struct mgpu_gemm_problem *p;
+    int tma;               /* A and B readable through TMA as they are */
+    int want_tile_m, want_cluster, large_tile_m; /* the persistent shape the heuristic wants */
+    int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
+};
+
+/* 0: v cannot compute the problem; else its preference: the persistent
+ * variant of the wanted shape (4), of the large tile without cluster (3),
+ * the one-CTA-per-tile kernels (2), other persistent variants (1: forcible
+ * only, in practice). The persistent kernel takes any alignment (operands
+ * TMA cannot read are packed first) but not k == 0. */
+static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct gemm_fit *f = ctx;
+    const struct mgpu_gemm_problem *p = f->p;
+    if (v->dtype != MGPU_VARIANT_ANY_DTYPE && v->dtype != p->a_dtype)
+        return 0;
+    if (v->b_dtype != MGPU_VARIANT_ANY_DTYPE && v->b_dtype != p->b_dtype)
+        return 0;
+    /* fp8, scales, bias and activations: the persistent and portable kernels only */
+    if (mgpu_gemm_needs_extensions(p) && v->kind == MGPU_KIND_GEMM_SM100_TMA)
+        return 0;
+    if (v->a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->a_kmajor != (p->transa == MGPU_OP_T))
+        return 0;
+    if (v->b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->b_kmajor != (p->transb == MGPU_OP_N))
+        return 0;
+    if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
+        if (p->k == 0 || !f->persistent_ok)
+            return 0;
+        const int cluster = v->cluster_m * v->cluster_n;
+        if (v->tile_m == f->want_tile_m && cluster == f->want_cluster)
+            return 4;
+        return v->tile_m == f->large_tile_m && cluster == 1 ? 3 : 1;
+    }
+    if (v->kind == MGPU_KIND_GEMM_SM100_TMA && !f->tma)
+        return 0;
+    return 2;
+}
+
+/* The persistent shape the heuristic wants for p. */
+static void wanted_shape(const struct mgpu_gemm_problem *p, struct gemm_fit *f)
+{
+    const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
+    f->large_tile_m = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
+    if (p->m <= SMALL_M) {
+        f->want_tile_m = !fp8 && (p->m <= TINY_M || p->k <= TINY_TILE_MAX_K) ? TINY_M : SMALL_TILE_M;
+        f->want_cluster = 1;
+        return;
+    }
+    /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
+     * cluster row idles, which only pays when there are many columns. */
+    const int64_t tiles_n = mgpu_cdiv(p->n, CLUSTER_TILE_N);
+    f->want_tile_m = f->large_tile_m;
+    f->want_cluster = CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, f->large_tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
+                              (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER)
+                          ? 2
+                          : 1;
+}
+
+/* ------------------------------------------------------------ plans */
+
+/* Band width of the tile order (kernels/common/tile_scheduler.cuh). The
+ * `at_once` units running at one moment cover about band x (at_once / band)
+ * cluster tiles, whose operands they fetch from L2 or memory: band cluster
+ * tiles' rows of A (tile_m each) and at_once / band columns of B (tile_n
+ * each). The sum band * tile_m + (at_once / band) * tile_n is least at
+ * band = sqrt(at_once * tile_n / tile_m): 8 for 132 CTAs of 256 x 128 tiles
+ * or 66 clusters of 256 x 256, 11 for 128 x 128 tiles. Rounded, at most the
+ * tile rows of a batch entry (a wider band is the same order). */
+static int choose_band(int64_t at_once, int64_t tile_m, int64_t tile_n, int64_t rows, int force_band)
+{
+    int64_t band = force_band;
+    if (band <= 0) {
+        const double best = sqrt((double)at_once * (double)tile_n / (double)tile_m);
+        band = (int64_t)(best + 0.5);
+    }
+    if (band > rows)
+        band = rows;
+    return band < 1 ? 1 : (int)band;
+}
+
+/* The scale, bias, activation and plain fields of the kernel arguments. */
+static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
+{
+    struct mgpu_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.m = (int32_t)p->m;
+    a.n = (int32_t)p->n;
+    a.k = (int32_t)p->k;
+    a.alpha = *p->alpha;
+    a.beta = *p->beta;
+    a.c_dtype = p->c_dtype;
+    a.ab_dtype = p->a_dtype;
+    a.b_dtype = p->b_dtype;
+    a.trans_a = p->transa;
+    a.trans_b = p->transb;
+    a.c = p->c;
+    a.ldc = p->ldc;
+    a.stride_c = p->stride_c;
+    a.a = p->a;
+    a.b = p->b;
+    a.lda = p->lda;
+    a.ldb = p->ldb;
+    a.stride_a = p->stride_a;
+    a.stride_b = p->stride_b;
+    a.scale_a = p->scale_a;
+    a.scale_b = p->scale_b;
+    a.scale_d = p->scale_d;
+    a.bias = p->bias;
+    a.bias_batch_stride = p->bias_stride;
+    a.bias_dtype = p->bias_dtype;
+    a.bias_mode = p->bias_mode;
+    a.activation = p->activation;
+    return a;
+}
+
+/* Rank-3 map of an operand over {contiguous, strided, batch}, 128-byte
+ * swizzled boxes 128 bytes wide (see gemm.c). */
+static void operand_map(struct mgpu_tensor_map_desc *m, int dtype, uint64_t base, int k_major, int64_t rows,
+                        int64_t k, int64_t ld, int64_t stride, int64_t batch, int tile_rows, int tile_k)
+{
+    const uint64_t esize = (uint64_t)mgpu_dtype_size(dtype);
+    memset(m, 0, sizeof *m);
+    m->type = mgpu_map_type_of(dtype);
+    m->rank = 3;
+    m->base = base;
+    m->dims[0] = (uint64_t)(k_major ? k : rows);
+    m->dims[1] = (uint64_t)(k_major ? rows : k);
+    m->dims[2] = (uint64_t)batch;
+    m->byte_strides[0] = (uint64_t)ld * esize;
+    m->byte_strides[1] = batch > 1 ? (uint64_t)stride * esize : (uint64_t)ld * esize;
+    m->box[0] = (uint32_t)(TMA_ROW_BYTES / esize);
+    m->box[1] = (uint32_t)(k_major ? tile_rows : tile_k);
+    m->box[2] = 1;
+    m->swizzle_128b = 1;
+    m->l2_promote = 1;
+}
+
+/* One operand as the persistent kernel reads it, and its copy into the
+ * workspace when TMA cannot read it as it is. */
+struct operand {
+    int pack;
+    int64_t rows, cols, batches; /* rows contiguous; batches: 1 for a broadcast operand */
+    int esize;
+    int64_t packed_ld, packed_bytes; /* packed_bytes < 0: more than any workspace */
+};
+
+static struct operand describe_operand(uintptr_t base, int trans_is_n, int64_t m_or_n, int64_t k, int64_t ld,
+                                       int64_t stride, int64_t batch, int dtype, int is_b)
+{
+    struct operand o;
+    o.esize = mgpu_dtype_size(dtype);
+    /* A: N -> rows m, cols k; B: N -> rows k, cols n */
+    const int rows_are_k = is_b ? trans_is_n : !trans_is_n;
+    o.rows = rows_are_k ? k : m_or_n;
+    o.cols = rows_are_k ? m_or_n : k;
+    o.batches = batch > 1 && stride == 0 ? 1 : batch;
+    o.pack = !tma_ok(base, ld, stride, batch, 1, o.esize);
+    o.packed_ld = 0;
+    o.packed_bytes = 0;
+    if (o.pack) {
+        int64_t bytes;
+        if (mgpu_round_up_ok(o.rows, PACK_BYTES / o.esize, &o.packed_ld) &&
+            mgpu_mul3_ok(o.packed_ld, o.cols, o.batches, &bytes) && mgpu_mul_ok(bytes, o.esize, &bytes) &&
+            mgpu_round_up_ok(bytes, WS_ALIGN, &bytes))
+            o.packed_bytes = bytes;
+        else
+            o.packed_bytes = -1;
+    }
+    return o;
+}
+
+static unsigned helper_grid(const struct mgpu_device_caps *caps, int64_t work_items, int threads)
+{
+    const int64_t need = mgpu_cdiv(work_items, threads);
+    const int64_t cap = (int64_t)(caps->sm_count > 0 ? caps->sm_count : 1) * HELPER_BLOCKS_PER_SM;
+    return (unsigned)(need < cap ? (need > 0 ? need : 1) : cap);
+}
+
+static void pack_launch(struct mgpu_gemm_pack_launch *out, const struct operand *o, uintptr_t src, int64_t ld,
+                        int64_t stride, uint64_t dst, const struct mgpu_device_caps *caps, int threads)
+{
+    struct mgpu_gemm_pack_args *pa = &out->args;
+    memset(pa, 0, sizeof *pa);
+    pa->src = src;
+    pa->dst = dst;
+    pa->rows = o->rows;
+    pa->cols = o->cols;
+    pa->batch = o->batches;
+    pa->ld_src = ld;
+    pa->stride_src = stride;
+    pa->ld_dst = o->packed_ld;
+    pa->stride_dst = o->packed_ld * o->cols;
+    pa->elem_bytes = o->esize;
+    out->grid = helper_grid(caps, o->packed_ld * o->esize / PACK_BYTES * o->cols * o->batches, threads);
+}
+
+/* Bytes of fp32 partials per K slice: one slot per tile and consumer, the
+ * tiles padded to whole clusters; -1 when beyond any workspace. */
+static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
+{
+    const int64_t tiles_m = mgpu_cdiv(p->m, (int64_t)v->tile_m * v->cluster_m) * v->cluster_m;
+    const int64_t tiles_n = mgpu_cdiv(p->n, (int64_t)v->tile_n * v->cluster_n) * v->cluster_n;
+    int64_t tiles, bytes;
+    if (!mgpu_mul3_ok(tiles_m, tiles_n, p->batch, &tiles) ||
+        !mgpu_mul3_ok(tiles, (int64_t)v->tile_m * v->tile_n, (int64_t)sizeof(float), &bytes))
+        return -1;
+    return bytes;
+}
+
+/* The persistent kernel's plan: split-K, packs, workspace, grid, band,
+ * arguments and maps. 0; -1 with *status set (no pack kernel, or a forced
+ * variant whose operand copies do not fit); PACKS_DO_NOT_FIT. */
+#define PACKS_DO_NOT_FIT (-2)
+static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
+                           const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
+                           struct mgpu_gemm_plan *plan, mgpu_status *status)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    const int force_splits = force ? force->splits : 0;
+    const int64_t cluster = (int64_t)v->cluster_m * v->cluster_n;
+    const int64_t k_tiles = mgpu_cdiv(p->k, v->tile_k);
+    /* bounded by the C span check of validation: m * n * batch <= 2^56 */
+    const int64_t units = mgpu_cdiv(mgpu_cdiv(p->m, v->tile_m), v->cluster_m) *
+                          mgpu_cdiv(mgpu_cdiv(p->n, v->tile_n), v->cluster_n) * p->batch;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    /* Measured on H100 (docs/performance.md, latest GEMM): 64 / 128 x 8192 x 8192
+     * (64 tiles) ran best unsplit, 128 x 4096 x 14336 (32 tiles) with 2-4 slices. */
+    const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
+    int64_t splits = 1;
+    if (force_splits > 0) {
+        splits = force_splits < k_tiles ? force_splits : k_tiles;
+    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+        splits = target / (units * cluster);
+        if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
+            splits = k_tiles / MIN_KTILES_PER_SPLIT;
+        if (splits > MAX_SPLITS)
+            splits = MAX_SPLITS;
+    }
+    /* The kernel counts each tile's arrivals in the handle's split counters:
+     * one per tile and 64-column consumer. */
+    const int64_t counters = units * cluster * (v->tile_n / 64);
+    if (splits > 1 && counters > MGPU_SPLIT_COUNTERS)
+        splits = 1;
+
+    struct operand a = describe_operand(p->a, p->transa == MGPU_OP_N, p->m, p->k, p->lda, p->stride_a, p->batch,
+                                        p->a_dtype, 0);
+    struct operand b = describe_operand(p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb, p->stride_b, p->batch,
+                                        p->b_dtype, 1);
+    const int64_t capacity = res->workspace_bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)res->workspace_bytes;
+    int64_t packed = INT64_MAX; /* INT64_MAX: more than any workspace */
+    if (a.packed_bytes >= 0 && b.packed_bytes >= 0 && !mgpu_add_ok(a.packed_bytes, b.packed_bytes, &packed))
+        packed = INT64_MAX;
+    const int packs_fit = packed < INT64_MAX && packed <= capacity;
+    const int64_t per_split = partial_bytes_per_split(p, v);
+    int64_t wanted = packed, partials = 0;
+    if (splits > 1 && !(per_split >= 0 && mgpu_mul_ok(per_split, splits, &partials) && mgpu_add_ok(wanted, partials, &wanted)))
+        wanted = INT64_MAX;
+    plan->workspace_wanted = (size_t)wanted;
+    plan->pack_variant = -1;
+    if (a.pack || b.pack) {
+        const struct mgpu_lookup q = {.what = "GEMM operand pack", .of_op = is_pack_kind, .caps = caps,
+                                      .fits = any_fits};
+        plan->pack_variant = mgpu_registry_lookup(&q, NULL, status);
+        if (plan->pack_variant < 0)
+            return -1;
+    }
+    if (!packs_fit) {
+        if (plan->forced)
+            *status = mgpu_fail(MGPU_STATUS_INSUFFICIENT_WORKSPACE,
+                                "MGPU_FORCE_VARIANT=%s needs %s bytes of workspace for its operand copies and the "
+                                "handle has %zu (mgpu_reserve_workspace)",
+                                v->name, a.packed_bytes < 0 || b.packed_bytes < 0 ? "more than 2^63" : "more",
+                                res->workspace_bytes);
+        return plan->forced ? -1 : PACKS_DO_NOT_FIT;
+    }
+    plan->degraded = NULL;
+    if (splits > 1 && wanted > capacity) {
+        /* give up K slices until the partials fit */
+        const int64_t fit = per_split > 0 ? (capacity - packed) / per_split : 0;
+        splits = fit >= 2 ? (fit < splits ? fit : splits) : 1;
+        plan->degraded = splits > 1 ? "fewer split-K slices: the workspace is too small"
+                                    : "no split-K: the workspace is too small";
+    }
+    partials = splits > 1 ? per_split * splits : 0;
+
+    plan->variant = variant;
+    plan->persistent = 1;
+    plan->splits = (int)splits;
+    plan->pack_a = a.pack;
+    plan->pack_b = b.pack;
+    plan->workspace_bytes = (size_t)(packed + partials);
+    const uint64_t ws = res->workspace;
+    const uint64_t a_base = a.pack ? ws : p->a;
+    const uint64_t b_base = b.pack ? ws + (uint64_t)a.packed_bytes : p->b;
+    const int pack_threads = plan->pack_variant >= 0 ? mgpu_variants[plan->pack_variant].threads : 1;
+    if (a.pack)
+        pack_launch(&plan->pack[0], &a, p->a, p->lda, p->stride_a, a_base, caps, pack_threads);
+    if (b.pack)
+        pack_launch(&plan->pack[1], &b, p->b, p->ldb, p->stride_b, b_base, caps, pack_threads);
+
+    const int64_t max_grid = sms / cluster * cluster;
+    const int64_t want = units * splits * cluster;
+    plan->grid = want < max_grid ? want : (max_grid > 0 ? max_grid : cluster);
+    plan->band = choose_band(plan->grid / cluster, (int64_t)v->tile_m * v->cluster_m,
+                             (int64_t)v->tile_n * v->cluster_n, mgpu_cdiv(mgpu_cdiv(p->m, v->tile_m), v->cluster_m),
+                             force ? force->band : 0);
+
+    struct mgpu_gemm_args *args = &plan->args;
+    *args = base_args(p);
+    const int64_t lda = a.pack ? a.packed_ld : p->lda, sta = a.pack ? a.packed_ld * a.cols : p->stride_a;
+    const int64_t ldb = b.pack ? b.packed_ld : p->ldb, stb = b.pack ? b.packed_ld * b.cols : p->stride_b;
+    args->a = a_base;
+    args->b = b_base;
+    args->lda = lda;
+    args->ldb = ldb;
+    args->stride_a = sta;
+    args->stride_b = stb;
+    args->batch_count = (int32_t)p->batch;
+    args->band = plan->band;
+    args->splits = plan->splits;
+    args->a_broadcast = p->batch > 1 && p->stride_a == 0;
+    args->b_broadcast = p->batch > 1 && p->stride_b == 0;
+    args->workspace = ws + (uint64_t)packed;
+    args->split_counters = plan->splits > 1 ? res->split_counters : 0;
+    args->c_tma = mgpu_gemm_c_tma_eligible(p);
+    operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
+                a.batches, v->tile_m / v->cluster_n, v->tile_k);
+    operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, b_base, p->transb == MGPU_OP_N, p->n, p->k, ldb, stb,
+                b.batches, v->tile_n / v->cluster_m, v->tile_k);
+    plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
+    if (args->c_tma) {
+        /* D as the persistent kernel stores it: {m, n, batch}, box {128 bytes, 64, 1}. */
+        struct mgpu_tensor_map_desc *c = &plan->maps[MGPU_GEMM_MAP_C];
+        const uint64_t esize = (uint64_t)mgpu_dtype_size(p->c_dtype);
+        memset(c, 0, sizeof *c);
+        c->type = mgpu_map_type_of(p->c_dtype);
+        c->rank = 3;
+        c->base = p->c;
+        c->dims[0] = (uint64_t)p->m;
+        c->dims[1] = (uint64_t)p->n;
+        c->dims[2] = (uint64_t)p->batch;
+        c->byte_strides[0] = (uint64_t)p->ldc * esize;
+        c->byte_strides[1] = p->batch > 1 ? (uint64_t)p->stride_c * esize : (uint64_t)p->ldc * esize;
+        c->box[0] = (uint32_t)(TMA_ROW_BYTES / esize);
+        c->box[1] = EPI_COLS;
+        c->box[2] = 1;
+        c->swizzle_128b = 1;
+        plan->use_map[MGPU_GEMM_MAP_C] = 1;
+    }
+    return 0;
+}
+
+/* One CTA per tile (the portable kernel and the sm_100a TMA kernel). */
+static void plan_single(const struct mgpu_gemm_problem *p, int variant, struct mgpu_gemm_plan *plan)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    plan->variant = variant;
+    plan->splits = 1;
+    plan->args = base_args(p);
+    plan->grid_x = (unsigned)mgpu_cdiv(p->m, v->tile_m);
+    plan->cols_per_launch = (int64_t)MAX_GRID_Y_TILES * v->tile_n;
+    plan->batches_per_launch = MAX_GRID_Z;
+    if (v->kind == MGPU_KIND_GEMM_SM100_TMA) {
+        operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, p->a, p->transa == MGPU_OP_T, p->m, p->k, p->lda,
+                    p->stride_a, p->batch, v->tile_m, v->tile_k);
+        operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb,
+                    p->stride_b, p->batch, v->tile_n, v->tile_k);
+        plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
+    }
+}
+
+void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_gemm_problem *p, int64_t col0,
+                          int64_t batch0, struct mgpu_gemm_args *args, struct mgpu_tensor_map_desc *map_b,
+                          unsigned *grid_y, unsigned *grid_z)
+{
+    const struct mgpu_variant *v = &mgpu_variants[plan->variant];
+    const int64_t cols = p->n - col0 < plan->cols_per_launch ? p->n - col0 : plan->cols_per_launch;
+    const int64_t batches = p->batch - batch0 < plan->batches_per_launch ? p->batch - batch0
+                                                                            : plan->batches_per_launch;
+    /* column col0 of op(B): column col0 of B (N) or row col0 of B (T) */
+    const uint64_t b_offset = (uint64_t)(p->transb == MGPU_OP_N ? col0 * p->ldb : col0) *
+                              (uint64_t)mgpu_dtype_size(p->b_dtype);
+    *args = plan->args;
+    args->batch_base = (int32_t)batch0;
+    args->n = (int32_t)cols;
+    args->c += (uint64_t)(col0 * p->ldc) * (uint64_t)mgpu_dtype_size(p->c_dtype);
+    args->b += b_offset;
+    if (p->bias && p->bias_mode == MGPU_BIAS_PER_COLUMN)
+        args->bias += (uint64_t)col0 * (uint64_t)mgpu_dtype_size(p->bias_dtype);
+    *map_b = plan->maps[MGPU_GEMM_MAP_B];
+    if (plan->use_map[MGPU_GEMM_MAP_B]) {
+        map_b->base += b_offset;
+        map_b->dims[p->transb == MGPU_OP_N ? 1 : 0] = (uint64_t)cols;
+    }
+    *grid_y = (unsigned)mgpu_cdiv(cols, v->tile_n);
+    *grid_z = (unsigned)batches;
+}
+
+int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
+                   const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
+                   struct mgpu_gemm_plan *plan, mgpu_status *status)
+{
+    /* alpha == 0: D = beta * C (+ the epilogue) without reading A and B, as BLAS does */
+    struct mgpu_gemm_problem q = *problem;
+    if (*q.alpha == 0.0f)
+        q.k = 0;
+    const struct mgpu_gemm_problem *p = &q;
+    static const struct mgpu_gemm_resources none = {0, 0, 0};
+    if (!res)
+        res = &none;
+    memset(plan, 0, sizeof *plan);
+    plan->pack_variant = -1;
+    struct gemm_fit fit = {.p = p, .tma = mgpu_gemm_tma_eligible(p), .persistent_ok = 1};
+    wanted_shape(p, &fit);
+    struct mgpu_lookup lookup = {
+        .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
+        .fits = gemm_fits, .ctx = &fit,
+        .refusal = mgpu_gemm_needs_extensions(p) && !(caps->cc_major == 9 && caps->cc_minor == 0)
+                       ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 only"
+                       : NULL,
+    };
+    int variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
+    if (variant < 0)
+        return -1;
+    if (mgpu_variants[variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
+        const int planned = plan_persistent(p, caps, variant, force, res, plan, status);
+        if (planned == 0) {
+            const int small_m = p->m <= SMALL_M;
+            plan->shape_class = plan->forced      ? "forced"
+                                : plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
+                                                   : (small_m ? "small m" : "large");
+            return 0;
+        }
+        if (planned != PACKS_DO_NOT_FIT)
+            return -1;
+        /* the operand copies do not fit the workspace: a kernel that reads them as they are */
+        const size_t wanted = plan->workspace_wanted;
+        memset(plan, 0, sizeof *plan);
+        plan->pack_variant = -1;
+        fit.persistent_ok = 0;
+        lookup.force = NULL;
+        variant = mgpu_registry_lookup(&lookup, NULL, status);
+        if (variant < 0)
+            return -1;
+        plan->workspace_wanted = wanted;
+        plan->degraded = "the portable kernel: the operand copies do not fit the workspace";
+    }
+    plan_single(p, variant, plan);
+    plan->shape_class = plan->forced ? "forced"
+                        : mgpu_variants[variant].kind == MGPU_KIND_GEMM_PORTABLE ? "portable"
+                                                                                 : "tma";
+    return 0;
+}
+
+int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
+                     mgpu_status *status)
+{
+    struct mgpu_gemm_plan plan;
+    const struct mgpu_gemm_force forced = {.variant = force};
+    const struct mgpu_gemm_resources unlimited = {0, SIZE_MAX, 0};
+    return mgpu_plan_gemm(p, caps, &forced, &unlimited, &plan, status) < 0 ? -1 : plan.variant;
+}

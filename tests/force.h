@@ -1,0 +1,44 @@
+/*
+ * For GPU tests that force several plans in one process. The library reads
+ * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K and MGPU_FORCE_BAND once per
+ * process; force_setenv / force_unsetenv change the environment and hand
+ * the new values to the library (mgpu_env_override), so a test reads like
+ * the environment it sets. These tests link the library's static core.
+ */
+#ifndef MGPU_TESTS_FORCE_H
+#define MGPU_TESTS_FORCE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dispatch.h"
+
+static struct mgpu_env force_env;
+static char force_variant_name[256];
+
+static void force_apply(void)
+{
+    const char *variant = getenv("MGPU_FORCE_VARIANT");
+    const char *splits = getenv("MGPU_FORCE_SPLIT_K");
+    const char *band = getenv("MGPU_FORCE_BAND");
+    force_env.log = mgpu_env()->log;
+    snprintf(force_variant_name, sizeof force_variant_name, "%s", variant ? variant : "");
+    force_env.force_variant = force_variant_name[0] ? force_variant_name : NULL;
+    force_env.force_split_k = splits ? atoi(splits) : 0;
+    force_env.force_band = band ? atoi(band) : 0;
+    mgpu_env_override(&force_env);
+}
+
+static inline void force_setenv(const char *name, const char *value)
+{
+    setenv(name, value, 1);
+    force_apply();
+}
+
+static inline void force_unsetenv(const char *name)
+{
+    unsetenv(name);
+    force_apply();
+}
+
+#endif

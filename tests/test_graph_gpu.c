@@ -1,0 +1,298 @@
+/*
+ * Every operation inside ONE CUDA graph: GEMM (plain, split-K, an operand
+ * that must be packed), fp8 GEMM, gather with out-of-range indices,
+ * scatter-add and causal attention are captured on one stream, the graph is
+ * replayed 100 times, and every result and the index-error report are
+ * checked: the bf16 GEMMs against cuBLAS, gather and scatter-add against a
+ * CPU reference, fp8 GEMM and attention against the same call made outside
+ * capture (the warm-up that loads each kernel image; test_gemm_fp8_gpu and
+ * test_attention_gpu check those against their references).
+ *
+ * Also BLAS semantics of alpha == 0: A and B full of NaN, C = beta * C
+ * exactly, and cuBLAS's answer on the same inputs must agree.
+ *
+ * Skips (77) without a device.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpu_util.h"
+#include "mgpukernels.h"
+
+#define REPLAYS 100
+#define CUDA_OK(x)                                                                                      \
+    do {                                                                                                \
+        cudaError_t e_ = (x);                                                                           \
+        CHECK(e_ == cudaSuccess, "%s: %s", #x, cudaGetErrorString(e_));                                 \
+    } while (0)
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_OK(cudaMalloc(&p, bytes));
+    return p;
+}
+
+struct gemm_call {
+    const char *what;
+    int64_t m, n, k, lda;
+    void *a, *b, *c, *ref;
+};
+
+static mgpu_status run_gemm(mgpu_handle *h, const struct gemm_call *g)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return mgpu_gemm(h, MGPU_OP_T, MGPU_OP_N, g->m, g->n, g->k, &one, g->a, MGPU_DTYPE_BF16, g->lda, g->b,
+                     MGPU_DTYPE_BF16, g->k, &zero, g->c, MGPU_DTYPE_BF16, g->m);
+}
+
+static void make_gemm(struct gemm_call *g, const char *what, int64_t m, int64_t n, int64_t k, int64_t lda,
+                      uint64_t seed)
+{
+    g->what = what, g->m = m, g->n = n, g->k = k, g->lda = lda;
+    g->a = dev_alloc((size_t)(lda * m) * 2);
+    g->b = dev_alloc((size_t)(k * n) * 2);
+    g->c = dev_alloc((size_t)(m * n) * 2);
+    g->ref = dev_alloc((size_t)(m * n) * 2);
+    fill_normal(g->a, MGPU_DTYPE_BF16, (size_t)(lda * m), seed, 1.0f);
+    fill_normal(g->b, MGPU_DTYPE_BF16, (size_t)(k * n), seed + 1, 1.0f);
+}
+
+static void cublas_ref(cublasHandle_t cublas, const struct gemm_call *g)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s = cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)g->m, (int)g->n, (int)g->k, &one, g->a,
+                                    CUDA_R_16BF, (int)g->lda, g->b, CUDA_R_16BF, (int)g->k, &zero, g->ref,
+                                    CUDA_R_16BF, (int)g->m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    CHECK(s == CUBLAS_STATUS_SUCCESS, "cublasGemmEx (%s): %d", g->what, (int)s);
+}
+
+static void expect_close(const char *what, const void *out, const void *ref, mgpu_dtype t, int64_t count,
+                         double tolerance)
+{
+    const struct compare_result r = compare_matrices(out, ref, t, count, 1, count, 0, 1);
+    CHECK(r.nan_count == 0 && r.rel_err <= tolerance, "%s: rel err %.3g, max err %.3g, %zu NaN", what, r.rel_err,
+          r.max_err, r.nan_count);
+}
+
+/* alpha == 0: reference BLAS reads neither A nor B, so their NaN must not
+ * reach C; ours and cuBLAS's results must both be beta * C. */
+static void check_alpha_zero(mgpu_handle *h, cublasHandle_t cublas)
+{
+    const int64_t m = 300, n = 200, k = 128;
+    void *a = dev_alloc((size_t)(m * k) * 2), *b = dev_alloc((size_t)(k * n) * 2);
+    void *c = dev_alloc((size_t)(m * n) * 2), *c_cublas = dev_alloc((size_t)(m * n) * 2);
+    void *c_in = dev_alloc((size_t)(m * n) * 2);
+    poison(a, (size_t)(m * k) * 2); /* NaN */
+    poison(b, (size_t)(k * n) * 2);
+    fill_normal(c_in, MGPU_DTYPE_BF16, (size_t)(m * n), 77, 1.0f);
+    CUDA_OK(cudaMemcpy(c, c_in, (size_t)(m * n) * 2, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaMemcpy(c_cublas, c_in, (size_t)(m * n) * 2, cudaMemcpyDeviceToDevice));
+    const float zero = 0.0f, half = 0.5f;
+    CHECK_STATUS(mgpu_gemm(h, MGPU_OP_T, MGPU_OP_N, m, n, k, &zero, a, MGPU_DTYPE_BF16, k, b, MGPU_DTYPE_BF16, k,
+                           &half, c, MGPU_DTYPE_BF16, m),
+                 MGPU_STATUS_SUCCESS);
+    cublasStatus_t cs = cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &zero, a, CUDA_R_16BF,
+                                     (int)k, b, CUDA_R_16BF, (int)k, &half, c_cublas, CUDA_R_16BF, (int)m,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    CHECK(cs == CUBLAS_STATUS_SUCCESS, "cublasGemmEx alpha 0: %d", (int)cs);
+    CUDA_OK(cudaDeviceSynchronize());
+    const size_t count = (size_t)(m * n);
+    uint16_t *ours = malloc(count * 2), *theirs = malloc(count * 2), *in = malloc(count * 2);
+    CUDA_OK(cudaMemcpy(ours, c, count * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(theirs, c_cublas, count * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(in, c_in, count * 2, cudaMemcpyDeviceToHost));
+    size_t wrong = 0, cublas_nan = 0, differ = 0;
+    for (size_t i = 0; i < count; i++) {
+        const float want = 0.5f * host_load_elem(&in[i], MGPU_DTYPE_BF16); /* exact in bf16 */
+        const float got = host_load_elem(&ours[i], MGPU_DTYPE_BF16);
+        const float ref = host_load_elem(&theirs[i], MGPU_DTYPE_BF16);
+        wrong += !(got == want);
+        cublas_nan += isnan(ref) != 0;
+        differ += ours[i] != theirs[i];
+    }
+    CHECK(wrong == 0, "alpha = 0: %zu of %zu elements are not beta * C", wrong, count);
+    CHECK(differ == 0, "alpha = 0 with NaN in A and B: %zu elements differ from cuBLAS (%zu of cuBLAS's are NaN)",
+          differ, cublas_nan);
+    printf("alpha = 0, NaN in A and B: ours %zu wrong; cuBLAS %zu NaN, %zu differ from ours\n", wrong, cublas_nan,
+           differ);
+    free(ours), free(theirs), free(in);
+    cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(c_cublas), cudaFree(c_in);
+}
+
+int main(void)
+{
+    if (!gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return MGPU_TEST_SKIP;
+    }
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    if (!h || major != 9 || minor != 0) {
+        printf("the captured set (fp8, attention) runs on compute capability 9.0 only: skipped\n");
+        mgpu_destroy(h);
+        return check_failures ? 1 : MGPU_TEST_SKIP;
+    }
+    CHECK_STATUS(mgpu_set_stream(h, stream), MGPU_STATUS_SUCCESS);
+    cublasHandle_t cublas;
+    cublasCreate(&cublas);
+
+    /* GEMMs: plain, split-K (small m, long k: 32 tiles on 132 SMs), A packed (odd lda) */
+    struct gemm_call gemms[3];
+    make_gemm(&gemms[0], "plain", 512, 512, 512, 512, 1);
+    make_gemm(&gemms[1], "split-K", 64, 4096, 4096, 4096, 3);
+    make_gemm(&gemms[2], "packed", 1000, 1000, 1000, 1001, 5);
+    for (int i = 0; i < 3; i++)
+        cublas_ref(cublas, &gemms[i]);
+
+    /* fp8 TN, e4m3 x e5m2 -> bf16 */
+    const int64_t f8 = 1024;
+    unsigned char *h8 = malloc((size_t)(f8 * f8));
+    void *a8 = dev_alloc((size_t)(f8 * f8)), *b8 = dev_alloc((size_t)(f8 * f8));
+    void *c8 = dev_alloc((size_t)(f8 * f8) * 2), *c8_ref = dev_alloc((size_t)(f8 * f8) * 2);
+    srand(11);
+    for (int64_t i = 0; i < f8 * f8; i++) /* small exponents: never NaN or infinity */
+        h8[i] = (unsigned char)((rand() & 0x3f) | ((rand() & 1) << 7));
+    CUDA_OK(cudaMemcpy(a8, h8, (size_t)(f8 * f8), cudaMemcpyHostToDevice));
+    for (int64_t i = 0; i < f8 * f8; i++)
+        h8[i] = (unsigned char)((rand() & 0x3f) | ((rand() & 1) << 7));
+    CUDA_OK(cudaMemcpy(b8, h8, (size_t)(f8 * f8), cudaMemcpyHostToDevice));
+    mgpu_gemm_desc fp8 = MGPU_GEMM_DESC_INIT;
+    fp8.transa = MGPU_OP_T;
+    fp8.m = fp8.n = fp8.k = f8;
+    fp8.A = a8, fp8.B = b8, fp8.C = c8;
+    fp8.a_type = MGPU_DTYPE_E4M3, fp8.b_type = MGPU_DTYPE_E5M2, fp8.c_type = MGPU_DTYPE_BF16;
+    fp8.lda = fp8.ldb = fp8.ldc = f8;
+
+    /* gather: 2000 rows of 256 bytes, 700 indices, two of them out of range */
+    const int64_t table_rows = 2000, row_bytes = 256, n_idx = 700;
+    unsigned char *table = malloc((size_t)(table_rows * row_bytes));
+    int32_t *idx = malloc((size_t)n_idx * sizeof *idx);
+    for (int64_t i = 0; i < table_rows * row_bytes; i++)
+        table[i] = (unsigned char)rand();
+    for (int64_t i = 0; i < n_idx; i++)
+        idx[i] = (int32_t)(rand() % table_rows);
+    idx[17] = -1;
+    idx[400] = (int32_t)table_rows;
+    void *d_table = dev_alloc((size_t)(table_rows * row_bytes)), *d_gathered = dev_alloc((size_t)(n_idx * row_bytes));
+    void *d_idx = dev_alloc((size_t)n_idx * sizeof *idx);
+    CUDA_OK(cudaMemcpy(d_table, table, (size_t)(table_rows * row_bytes), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_idx, idx, (size_t)n_idx * sizeof *idx, cudaMemcpyHostToDevice));
+    mgpu_gather_desc gather = MGPU_GATHER_DESC_INIT;
+    gather.src = d_table, gather.src_rows = table_rows, gather.src_row_stride = row_bytes;
+    gather.dst = d_gathered, gather.dst_row_stride = row_bytes;
+    gather.index = d_idx, gather.n_indices = n_idx, gather.row_elems = row_bytes / 2, gather.elem_size = 2;
+
+    /* scatter-add of 700 fp32 rows of 64 into 300 rows (duplicates), dst zeroed inside the graph */
+    const int64_t s_rows = 300, s_cols = 64;
+    float *s_src = malloc((size_t)(n_idx * s_cols) * sizeof(float));
+    float *s_ref = calloc((size_t)(s_rows * s_cols), sizeof(float));
+    int32_t *s_idx = malloc((size_t)n_idx * sizeof *s_idx);
+    for (int64_t i = 0; i < n_idx; i++) {
+        s_idx[i] = (int32_t)(rand() % s_rows);
+        for (int64_t j = 0; j < s_cols; j++) {
+            s_src[i * s_cols + j] = (float)(rand() % 2001 - 1000) / 256.0f;
+            s_ref[s_idx[i] * s_cols + j] += s_src[i * s_cols + j];
+        }
+    }
+    void *d_ssrc = dev_alloc((size_t)(n_idx * s_cols) * 4), *d_sdst = dev_alloc((size_t)(s_rows * s_cols) * 4);
+    void *d_sref = dev_alloc((size_t)(s_rows * s_cols) * 4), *d_sidx = dev_alloc((size_t)n_idx * 4);
+    CUDA_OK(cudaMemcpy(d_ssrc, s_src, (size_t)(n_idx * s_cols) * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_sref, s_ref, (size_t)(s_rows * s_cols) * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_sidx, s_idx, (size_t)n_idx * 4, cudaMemcpyHostToDevice));
+    mgpu_scatter_add_desc scatter = MGPU_SCATTER_ADD_DESC_INIT;
+    scatter.src = d_ssrc, scatter.src_row_stride = s_cols * 4;
+    scatter.dst = d_sdst, scatter.dst_rows = s_rows, scatter.dst_row_stride = s_cols * 4;
+    scatter.index = d_sidx, scatter.n_indices = n_idx, scatter.row_elems = s_cols, scatter.dtype = MGPU_DTYPE_F32;
+
+    /* causal attention, bf16, head dim 128: a persistent grid with dynamic tiles (the handle's counters) */
+    mgpu_attention_fwd_desc att = MGPU_ATTENTION_FWD_DESC_INIT;
+    att.batch = 4, att.seqlen_q = att.seqlen_k = 1024, att.heads_q = 16, att.heads_kv = 4, att.head_dim = 128;
+    att.causal = 1;
+    const size_t q_elems = (size_t)(4 * 1024 * 16 * 128), kv_elems = (size_t)(4 * 1024 * 4 * 128);
+    void *q = dev_alloc(q_elems * 2), *k = dev_alloc(kv_elems * 2), *v = dev_alloc(kv_elems * 2);
+    void *o = dev_alloc(q_elems * 2), *o_ref = dev_alloc(q_elems * 2);
+    fill_normal(q, MGPU_DTYPE_BF16, q_elems, 21, 1.0f);
+    fill_normal(k, MGPU_DTYPE_BF16, kv_elems, 22, 1.0f);
+    fill_normal(v, MGPU_DTYPE_BF16, kv_elems, 23, 1.0f);
+    CUDA_OK(cudaDeviceSynchronize());
+
+    /* Warm-up, outside capture: loads every kernel image; its fp8 and attention results are the references. */
+    for (int i = 0; i < 3; i++)
+        CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
+    fp8.C = c8_ref;
+    CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
+    fp8.C = c8;
+    CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o_ref, NULL), MGPU_STATUS_SUCCESS);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
+
+    /* Poison every output, then capture all of it into one graph. */
+    for (int i = 0; i < 3; i++)
+        poison(gemms[i].c, (size_t)(gemms[i].m * gemms[i].n) * 2);
+    poison(c8, (size_t)(f8 * f8) * 2);
+    poison(d_gathered, (size_t)(n_idx * row_bytes));
+    poison(o, q_elems * 2);
+    CUDA_OK(cudaDeviceSynchronize());
+    cudaGraph_t graph = NULL;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < 3; i++)
+        CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
+    CUDA_OK(cudaMemsetAsync(d_sdst, 0, (size_t)(s_rows * s_cols) * 4, stream));
+    CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, NULL), MGPU_STATUS_SUCCESS);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = NULL;
+    if (graph)
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int r = 0; r < REPLAYS && exec; r++)
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+
+    for (int i = 0; i < 3; i++)
+        expect_close(gemms[i].what, gemms[i].c, gemms[i].ref, MGPU_DTYPE_BF16, gemms[i].m * gemms[i].n, 1e-2);
+    expect_close("fp8 (against the uncaptured call)", c8, c8_ref, MGPU_DTYPE_BF16, f8 * f8, 1e-6);
+    expect_close("causal attention (against the uncaptured call)", o, o_ref, MGPU_DTYPE_BF16, (int64_t)q_elems,
+                 1e-6);
+    expect_close("scatter-add", d_sdst, d_sref, MGPU_DTYPE_F32, s_rows * s_cols, 1e-5);
+    unsigned char *gathered = malloc((size_t)(n_idx * row_bytes));
+    CUDA_OK(cudaMemcpy(gathered, d_gathered, (size_t)(n_idx * row_bytes), cudaMemcpyDeviceToHost));
+    int64_t bad_rows = 0;
+    for (int64_t i = 0; i < n_idx; i++) {
+        const int in = idx[i] >= 0 && idx[i] < table_rows;
+        for (int64_t j = 0; j < row_bytes; j++) {
+            const unsigned char want = in ? table[idx[i] * row_bytes + j] : 0;
+            if (gathered[i * row_bytes + j] != want) {
+                bad_rows++;
+                break;
+            }
+        }
+    }
+    CHECK(bad_rows == 0, "gather: %lld rows wrong", (long long)bad_rows);
+    /* the out-of-range indices of the replays are reported once, then cleared */
+    CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
+    CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_SUCCESS);
+
+    check_alpha_zero(h, cublas);
+
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+    cublasDestroy(cublas);
+    return check_exit();
+}

@@ -1,0 +1,238 @@
+/*
+ * Handles, their device state and their calls against the fake CUDA driver
+ * (fake_cuda.c, found first through LD_LIBRARY_PATH), on any machine:
+ *   - create, destroy, create on one thread with no other context holder:
+ *     the second handle works (the first one's primary context was released
+ *     and unset, the second retains it again);
+ *   - double destroy, foreign pointers: INVALID_HANDLE from every entry
+ *     point, nothing freed;
+ *   - graph safety: under a pretended stream capture every operation
+ *     (plain, split-K, packed and fp8 GEMM, gather, scatter-add, causal
+ *     attention) is queued without an allocation or a synchronisation;
+ *   - the workspace calls, and a GEMM that degrades instead of failing when
+ *     the workspace is too small;
+ *   - the order of argument checks (handle first), empty gathers with any
+ *     strides, alpha == 0 reading neither A nor B.
+ * Kernels do not run: the fake records what was launched.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "fake_cuda.h"
+#include "mgpukernels.h"
+
+#define A_ADDR ((const void *)(uintptr_t)0x7f0000000000)
+#define B_ADDR ((const void *)(uintptr_t)0x7f1000000000)
+#define C_ADDR ((void *)(uintptr_t)0x7f2000000000)
+#define Q_ADDR ((const void *)(uintptr_t)0x7f3000000000)
+#define K_ADDR ((const void *)(uintptr_t)0x7f4000000000)
+#define V_ADDR ((const void *)(uintptr_t)0x7f5000000000)
+#define O_ADDR ((void *)(uintptr_t)0x7f6000000000)
+#define IDX_ADDR ((const void *)(uintptr_t)0x7f7000000000)
+
+static struct fake_cuda fake;
+static const float one = 1.0f, zero = 0.0f;
+
+static struct fake_cuda_stats stats(void)
+{
+    struct fake_cuda_stats s;
+    fake.get_stats(&s);
+    return s;
+}
+
+static mgpu_status gemm_tn(mgpu_handle *h, int64_t m, int64_t n, int64_t k, int64_t lda, const float *alpha)
+{
+    return mgpu_gemm(h, MGPU_OP_T, MGPU_OP_N, m, n, k, alpha, A_ADDR, MGPU_DTYPE_BF16, lda, B_ADDR, MGPU_DTYPE_BF16,
+                     k, &zero, C_ADDR, MGPU_DTYPE_BF16, m);
+}
+
+static mgpu_status fp8_gemm(mgpu_handle *h)
+{
+    mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+    d.transa = MGPU_OP_T;
+    d.m = d.n = d.k = 1024;
+    d.A = A_ADDR, d.B = B_ADDR, d.C = C_ADDR;
+    d.a_type = MGPU_DTYPE_E4M3, d.b_type = MGPU_DTYPE_E5M2, d.c_type = MGPU_DTYPE_BF16;
+    d.lda = d.ldb = d.ldc = 1024;
+    return mgpu_gemm_ex(h, &d);
+}
+
+static mgpu_gather_desc gather_desc(void)
+{
+    mgpu_gather_desc g = MGPU_GATHER_DESC_INIT;
+    g.src = A_ADDR, g.src_rows = 1000, g.src_row_stride = 256;
+    g.dst = C_ADDR, g.dst_row_stride = 256;
+    g.index = IDX_ADDR, g.n_indices = 500, g.row_elems = 128, g.elem_size = 2;
+    return g;
+}
+
+static mgpu_scatter_add_desc scatter_desc(void)
+{
+    mgpu_scatter_add_desc s = MGPU_SCATTER_ADD_DESC_INIT;
+    s.src = A_ADDR, s.src_row_stride = 512;
+    s.dst = C_ADDR, s.dst_rows = 100, s.dst_row_stride = 512;
+    s.index = IDX_ADDR, s.n_indices = 500, s.row_elems = 128, s.dtype = MGPU_DTYPE_F32;
+    return s;
+}
+
+static mgpu_status causal_attention(mgpu_handle *h)
+{
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = 4, d.seqlen_q = d.seqlen_k = 1024, d.heads_q = d.heads_kv = 16, d.head_dim = 128;
+    d.causal = 1;
+    return mgpu_attention_fwd(h, &d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, NULL);
+}
+
+/* The issue's order: a handle that retained the primary context is
+ * destroyed; the next one on the same thread must not work in a dead context. */
+static void check_create_destroy_create(void)
+{
+    mgpu_handle *h1 = NULL, *h2 = NULL;
+    CHECK_STATUS(mgpu_create(&h1), MGPU_STATUS_SUCCESS);
+    CHECK(fake.primary_refs() == 1, "primary context references after create: %d", fake.primary_refs());
+    CHECK_STATUS(mgpu_destroy(h1), MGPU_STATUS_SUCCESS);
+    CHECK(fake.primary_refs() == 0, "primary context references after destroy: %d", fake.primary_refs());
+    CHECK_STATUS(mgpu_create(&h2), MGPU_STATUS_SUCCESS);
+    CHECK(fake.primary_refs() == 1, "the second handle did not retain the primary context");
+    CHECK_STATUS(mgpu_reserve_workspace(h2, (size_t)64 << 20), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h2, 512, 512, 512, 512, &one), MGPU_STATUS_SUCCESS);
+    /* two handles: the context lives until the last one goes */
+    mgpu_handle *h3 = NULL;
+    CHECK_STATUS(mgpu_create(&h3), MGPU_STATUS_SUCCESS);
+    CHECK(fake.primary_refs() == 2, "two handles, %d references", fake.primary_refs());
+    CHECK_STATUS(mgpu_destroy(h2), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h3, 512, 512, 512, 512, &one), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_destroy(h3), MGPU_STATUS_SUCCESS);
+    CHECK(fake.primary_refs() == 0 && stats().live_allocations == 0, "after the last destroy: %d references, %ld "
+          "allocations", fake.primary_refs(), stats().live_allocations);
+}
+
+static void check_dead_handles(void)
+{
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+    const long live = stats().live_allocations;
+    int not_a_handle[64] = {0};
+    mgpu_handle *dead[2] = {h, (mgpu_handle *)not_a_handle};
+    for (int i = 0; i < 2; i++) {
+        mgpu_handle *x = dead[i];
+        void *stream;
+        mgpu_gather_desc g = gather_desc();
+        mgpu_scatter_add_desc s = scatter_desc();
+        CHECK_STATUS(mgpu_destroy(x), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_set_stream(x, NULL), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_get_stream(x, &stream), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_set_workspace(x, NULL, 0), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_reserve_workspace(x, 1), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(gemm_tn(x, 64, 64, 64, 64, &one), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(fp8_gemm(x), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_gather(x, &g), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_scatter_add(x, &s), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(mgpu_check_index_errors(x), MGPU_STATUS_INVALID_HANDLE);
+        CHECK_STATUS(causal_attention(x), MGPU_STATUS_INVALID_HANDLE);
+    }
+    CHECK(not_a_handle[0] == 0 && stats().live_allocations == live, "a dead handle's call touched something");
+}
+
+/* Every operation under a (pretended) stream capture: no allocation, no
+ * synchronisation, every call queued. */
+static void check_graph_safe(void)
+{
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    mgpu_gather_desc g = gather_desc();
+    mgpu_scatter_add_desc s = scatter_desc();
+    const struct fake_cuda_stats before = stats();
+    fake.set_capturing(1);
+    CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &one), MGPU_STATUS_SUCCESS);   /* plain */
+    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
+    CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);   /* A packed */
+    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "packed GEMM ran %s", stats().last_kernel);
+    CHECK_STATUS(fp8_gemm(h), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gather(h, &g), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_scatter_add(h, &s), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(causal_attention(h), MGPU_STATUS_SUCCESS);
+    fake.set_capturing(0);
+    const struct fake_cuda_stats after = stats();
+    CHECK(after.allocations == before.allocations && after.synchronizations == before.synchronizations,
+          "under capture: %ld allocations, %ld synchronisations", after.allocations - before.allocations,
+          after.synchronizations - before.synchronizations);
+    CHECK(after.launches - before.launches >= 8, "only %ld launches", after.launches - before.launches);
+    /* the error word exists from the start: a check needs nothing either */
+    CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+}
+
+static void check_workspace(void)
+{
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_set_workspace(h, (void *)(uintptr_t)0x7e0000000010, 1 << 20), MGPU_STATUS_INVALID_VALUE);
+    CHECK_STATUS(mgpu_set_workspace(h, NULL, 1 << 20), MGPU_STATUS_NULL_POINTER);
+    const long live = stats().live_allocations;
+    CHECK_STATUS(mgpu_set_workspace(h, NULL, 0), MGPU_STATUS_SUCCESS);
+    CHECK(stats().live_allocations == live - 1, "the handle's own workspace was not freed");
+    /* no workspace: split-K and packing give way, the calls still succeed */
+    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "unsplit GEMM ran %s", stats().last_kernel);
+    CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "portable") != NULL, "unaligned GEMM without workspace ran %s",
+          stats().last_kernel);
+    /* the caller's memory, then the handle's own again */
+    CHECK_STATUS(mgpu_set_workspace(h, (void *)(uintptr_t)0x7e0000000000, (size_t)256 << 20), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "packed GEMM ran %s", stats().last_kernel);
+    CHECK_STATUS(mgpu_reserve_workspace(h, 1024), MGPU_STATUS_SUCCESS); /* has more already */
+    CHECK(stats().live_allocations == live - 1, "reserve allocated though the workspace was large enough");
+    CHECK_STATUS(mgpu_reserve_workspace(h, (size_t)512 << 20), MGPU_STATUS_SUCCESS);
+    CHECK(stats().live_allocations == live, "reserve did not allocate");
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+}
+
+static void check_argument_order(void)
+{
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    /* handle first, then the descriptor */
+    CHECK_STATUS(mgpu_gemm_ex(NULL, NULL), MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_gemm_ex(h, NULL), MGPU_STATUS_NULL_POINTER);
+    CHECK_STATUS(mgpu_gather(NULL, NULL), MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_gather(h, NULL), MGPU_STATUS_NULL_POINTER);
+    CHECK_STATUS(mgpu_scatter_add(NULL, NULL), MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_attention_fwd(NULL, NULL, NULL, NULL, NULL, NULL, NULL), MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_attention_fwd(h, NULL, NULL, NULL, NULL, NULL, NULL), MGPU_STATUS_NULL_POINTER);
+    /* empty gather / scatter: SUCCESS whatever the strides and pointers, nothing launched */
+    const long launches = stats().launches;
+    mgpu_gather_desc g = MGPU_GATHER_DESC_INIT;
+    g.elem_size = 4, g.row_elems = 16;
+    CHECK_STATUS(mgpu_gather(h, &g), MGPU_STATUS_SUCCESS);
+    mgpu_scatter_add_desc s = MGPU_SCATTER_ADD_DESC_INIT;
+    s.row_elems = 16;
+    CHECK_STATUS(mgpu_scatter_add(h, &s), MGPU_STATUS_SUCCESS);
+    CHECK(stats().launches == launches, "an empty gather launched");
+    /* alpha == 0: A and B are not read (the k == 0 kernel) */
+    CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &zero), MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "portable") != NULL, "alpha = 0 ran %s", stats().last_kernel);
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+}
+
+int main(void)
+{
+    mgpu_handle *h = NULL;
+    const mgpu_status s = mgpu_create(&h);
+    if (s != MGPU_STATUS_SUCCESS || !fake_cuda_open(&fake)) {
+        printf("the fake driver is not the loaded libcuda.so.1 (%s: %s): skipped\n", mgpu_status_string(s),
+               mgpu_last_error_message());
+        mgpu_destroy(h);
+        return MGPU_TEST_SKIP;
+    }
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+    check_create_destroy_create();
+    check_dead_handles();
+    check_graph_safe();
+    check_workspace();
+    check_argument_order();
+    return check_exit();
+}
