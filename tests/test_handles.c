@@ -12,7 +12,7 @@
  *   - the workspace calls, and a GEMM that degrades instead of failing when
  *     the workspace is too small;
  *   - the order of argument checks (handle first), empty gathers with any
- *     strides, alpha == 0 reading neither A nor B.
+ *     strides, alpha == 0 reading neither A nor B, n beyond one launch's grid.
  * Kernels do not run: the fake records what was launched.
  */
 #include <stdint.h>
@@ -215,6 +215,13 @@ static void check_argument_order(void)
     /* alpha == 0: A and B are not read (the k == 0 kernel) */
     CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &zero), MGPU_STATUS_SUCCESS);
     CHECK(strstr(stats().last_kernel, "portable") != NULL, "alpha = 0 ran %s", stats().last_kernel);
+    /* no limit on n: one-tile-per-CTA kernels launch in column chunks (grid y <= 65535) */
+    const long before = stats().launches;
+    CHECK_STATUS(mgpu_gemm(h, MGPU_OP_N, MGPU_OP_N, 64, 5000000, 0, &one, NULL, MGPU_DTYPE_BF16, 64, NULL,
+                           MGPU_DTYPE_BF16, 1, &one, C_ADDR, MGPU_DTYPE_BF16, 64),
+                 MGPU_STATUS_SUCCESS);
+    CHECK(stats().launches == before + 2 && stats().last_grid[1] <= 65535, "n = 5e6: %ld launches, last grid y %u",
+          stats().launches - before, stats().last_grid[1]);
     CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
 }
 
