@@ -14,7 +14,7 @@
 #include "registry.h"
 #include "select.h"
 
-#include "../kernels/common/attention_abi.h"
+#include "../kernels/abi/attention_abi.h"
 
 /* One attention forward call after validation: defaults resolved (dense
  * strides, softmax scale), pointers as addresses. */

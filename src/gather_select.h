@@ -14,7 +14,7 @@
 #include "registry.h"
 #include "select.h"
 
-#include "../kernels/common/gather_abi.h"
+#include "../kernels/abi/gather_abi.h"
 
 enum mgpu_gather_op { MGPU_GATHER_OP_GATHER, MGPU_GATHER_OP_SCATTER_ADD };
 

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/common/gemm_abi.h"
+#include "../kernels/abi/gemm_abi.h"
 
 _Static_assert((int)MGPU_ABI_F16 == (int)MGPU_DTYPE_F16 && (int)MGPU_ABI_BF16 == (int)MGPU_DTYPE_BF16 &&
                    (int)MGPU_ABI_F32 == (int)MGPU_DTYPE_F32 && (int)MGPU_ABI_E4M3 == (int)MGPU_DTYPE_E4M3 &&

@@ -3,7 +3,7 @@
  *
  *   D = scale_d * act(alpha * scale_a * scale_b * acc + beta * C + bias)
  *
- * in the output's dtype (common/gemm_abi.h lists the fields). C is read only
+ * in the output's dtype (abi/gemm_abi.h lists the fields). C is read only
  * when beta != 0 so that an uninitialised (even NaN) C never leaks into D;
  * the bias is read only inside D (callers check row < m and col < n first).
  */
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 
 namespace mgpu {
 

@@ -37,7 +37,7 @@
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
  * are masked in registers. Tile order puts the heavy causal tiles of each
- * head first. Contract with the runtime: common/attention_abi.h.
+ * head first. Contract with the runtime: abi/attention_abi.h.
  *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
@@ -52,7 +52,8 @@
 #include <type_traits>
 
 #include "common/async_copy.cuh"
-#include "common/attention_abi.h"
+#include "common/barrier.cuh"
+#include "abi/attention_abi.h"
 #include "hopper/attention_fwd_tile_size.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
@@ -136,16 +137,6 @@ enum AttnFwdBarrier : int {
     kBarrierTurnFirst = 1, /* ids 1, 2: "consumer c may issue its GEMMs" */
     kBarrierEpilogueFirst = 3, /* ids 3, 4: one per consumer warpgroup */
 };
-
-__device__ __forceinline__ void named_barrier_sync(int id, int threads)
-{
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 
 /* One work tile: one query block of one head of one sequence. */
 struct AttnFwdWork {

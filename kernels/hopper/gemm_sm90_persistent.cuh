@@ -2,7 +2,7 @@
  * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = epilogue(op(A)*op(B))
  * with the epilogue of common/numeric.cuh (alpha, operand and output scales,
  * beta * C, bias, ReLU / GELU; column-major, BLAS conventions:
- * common/gemm_abi.h), optionally split along K. Operands are fp16 / bf16 (any
+ * abi/gemm_abi.h), optionally split along K. Operands are fp16 / bf16 (any
  * layout) or fp8 e4m3 / e5m2 (both K-major: cuBLAS's "TN").
  *
  * The grid is at most one CTA per SM (or one cluster per two SMs); each CTA
@@ -65,7 +65,7 @@
 #include <type_traits>
 
 #include "common/async_copy.cuh"
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 #include "common/tile_scheduler.cuh"
 #include "hopper/gemm_sm90_epilogue.cuh"
 #include "hopper/warpgroup.cuh"
@@ -385,7 +385,7 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
 #pragma unroll
     for (int q = 0; q < kQuads; ++q)
         __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
-    epi::warpgroup_sync(barrier_id);
+    named_barrier_sync(barrier_id, 128);
     if (tid == 0) {
         int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + consumer;
         __threadfence();
@@ -396,7 +396,7 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
         }
         *last_flag = last;
     }
-    epi::warpgroup_sync(barrier_id);
+    named_barrier_sync(barrier_id, 128);
     if (!*last_flag)
         return false;
     /* Sum in split order; this unit's own partial is read back like the others. */
