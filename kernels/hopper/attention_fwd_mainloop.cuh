@@ -24,15 +24,19 @@
  */
 #pragma once
 
+#include <stdint.h>
+
+#include "abi/attention_abi.h"
+#include "common/async_copy.cuh"
+#include "common/barrier.cuh"
+#include "common/numeric.cuh"
+#include "hopper/attention_fwd_mask.cuh"
+#include "hopper/attention_fwd_softmax.cuh"
+#include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/wgmma.cuh"
+
 namespace mgpu {
 namespace sm90 {
-
-__device__ __forceinline__ void tma_load_4d(void *smem_dst, const CUtensorMap *map, uint64_t *bar, int32_t c0,
-                                            int32_t c1, int32_t c2, int32_t c3)
-{
-    const int32_t coords[4] = {c0, c1, c2, c3};
-    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
-}
 
 /* Loads one tile (kDimBlocks boxes of 64 head-dim columns) of rows starting at `row`. */
 template <class Cfg, int kBlockBytes>
@@ -136,7 +140,7 @@ __device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], cons
 {
 #pragma unroll
     for (int i = 0; i < Cfg::kBlockN / 4; ++i)
-        pr[i] = pack2<Cfg>(s[2 * i], s[2 * i + 1]);
+        pr[i] = pack2<typename Cfg::T>(s[2 * i], s[2 * i + 1]);
 }
 
 /* Stage and phase of global key-block iteration g. */
@@ -162,8 +166,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int lane = thread % 32;
-    const int my_turn = kBarrierTurnFirst + consumer;
-    const int other_turn = kBarrierTurnFirst + (1 - consumer);
+    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
+    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
     const int count = w.n_block_end - w.n_block_begin;
     const int row_base = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
 
@@ -243,56 +247,6 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         wgmma_wait_group<0>();
         wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
-    }
-}
-
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
-                                                  typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
-{
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
-     * take the same number of turns per tile); consumer 0 goes first. */
-    if (consumer == 1)
-        named_barrier_arrive(kBarrierTurnFirst + 0, kTurnThreads);
-
-    int kv_iter = 0, q_iter = 0;
-    for (;;) {
-        /* The producer's next tile, published with its Q (-1: done). */
-        const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        /* Lane 0 reads it for its warp: the thread that later arrives on
-         * q_empty is then the one whose read the producer's next write of
-         * this slot must follow. */
-        int t = 0;
-        if (threadIdx.x % 32 == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
-        if (t < 0)
-            break;
-        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
-        const int count = w.n_block_end - w.n_block_begin;
-        float o[Cfg::kHeadDim / 2];
-#pragma unroll
-        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
-            o[i] = 0.f;
-        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
-        softmax.init();
-
-        if (count > 0)
-            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
-
-        float o_scale[2], lse[2];
-        softmax.finalize(o_scale, lse);
-        scale_rows(o, o_scale);
-        /* Re-derive the tile for the epilogue rather than keep its fields live
-         * (in registers) through the main loop. */
-        int tile = t;
-        asm volatile("" : "+r"(tile));
-        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
-        kv_iter += count;
-        ++q_iter;
     }
 }
 

@@ -39,6 +39,13 @@
  * are masked in registers. Tile order puts the heavy causal tiles of each
  * head first. Contract with the runtime: abi/attention_abi.h.
  *
+ * Files by role: this shell (configuration, shared memory, barriers, the
+ * producer / consumer branches and the consumers' tile loop);
+ * attention_fwd_mainloop.cuh (producer loads, the consumers' key loop);
+ * attention_fwd_softmax.cuh, attention_fwd_mask.cuh; attention_fwd_epilogue.cuh;
+ * attention_fwd_tile_scheduler.cuh (tile order, a tile's work);
+ * attention_fwd_tile_size.cuh (tile sizes per head dim).
+ *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
  *   mgpu_attention_fwd_sm90_bf16_d128(const __grid_constant__ mgpu_attention_fwd_params p)
@@ -51,12 +58,14 @@
 #include <stdint.h>
 #include <type_traits>
 
+#include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
-#include "abi/attention_abi.h"
-#include "hopper/attention_fwd_tile_size.cuh"
+#include "hopper/attention_fwd_epilogue.cuh"
+#include "hopper/attention_fwd_mainloop.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/attention_fwd_tile_size.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 
@@ -130,83 +139,63 @@ struct AttnFwdConfig {
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
     static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
+
+    /* Named barrier ids (0 is __syncthreads). */
+    static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */
+    static constexpr int kBarrierEpilogueFirst = 3; /* ids 3, 4: one per consumer warpgroup */
 };
 
-/* Named barrier ids (0 is __syncthreads). */
-enum AttnFwdBarrier : int {
-    kBarrierTurnFirst = 1, /* ids 1, 2: "consumer c may issue its GEMMs" */
-    kBarrierEpilogueFirst = 3, /* ids 3, 4: one per consumer warpgroup */
-};
-
-/* One work tile: one query block of one head of one sequence. */
-struct AttnFwdWork {
-    int m_block;       /* query tile index within the sequence */
-    int head_q, head_kv;
-    int batch;
-    int tma_batch;     /* batch coordinate of the tensor maps (0 when varlen) */
-    int q_offset;      /* first row of the sequence in the (packed) Q/O rows */
-    int k_offset;      /* first row of the sequence in the (packed) K/V rows */
-    int seqlen_q, seqlen_k;
-    int n_block_begin; /* key blocks [begin, end) survive the mask */
-    int n_block_end;
-    AttnMask mask;
-};
-
+/* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
+ * then epilogue. */
 template <class Cfg>
-__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a, AttnTileCoord tile)
+__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
+                                                  typename Cfg::SharedStorage &smem,
+                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
 {
-    AttnFwdWork w;
-    w.m_block = tile.m_block;
-    w.head_q = tile.head_q;
-    w.head_kv = w.head_q / a.group_size;
-    w.batch = tile.batch;
-    if (a.cu_seqlens_q != 0) {
-        const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
-        const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
-        w.q_offset = cu_q[w.batch];
-        w.seqlen_q = cu_q[w.batch + 1] - w.q_offset;
-        w.k_offset = cu_k[w.batch];
-        w.seqlen_k = cu_k[w.batch + 1] - w.k_offset;
-        w.tma_batch = 0;
-    } else {
-        w.q_offset = 0;
-        w.k_offset = 0;
-        w.seqlen_q = a.seqlen_q;
-        w.seqlen_k = a.seqlen_k;
-        w.tma_batch = w.batch;
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
+     * take the same number of turns per tile); consumer 0 goes first. */
+    if (consumer == 1)
+        named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+
+    int kv_iter = 0, q_iter = 0;
+    for (;;) {
+        /* The producer's next tile, published with its Q (-1: done). */
+        const int q_stage = q_iter % Cfg::kQStages;
+        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
+        /* Lane 0 reads it for its warp: the thread that later arrives on
+         * q_empty is then the one whose read the producer's next write of
+         * this slot must follow. */
+        int t = 0;
+        if (threadIdx.x % 32 == 0)
+            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        if (t < 0)
+            break;
+        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
+        const int count = w.n_block_end - w.n_block_begin;
+        float o[Cfg::kHeadDim / 2];
+#pragma unroll
+        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+            o[i] = 0.f;
+        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
+        softmax.init();
+
+        if (count > 0)
+            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+
+        float o_scale[2], lse[2];
+        softmax.finalize(o_scale, lse);
+        scale_rows(o, o_scale);
+        /* Re-derive the tile for the epilogue rather than keep its fields live
+         * (in registers) through the main loop. */
+        int tile = t;
+        asm volatile("" : "+r"(tile));
+        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
+        kv_iter += count;
+        ++q_iter;
     }
-    w.mask.seqlen_k = w.seqlen_k;
-    w.mask.diag = w.seqlen_k - w.seqlen_q;
-    w.mask.window_left = a.window_left;
-    int right = a.window_right;
-    if (a.causal)
-        right = right < 0 ? 0 : min(right, 0);
-    w.mask.window_right = right;
-
-    /* Keys any row of this tile may see. */
-    const int row_first = w.m_block * Cfg::kBlockM;
-    const int row_last = min(row_first + Cfg::kBlockM, w.seqlen_q) - 1;
-    const int key_begin = max(0, w.mask.key_begin(row_first));
-    const int key_end = w.mask.key_end(row_last);
-    w.n_block_begin = key_begin / Cfg::kBlockN;
-    w.n_block_end = key_end <= key_begin ? w.n_block_begin : (key_end + Cfg::kBlockN - 1) / Cfg::kBlockN;
-    return w;
 }
-
-/* varlen: query blocks past this sequence's end are no work at all. */
-__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w, int block_m)
-{
-    return w.m_block * block_m < w.seqlen_q;
-}
-
-} // namespace sm90
-} // namespace mgpu
-
-#include "hopper/attention_fwd_epilogue.cuh"
-#include "hopper/attention_fwd_mainloop.cuh"
-
-namespace mgpu {
-namespace sm90 {
 
 template <class Cfg>
 __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p)

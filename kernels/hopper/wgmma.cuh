@@ -14,7 +14,7 @@
  *
  * N is the accumulator's: d is float[N / 2], and the overload for that size
  * is the instruction of that shape. scale_d = 0 overwrites d, else adds to it.
- * The instruction text of each form is written once, in its macro below; the
+ * The instruction text of each form is written once, in its _BODY macro; the
  * shape lists at the end of the file instantiate it per N (a template, so a
  * shape no kernel calls costs nothing). CCCL's cuda::ptx has no wgmma wrapper,
  * hence the inline PTX.
@@ -191,17 +191,18 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
 
 /* ---- the three forms: instruction text once each ----------------------------
  *
- * FORM_ASM(N, TA, TB, R) emits the statement of shape m64nN (R = N/2) for PTX
- * operand types TA, TB; its _ and __ steps expand the operand-number group
- * that follows the accumulators (p0, p1, ... = R, R+1, ...).
+ * MGPU_WGMMA_STATEMENT(BODY, N, TA, TB, R) emits the statement of shape m64nN
+ * (R = N/2 accumulators) for PTX operand types TA, TB: it expands the
+ * accumulator list and the group of operand numbers after it (p0, p1, ... =
+ * R, R+1, ...) and hands them to the form's BODY.
  */
+#define MGPU_WGMMA_STATEMENT(BODY, N, TA, TB, R)                                                              \
+    MGPU_WGMMA_STATEMENT_(BODY, N, TA, TB, MGPU_WGMMA_D##R, MGPU_WGMMA_FROM##R, MGPU_WGMMA_F##R(d))
+#define MGPU_WGMMA_STATEMENT_(BODY, ...) BODY(__VA_ARGS__)
 
 /* SS: after the accumulators, desc_a, desc_b, scale_d (register, turned into
  * the predicate), transpose-A, transpose-B (immediates); scale-a/b are +1. */
-#define MGPU_WGMMA_SS_ASM(N, TA, TB, R)                                                                       \
-    MGPU_WGMMA_SS_ASM_(N, TA, TB, MGPU_WGMMA_D##R, MGPU_WGMMA_FROM##R, MGPU_WGMMA_F##R(d))
-#define MGPU_WGMMA_SS_ASM_(N, TA, TB, DREGS, NEXT, ...) MGPU_WGMMA_SS_ASM__(N, TA, TB, DREGS, NEXT, __VA_ARGS__)
-#define MGPU_WGMMA_SS_ASM__(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                            \
+#define MGPU_WGMMA_SS_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                             \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p2 ", 0;\n"                                          \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TA "." #TB " {" DREGS "}, %" #p0         \
                  ", %" #p1 ", p, 1, 1, %" #p3 ", %" #p4 ";\n}\n"                                             \
@@ -209,10 +210,7 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(kTnspA)), "n"(int(kTnspB)))
 
 /* RS: after the accumulators, a[0..3], desc_b, scale_d, transpose-B. */
-#define MGPU_WGMMA_RS_ASM(N, TA, TB, R)                                                                       \
-    MGPU_WGMMA_RS_ASM_(N, TA, TB, MGPU_WGMMA_D##R, MGPU_WGMMA_FROM##R, MGPU_WGMMA_F##R(d))
-#define MGPU_WGMMA_RS_ASM_(N, TA, TB, DREGS, NEXT, ...) MGPU_WGMMA_RS_ASM__(N, TA, TB, DREGS, NEXT, __VA_ARGS__)
-#define MGPU_WGMMA_RS_ASM__(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                            \
+#define MGPU_WGMMA_RS_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                             \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p5 ", 0;\n"                                          \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TA "." #TB " {" DREGS "}, {%" #p0        \
                  ", %" #p1 ", %" #p2 ", %" #p3 "}, %" #p4 ", p, 1, 1, %" #p6 ";\n}\n"                        \
@@ -221,10 +219,7 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
 
 /* SS fp8 (k32, no transpose immediates): after the accumulators, desc_a,
  * desc_b, scale_d. */
-#define MGPU_WGMMA_FP8_ASM(N, TA, TB, R)                                                                      \
-    MGPU_WGMMA_FP8_ASM_(N, TA, TB, MGPU_WGMMA_D##R, MGPU_WGMMA_FROM##R, MGPU_WGMMA_F##R(d))
-#define MGPU_WGMMA_FP8_ASM_(N, TA, TB, DREGS, NEXT, ...) MGPU_WGMMA_FP8_ASM__(N, TA, TB, DREGS, NEXT, __VA_ARGS__)
-#define MGPU_WGMMA_FP8_ASM__(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                           \
+#define MGPU_WGMMA_FP8_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                            \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p2 ", 0;\n"                                          \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #TA "." #TB " {" DREGS "}, %" #p0         \
                  ", %" #p1 ", p, 1, 1;\n}\n"                                                                 \
@@ -232,43 +227,43 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
 /* The statement for the C++ operand type(s) of the function being defined. */
-#define MGPU_WGMMA_16BIT_TYPES(FORM, N, R)                                                                   \
+#define MGPU_WGMMA_16BIT_TYPES(BODY, N, R)                                                                   \
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16 operands");   \
     if constexpr (std::is_same_v<T, __half>)                                                                 \
-        FORM(N, f16, f16, R);                                                                                \
+        MGPU_WGMMA_STATEMENT(BODY, N, f16, f16, R);                                                          \
     else                                                                                                     \
-        FORM(N, bf16, bf16, R)
-#define MGPU_WGMMA_FP8_TYPES(FORM, N, R)                                                                     \
+        MGPU_WGMMA_STATEMENT(BODY, N, bf16, bf16, R)
+#define MGPU_WGMMA_FP8_TYPES(BODY, N, R)                                                                     \
     static_assert(kIsFp8<TA> && kIsFp8<TB>, "e4m3 or e5m2 operands");                                        \
     if constexpr (kIsE4m3<TA> && kIsE4m3<TB>)                                                                \
-        FORM(N, e4m3, e4m3, R);                                                                              \
+        MGPU_WGMMA_STATEMENT(BODY, N, e4m3, e4m3, R);                                                        \
     else if constexpr (kIsE4m3<TA>)                                                                          \
-        FORM(N, e4m3, e5m2, R);                                                                              \
+        MGPU_WGMMA_STATEMENT(BODY, N, e4m3, e5m2, R);                                                        \
     else if constexpr (kIsE4m3<TB>)                                                                          \
-        FORM(N, e5m2, e4m3, R);                                                                              \
+        MGPU_WGMMA_STATEMENT(BODY, N, e5m2, e4m3, R);                                                        \
     else                                                                                                     \
-        FORM(N, e5m2, e5m2, R)
+        MGPU_WGMMA_STATEMENT(BODY, N, e5m2, e5m2, R)
 
 /* One function per shape and form; N, R = N/2. */
 #define MGPU_WGMMA_SS(N, R)                                                                                  \
     template <class T, bool kTnspA, bool kTnspB>                                                             \
     __device__ __forceinline__ void wgmma_ss(float(&d)[R], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d) \
     {                                                                                                        \
-        MGPU_WGMMA_16BIT_TYPES(MGPU_WGMMA_SS_ASM, N, R);                                                     \
+        MGPU_WGMMA_16BIT_TYPES(MGPU_WGMMA_SS_BODY, N, R);                                                     \
     }
 #define MGPU_WGMMA_RS(N, R)                                                                                  \
     template <class T, bool kTnspB>                                                                          \
     __device__ __forceinline__ void wgmma_rs(float(&d)[R], const uint32_t(&a)[4], uint64_t desc_b,           \
                                              uint32_t scale_d)                                               \
     {                                                                                                        \
-        MGPU_WGMMA_16BIT_TYPES(MGPU_WGMMA_RS_ASM, N, R);                                                     \
+        MGPU_WGMMA_16BIT_TYPES(MGPU_WGMMA_RS_BODY, N, R);                                                     \
     }
 #define MGPU_WGMMA_SS_FP8(N, R)                                                                              \
     template <class TA, class TB>                                                                            \
     __device__ __forceinline__ void wgmma_ss_fp8(float(&d)[R], uint64_t desc_a, uint64_t desc_b,             \
                                                  uint32_t scale_d)                                           \
     {                                                                                                        \
-        MGPU_WGMMA_FP8_TYPES(MGPU_WGMMA_FP8_ASM, N, R);                                                      \
+        MGPU_WGMMA_FP8_TYPES(MGPU_WGMMA_FP8_BODY, N, R);                                                      \
     }
 
 /* ---- the shapes -------------------------------------------------------------
