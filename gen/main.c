@@ -17,7 +17,7 @@
  */
 #include "variants.h"
 
-#include "../kernels/common/gather_abi.h"
+#include "../kernels/abi/gather_abi.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,7 +134,7 @@ static const char *index_ctype(enum gen_index i)
     return i == GEN_I64 ? "int64_t" : "int32_t";
 }
 
-/* The body each gather / scatter kind calls in kernels/common/gather_portable.cuh. */
+/* The body each gather / scatter kind calls in kernels/portable/gather_portable.cuh. */
 static const char *gather_body(enum gen_kind k)
 {
     switch (k) {
@@ -151,15 +151,15 @@ static const char *kernel_header(enum gen_kind k)
 {
     switch (k) {
     case GEN_GEMM_SM100_TMA: return "blackwell/gemm_sm100.cuh";
-    case GEN_GEMM_PORTABLE: return "common/gemm_portable.cuh";
+    case GEN_GEMM_PORTABLE: return "portable/gemm_portable.cuh";
     case GEN_GATHER_NARROW:
     case GEN_GATHER_WIDE:
     case GEN_GATHER_UNALIGNED:
     case GEN_SCATTER_ADD:
-    case GEN_SCATTER_ADD_SORTED: return "common/gather_portable.cuh";
+    case GEN_SCATTER_ADD_SORTED: return "portable/gather_portable.cuh";
     case GEN_GATHER4: return "blackwell/gather_sm100.cuh";
     case GEN_GEMM_SM90_PERSISTENT: return "hopper/gemm_sm90_persistent.cuh";
-    case GEN_GEMM_PACK: return "common/gemm_pack.cuh";
+    case GEN_GEMM_PACK: return "portable/gemm_pack.cuh";
     case GEN_ATTENTION_FWD_SM90: return "hopper/attention_fwd_sm90.cuh";
     }
     return "?";

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "../kernels/common/gather_abi.h"
+#include "../kernels/abi/gather_abi.h"
 
 const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     [GEN_SM90A] = {"sm90a", 9, 0},
@@ -212,7 +212,7 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
 }
 
 /* Attention forward: the Q tile (two where they fit in a CTA's 227 KiB, see
- * mgpu_attention_fwd_smem_bytes in kernels/common/attention_abi.h) and
+ * mgpu_attention_fwd_smem_bytes in kernels/abi/attention_abi.h) and
  * `stages` K and V tiles, the head dim padded to whole 128-byte swizzle rows,
  * plus 1 KiB of barriers (padded to the swizzle alignment) and 1 KiB for
  * aligning the base. */

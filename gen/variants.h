@@ -19,8 +19,8 @@ enum gen_arch {
 /* How a variant is built and launched; the runtime has one launcher per kind. */
 enum gen_kind {
     GEN_GEMM_SM100_TMA,  /* kernels/blackwell/gemm_sm100.cuh: TMA + tcgen05 + TMEM */
-    GEN_GEMM_PORTABLE,   /* kernels/common/gemm_portable.cuh: any alignment, any k */
-    /* kernels/common/gather_portable.cuh (built for each arch): */
+    GEN_GEMM_PORTABLE,   /* kernels/portable/gemm_portable.cuh: any alignment, any k */
+    /* kernels/portable/gather_portable.cuh (built for each arch): */
     GEN_GATHER_NARROW,      /* 16-byte aligned rows <= 512 B, several rows per warp */
     GEN_GATHER_WIDE,        /* 16-byte aligned rows of any length, 4 KiB chunks per warp */
     GEN_GATHER_UNALIGNED,   /* any alignment, one warp per row */
@@ -28,7 +28,7 @@ enum gen_kind {
     GEN_SCATTER_ADD_SORTED, /* deterministic, for sorted indices */
     GEN_GATHER4,            /* kernels/blackwell/gather_sm100.cuh: TMA tile::gather4 */
     GEN_GEMM_SM90_PERSISTENT, /* kernels/hopper/gemm_sm90_persistent.cuh: persistent, TMA store, clusters */
-    GEN_GEMM_PACK,            /* kernels/common/gemm_pack.cuh: copies an operand TMA cannot read */
+    GEN_GEMM_PACK,            /* kernels/portable/gemm_pack.cuh: copies an operand TMA cannot read */
     /* kernels/hopper/attention_fwd_sm90.cuh: FA3-style forward; tile_m x tile_n is
      * the query x key block, tile_k the head dim (the depth of Q K^T) */
     GEN_ATTENTION_FWD_SM90,

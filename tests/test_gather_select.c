@@ -3,7 +3,7 @@
  * status and the message), variant selection with made-up devices (Hopper
  * 9.0, Blackwell 10.0, Ampere 8.0), MGPU_FORCE_VARIANT handling, and the
  * launch plans (grid and kernel arguments) against the formulas of
- * kernels/common/gather_abi.h. No device is needed.
+ * kernels/abi/gather_abi.h. No device is needed.
  */
 #include <string.h>
 

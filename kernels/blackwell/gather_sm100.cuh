@@ -1,7 +1,7 @@
 /*
  * Row gather for sm_100a with Blackwell's TMA gather4:
  * dst[i,:] = src[index[i],:], four source rows per instruction. The contract
- * (tensor map, box, grid, alignment, error word) is in common/gather_abi.h.
+ * (tensor map, box, grid, alignment, error word) is in abi/gather_abi.h.
  *
  * NOT RUN ON HARDWARE: no Blackwell GPU is available here. This kernel is
  * proven only by compilation, by its SASS (UTMALDG.GATHER4 and UBLKCP) and by
@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "common/async_copy.cuh"
-#include "common/gather_abi.h"
+#include "abi/gather_abi.h"
 
 namespace mgpu {
 namespace sm100 {

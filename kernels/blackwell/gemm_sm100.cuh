@@ -2,7 +2,7 @@
  * GEMM for Blackwell (sm_100a): TMA -> shared memory -> tcgen05.mma -> tensor
  * memory -> registers -> global. One CTA of 128 threads computes one kBM x kBN
  * tile of D = alpha * op(A) * op(B) + beta * C (column-major, BLAS semantics, see
- * common/gemm_abi.h). This is steps 0-1 of reference/003 (the Blackwell matmul
+ * abi/gemm_abi.h). This is steps 0-1 of reference/003 (the Blackwell matmul
  * tutorial): TMEM accumulator, single-thread MMA issue, warp specialisation.
  *
  * NOT RUN ON BLACKWELL HARDWARE: no machine here has an sm_100 GPU. This kernel
@@ -53,7 +53,7 @@
 
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 
 namespace mgpu {
 namespace sm100 {

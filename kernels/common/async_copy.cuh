@@ -58,6 +58,24 @@ __device__ __forceinline__ void tma_load_3d(void *smem_dst, const CUtensorMap *m
     ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
 }
 
+/* The same with a rank-4 box {c0, c1, c2, c3}. */
+__device__ __forceinline__ void tma_load_4d(void *smem_dst, const CUtensorMap *map, uint64_t *bar, int32_t c0,
+                                            int32_t c1, int32_t c2, int32_t c3)
+{
+    const int32_t coords[4] = {c0, c1, c2, c3};
+    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
+}
+
+/* TMA tile load of a rank-3 box written to the same shared-memory offset of
+ * every CTA of the cluster in `cta_mask`, completing its bytes on each
+ * destination CTA's barrier at `bar`'s offset. */
+__device__ __forceinline__ void tma_load_3d_multicast(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
+                                                      int32_t c0, int32_t c1, int32_t c2, uint16_t cta_mask)
+{
+    const int32_t coords[3] = {c0, c1, c2};
+    ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem_dst, map, coords, bar, cta_mask);
+}
+
 __device__ __forceinline__ void tma_load_2d(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
                                             int32_t c0, int32_t c1)
 {

@@ -1,9 +1,9 @@
 /*
- * Element conversions and the GEMM epilogue shared by every kernel:
+ * Element conversions shared by every kernel, and the GEMM epilogue:
  *
  *   D = scale_d * act(alpha * scale_a * scale_b * acc + beta * C + bias)
  *
- * in the output's dtype (common/gemm_abi.h lists the fields). C is read only
+ * in the output's dtype (abi/gemm_abi.h lists the fields). C is read only
  * when beta != 0 so that an uninitialised (even NaN) C never leaks into D;
  * the bias is read only inside D (callers check row < m and col < n first).
  */
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <type_traits>
 
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 
 namespace mgpu {
 
@@ -42,6 +42,24 @@ __device__ __forceinline__ void store_from_float(uint64_t base, int32_t dtype, i
     case MGPU_ABI_BF16: reinterpret_cast<__nv_bfloat16 *>(base)[offset] = __float2bfloat16_rn(v); break;
     default: reinterpret_cast<__half *>(base)[offset] = __float2half_rn(v); break;
     }
+}
+
+/* Two fp32 values -> one register of two 16-bit values (T = __half or
+ * __nv_bfloat16), lo in the low half: the layout of a 16-bit wgmma A fragment
+ * and of two adjacent elements in memory. */
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi)
+{
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16");
+    uint32_t r;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        r = *reinterpret_cast<uint32_t *>(&v);
+    } else {
+        __half2 v = __floats2half2_rn(lo, hi);
+        r = *reinterpret_cast<uint32_t *>(&v);
+    }
+    return r;
 }
 
 /* The tanh approximation of GELU, as cuBLASLt's CUBLASLT_EPILOGUE_GELU:

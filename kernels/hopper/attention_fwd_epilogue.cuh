@@ -15,23 +15,16 @@
  */
 #pragma once
 
+#include <stdint.h>
+
+#include "abi/attention_abi.h"
+#include "common/async_copy.cuh"
+#include "common/barrier.cuh"
+#include "common/numeric.cuh"
+#include "hopper/attention_fwd_tile_scheduler.cuh"
+
 namespace mgpu {
 namespace sm90 {
-
-/* Two fp32 values -> one register of two 16-bit values, lo in the low half. */
-template <class Cfg>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi)
-{
-    uint32_t r;
-    if constexpr (Cfg::kBf16) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        r = *reinterpret_cast<uint32_t *>(&v);
-    } else {
-        __half2 v = __floats2half2_rn(lo, hi);
-        r = *reinterpret_cast<uint32_t *>(&v);
-    }
-    return r;
-}
 
 __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
 {
@@ -82,11 +75,11 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = tile_row0 + 8 * h;
-            const uint32_t packed = pack2<Cfg>(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+            const uint32_t packed = pack2<typename Cfg::T>(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
             st_shared_u32(staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(row, col), packed);
         }
     }
-    named_barrier_sync(kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
+    named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
 
     const int first_row = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
     const int rows = min(Cfg::kRowsPerConsumer, w.seqlen_q - first_row);

@@ -24,15 +24,19 @@
  */
 #pragma once
 
+#include <stdint.h>
+
+#include "abi/attention_abi.h"
+#include "common/async_copy.cuh"
+#include "common/barrier.cuh"
+#include "common/numeric.cuh"
+#include "hopper/attention_fwd_mask.cuh"
+#include "hopper/attention_fwd_softmax.cuh"
+#include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/wgmma.cuh"
+
 namespace mgpu {
 namespace sm90 {
-
-__device__ __forceinline__ void tma_load_4d(void *smem_dst, const CUtensorMap *map, uint64_t *bar, int32_t c0,
-                                            int32_t c1, int32_t c2, int32_t c3)
-{
-    const int32_t coords[4] = {c0, c1, c2, c3};
-    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
-}
 
 /* Loads one tile (kDimBlocks boxes of 64 head-dim columns) of rows starting at `row`. */
 template <class Cfg, int kBlockBytes>
@@ -95,19 +99,19 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
 template <class Cfg>
 __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
 {
-    attn::wgmma_fence_operands(s);
-    attn::wgmma_fence();
+    wgmma_fence_operands(s);
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kQkSteps; ++kk) {
         constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
         constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
-        const uint64_t da = attn::wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, attn::kSwizzleAtomBytes);
-        const uint64_t db = attn::wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, attn::kSwizzleAtomBytes);
-        attn::WgmmaSS<Cfg::kBlockN>::template mma<Cfg::kBf16>(s, da, db, kk > 0);
+        const uint64_t da = wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, kSwizzleAtomBytes);
+        wgmma_ss<typename Cfg::T, false, false>(s, da, db, kk > 0);
     }
-    attn::wgmma_commit();
-    attn::wgmma_fence_operands(s);
+    wgmma_commit_group();
+    wgmma_fence_operands(s);
 }
 
 /* O += P V: P from registers, V read MN-major (rows are keys, dim contiguous). */
@@ -116,18 +120,18 @@ __device__ __forceinline__ void issue_pv(float (&o)[Cfg::kHeadDim / 2], uint32_t
                                          uint32_t v_tile, bool accumulate)
 {
     constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kSwizzleBytes; /* 16 key rows */
-    attn::wgmma_fence_operands(o);
-    attn::wgmma_fence_operands(pr);
-    attn::wgmma_fence();
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kPvSteps; ++kk) {
-        const uint64_t db = attn::wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, attn::kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, kSwizzleAtomBytes);
         const uint32_t a[4] = {pr[4 * kk + 0], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
-        attn::WgmmaRS<Cfg::kHeadDim>::template mma<Cfg::kBf16>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
+        wgmma_rs<typename Cfg::T, true>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
     }
-    attn::wgmma_commit();
-    attn::wgmma_fence_operands(o);
-    attn::wgmma_fence_operands(pr);
+    wgmma_commit_group();
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
 }
 
 /* Probabilities (fp32 accumulator layout) -> A fragments of O += P V. */
@@ -136,7 +140,7 @@ __device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], cons
 {
 #pragma unroll
     for (int i = 0; i < Cfg::kBlockN / 4; ++i)
-        pr[i] = pack2<Cfg>(s[2 * i], s[2 * i + 1]);
+        pr[i] = pack2<typename Cfg::T>(s[2 * i], s[2 * i + 1]);
 }
 
 /* Stage and phase of global key-block iteration g. */
@@ -162,8 +166,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int lane = thread % 32;
-    const int my_turn = kBarrierTurnFirst + consumer;
-    const int other_turn = kBarrierTurnFirst + (1 - consumer);
+    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
+    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
     const int count = w.n_block_end - w.n_block_begin;
     const int row_base = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
 
@@ -203,8 +207,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         named_barrier_sync(my_turn, kTurnThreads);
         issue_qk<Cfg>(s, q_rows, k_tile(g));
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(s);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(g)]);
         scores_to_probs(w.n_block_end - 1);
         convert_p<Cfg>(pr, s);
@@ -217,12 +221,12 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
         issue_pv<Cfg>(o, pr, v_tile(gv), i > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<1>();
-        attn::wgmma_fence_operands(s);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(gk)]);
         scores_to_probs(w.n_block_end - 1 - i);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(o);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
         if constexpr (Cfg::kLazyRescale) {
             /* Warp-uniform: most blocks leave every row's maximum in place. */
@@ -240,59 +244,9 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         named_barrier_sync(my_turn, kTurnThreads);
         issue_pv<Cfg>(o, pr, v_tile(gv), count > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(o);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
-    }
-}
-
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
-                                                  typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
-{
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
-     * take the same number of turns per tile); consumer 0 goes first. */
-    if (consumer == 1)
-        named_barrier_arrive(kBarrierTurnFirst + 0, kTurnThreads);
-
-    int kv_iter = 0, q_iter = 0;
-    for (;;) {
-        /* The producer's next tile, published with its Q (-1: done). */
-        const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        /* Lane 0 reads it for its warp: the thread that later arrives on
-         * q_empty is then the one whose read the producer's next write of
-         * this slot must follow. */
-        int t = 0;
-        if (threadIdx.x % 32 == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
-        if (t < 0)
-            break;
-        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
-        const int count = w.n_block_end - w.n_block_begin;
-        float o[Cfg::kHeadDim / 2];
-#pragma unroll
-        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
-            o[i] = 0.f;
-        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
-        softmax.init();
-
-        if (count > 0)
-            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
-
-        float o_scale[2], lse[2];
-        softmax.finalize(o_scale, lse);
-        scale_rows(o, o_scale);
-        /* Re-derive the tile for the epilogue rather than keep its fields live
-         * (in registers) through the main loop. */
-        int tile = t;
-        asm volatile("" : "+r"(tile));
-        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
-        kv_iter += count;
-        ++q_iter;
     }
 }
 

@@ -37,7 +37,14 @@
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
  * are masked in registers. Tile order puts the heavy causal tiles of each
- * head first. Contract with the runtime: common/attention_abi.h.
+ * head first. Contract with the runtime: abi/attention_abi.h.
+ *
+ * Files by role: this shell (configuration, shared memory, barriers, the
+ * producer / consumer branches and the consumers' tile loop);
+ * attention_fwd_mainloop.cuh (producer loads, the consumers' key loop);
+ * attention_fwd_softmax.cuh, attention_fwd_mask.cuh; attention_fwd_epilogue.cuh;
+ * attention_fwd_tile_scheduler.cuh (tile order, a tile's work);
+ * attention_fwd_tile_size.cuh (tile sizes per head dim).
  *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
@@ -51,13 +58,16 @@
 #include <stdint.h>
 #include <type_traits>
 
+#include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
-#include "common/attention_abi.h"
-#include "hopper/attention_fwd_tile_size.cuh"
+#include "common/barrier.cuh"
+#include "hopper/attention_fwd_epilogue.cuh"
+#include "hopper/attention_fwd_mainloop.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/attention_fwd_tile_size.cuh"
 #include "hopper/warpgroup.cuh"
-#include "hopper/wgmma_attention.cuh"
+#include "hopper/wgmma.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -104,17 +114,17 @@ struct AttnFwdConfig {
     static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes;
     static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
-    static_assert(kKVBlockBytes % attn::kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
+    static_assert(kKVBlockBytes % kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
 
     /* Q is double-buffered where a second tile fits (head dims up to 128), so
      * that a persistent CTA finds the next tile's Q loaded while it stores the
      * previous O. The barriers and the base alignment take 2 KiB. */
     static constexpr int kSmemLimit = MGPU_ATTENTION_FWD_SMEM_LIMIT;
-    static constexpr int kSmemOverhead = 2 * static_cast<int>(attn::kSwizzleAtomBytes);
+    static constexpr int kSmemOverhead = 2 * static_cast<int>(kSwizzleAtomBytes);
     static constexpr int kQStages =
         2 * kQTileBytes + 2 * kStages * kKVTileBytes + kSmemOverhead <= kSmemLimit ? 2 : 1;
 
-    struct alignas(attn::kSwizzleAtomBytes) SharedStorage {
+    struct alignas(kSwizzleAtomBytes) SharedStorage {
         uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
@@ -127,95 +137,65 @@ struct AttnFwdConfig {
         uint64_t v_empty[kStages];
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
-    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + attn::kSwizzleAtomBytes;
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
     static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
+
+    /* Named barrier ids (0 is __syncthreads). */
+    static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */
+    static constexpr int kBarrierEpilogueFirst = 3; /* ids 3, 4: one per consumer warpgroup */
 };
 
-/* Named barrier ids (0 is __syncthreads). */
-enum AttnFwdBarrier : int {
-    kBarrierTurnFirst = 1, /* ids 1, 2: "consumer c may issue its GEMMs" */
-    kBarrierEpilogueFirst = 3, /* ids 3, 4: one per consumer warpgroup */
-};
-
-__device__ __forceinline__ void named_barrier_sync(int id, int threads)
-{
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads)
-{
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-/* One work tile: one query block of one head of one sequence. */
-struct AttnFwdWork {
-    int m_block;       /* query tile index within the sequence */
-    int head_q, head_kv;
-    int batch;
-    int tma_batch;     /* batch coordinate of the tensor maps (0 when varlen) */
-    int q_offset;      /* first row of the sequence in the (packed) Q/O rows */
-    int k_offset;      /* first row of the sequence in the (packed) K/V rows */
-    int seqlen_q, seqlen_k;
-    int n_block_begin; /* key blocks [begin, end) survive the mask */
-    int n_block_end;
-    AttnMask mask;
-};
-
+/* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
+ * then epilogue. */
 template <class Cfg>
-__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a, AttnTileCoord tile)
+__device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
+                                                  typename Cfg::SharedStorage &smem,
+                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
 {
-    AttnFwdWork w;
-    w.m_block = tile.m_block;
-    w.head_q = tile.head_q;
-    w.head_kv = w.head_q / a.group_size;
-    w.batch = tile.batch;
-    if (a.cu_seqlens_q != 0) {
-        const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
-        const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
-        w.q_offset = cu_q[w.batch];
-        w.seqlen_q = cu_q[w.batch + 1] - w.q_offset;
-        w.k_offset = cu_k[w.batch];
-        w.seqlen_k = cu_k[w.batch + 1] - w.k_offset;
-        w.tma_batch = 0;
-    } else {
-        w.q_offset = 0;
-        w.k_offset = 0;
-        w.seqlen_q = a.seqlen_q;
-        w.seqlen_k = a.seqlen_k;
-        w.tma_batch = w.batch;
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
+     * take the same number of turns per tile); consumer 0 goes first. */
+    if (consumer == 1)
+        named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+
+    int kv_iter = 0, q_iter = 0;
+    for (;;) {
+        /* The producer's next tile, published with its Q (-1: done). */
+        const int q_stage = q_iter % Cfg::kQStages;
+        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
+        /* Lane 0 reads it for its warp: the thread that later arrives on
+         * q_empty is then the one whose read the producer's next write of
+         * this slot must follow. */
+        int t = 0;
+        if (threadIdx.x % 32 == 0)
+            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        if (t < 0)
+            break;
+        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
+        const int count = w.n_block_end - w.n_block_begin;
+        float o[Cfg::kHeadDim / 2];
+#pragma unroll
+        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+            o[i] = 0.f;
+        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
+        softmax.init();
+
+        if (count > 0)
+            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+
+        float o_scale[2], lse[2];
+        softmax.finalize(o_scale, lse);
+        scale_rows(o, o_scale);
+        /* Re-derive the tile for the epilogue rather than keep its fields live
+         * (in registers) through the main loop. */
+        int tile = t;
+        asm volatile("" : "+r"(tile));
+        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
+        kv_iter += count;
+        ++q_iter;
     }
-    w.mask.seqlen_k = w.seqlen_k;
-    w.mask.diag = w.seqlen_k - w.seqlen_q;
-    w.mask.window_left = a.window_left;
-    int right = a.window_right;
-    if (a.causal)
-        right = right < 0 ? 0 : min(right, 0);
-    w.mask.window_right = right;
-
-    /* Keys any row of this tile may see. */
-    const int row_first = w.m_block * Cfg::kBlockM;
-    const int row_last = min(row_first + Cfg::kBlockM, w.seqlen_q) - 1;
-    const int key_begin = max(0, w.mask.key_begin(row_first));
-    const int key_end = w.mask.key_end(row_last);
-    w.n_block_begin = key_begin / Cfg::kBlockN;
-    w.n_block_end = key_end <= key_begin ? w.n_block_begin : (key_end + Cfg::kBlockN - 1) / Cfg::kBlockN;
-    return w;
 }
-
-/* varlen: query blocks past this sequence's end are no work at all. */
-__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w, int block_m)
-{
-    return w.m_block * block_m < w.seqlen_q;
-}
-
-} // namespace sm90
-} // namespace mgpu
-
-#include "hopper/attention_fwd_epilogue.cuh"
-#include "hopper/attention_fwd_mainloop.cuh"
-
-namespace mgpu {
-namespace sm90 {
 
 template <class Cfg>
 __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p)
@@ -223,7 +203,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     using Smem = typename Cfg::SharedStorage;
     extern __shared__ uint8_t attn_smem_raw[];
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
-    Smem &smem = *reinterpret_cast<Smem *>((base + attn::kSwizzleAtomBytes - 1) & ~uintptr_t(attn::kSwizzleAtomBytes - 1));
+    Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
     const AttnTileScheduler<Cfg::kBlockM> scheduler(p.args);
     if (threadIdx.x == 0) {

@@ -1,10 +1,11 @@
 /*
- * Online softmax and masking of the Hopper attention forward, on the register
- * fragments of one consumer warpgroup (64 query rows x kBlockN keys).
+ * Online softmax of the Hopper attention forward, on the register fragments of
+ * one consumer warpgroup (64 query rows x kBlockN keys); the mask is
+ * attention_fwd_mask.cuh.
  *
  * Each thread holds two rows (row0 = 16 warp + lane / 4 and row1 = row0 + 8) and
  * kBlockN / 4 columns of each, in the wgmma accumulator layout described in
- * wgmma_attention.cuh; the four threads of a quad share a row, so row maxima are
+ * wgmma.cuh; the four threads of a quad share a row, so row maxima are
  * reduced with two shuffles. Row sums stay per-thread partial until finalize().
  *
  * Everything is in base 2: scores are multiplied by scale_log2 = softmax_scale *
@@ -58,55 +59,6 @@ __device__ __forceinline__ float fast_tanh(float x)
     float y;
     asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
-}
-
-/* Which keys of a row are allowed: [lo, hi). The bounds of the mask in
- * attention_abi.h shifted into this row. */
-struct AttnMask {
-    int seqlen_k;
-    int diag;          /* seqlen_k - seqlen_q */
-    int window_left;   /* < 0: unbounded */
-    int window_right;  /* < 0: unbounded (causal already folded in) */
-
-    __device__ __forceinline__ int key_begin(int row) const
-    {
-        return window_left < 0 ? 0 : row + diag - window_left;
-    }
-    __device__ __forceinline__ int key_end(int row) const
-    {
-        int end = seqlen_k;
-        if (window_right >= 0)
-            end = min(end, row + diag + window_right + 1);
-        return end;
-    }
-};
-
-/*
- * Sets the disallowed scores of an S fragment to -infinity. row_base is the
- * first query row of the warpgroup's 64, key_base the first key of the block.
- */
-template <int kBlockN>
-__device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMask &mask, int row_base,
-                                           int key_base, int thread_in_wg)
-{
-    constexpr int kRowsPerWarp = 16;
-    constexpr int kQuadRowHalf = 8;
-    const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
-    const int col0 = key_base + 2 * (lane % 4);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = row_base + warp * kRowsPerWarp + lane / 4 + h * kQuadRowHalf;
-        const int lo = mask.key_begin(row), hi = mask.key_end(row);
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = col0 + 8 * j + e;
-                if (col < lo || col >= hi)
-                    s[4 * j + 2 * h + e] = -INFINITY;
-            }
-        }
-    }
 }
 
 /* Soft-cap: s <- post * tanh(s * pre). */

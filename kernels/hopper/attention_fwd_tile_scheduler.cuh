@@ -28,6 +28,9 @@
  */
 #pragma once
 
+#include "abi/attention_abi.h"
+#include "hopper/attention_fwd_mask.cuh"
+
 namespace mgpu {
 namespace sm90 {
 
@@ -92,6 +95,67 @@ struct AttnTileScheduler {
         return c;
     }
 };
+
+/* One work tile: one query block of one head of one sequence. */
+struct AttnFwdWork {
+    int m_block;       /* query tile index within the sequence */
+    int head_q, head_kv;
+    int batch;
+    int tma_batch;     /* batch coordinate of the tensor maps (0 when varlen) */
+    int q_offset;      /* first row of the sequence in the (packed) Q/O rows */
+    int k_offset;      /* first row of the sequence in the (packed) K/V rows */
+    int seqlen_q, seqlen_k;
+    int n_block_begin; /* key blocks [begin, end) survive the mask */
+    int n_block_end;
+    AttnMask mask;
+};
+
+template <class Cfg>
+__device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a, AttnTileCoord tile)
+{
+    AttnFwdWork w;
+    w.m_block = tile.m_block;
+    w.head_q = tile.head_q;
+    w.head_kv = w.head_q / a.group_size;
+    w.batch = tile.batch;
+    if (a.cu_seqlens_q != 0) {
+        const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
+        const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
+        w.q_offset = cu_q[w.batch];
+        w.seqlen_q = cu_q[w.batch + 1] - w.q_offset;
+        w.k_offset = cu_k[w.batch];
+        w.seqlen_k = cu_k[w.batch + 1] - w.k_offset;
+        w.tma_batch = 0;
+    } else {
+        w.q_offset = 0;
+        w.k_offset = 0;
+        w.seqlen_q = a.seqlen_q;
+        w.seqlen_k = a.seqlen_k;
+        w.tma_batch = w.batch;
+    }
+    w.mask.seqlen_k = w.seqlen_k;
+    w.mask.diag = w.seqlen_k - w.seqlen_q;
+    w.mask.window_left = a.window_left;
+    int right = a.window_right;
+    if (a.causal)
+        right = right < 0 ? 0 : min(right, 0);
+    w.mask.window_right = right;
+
+    /* Keys any row of this tile may see. */
+    const int row_first = w.m_block * Cfg::kBlockM;
+    const int row_last = min(row_first + Cfg::kBlockM, w.seqlen_q) - 1;
+    const int key_begin = max(0, w.mask.key_begin(row_first));
+    const int key_end = w.mask.key_end(row_last);
+    w.n_block_begin = key_begin / Cfg::kBlockN;
+    w.n_block_end = key_end <= key_begin ? w.n_block_begin : (key_end + Cfg::kBlockN - 1) / Cfg::kBlockN;
+    return w;
+}
+
+/* varlen: query blocks past this sequence's end are no work at all. */
+__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w, int block_m)
+{
+    return w.m_block * block_m < w.seqlen_q;
+}
 
 } // namespace sm90
 } // namespace mgpu

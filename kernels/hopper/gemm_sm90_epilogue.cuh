@@ -40,7 +40,8 @@
 #include <type_traits>
 
 #include "common/async_copy.cuh"
-#include "common/gemm_abi.h"
+#include "common/barrier.cuh"
+#include "abi/gemm_abi.h"
 #include "common/numeric.cuh"
 
 namespace mgpu {
@@ -55,11 +56,6 @@ constexpr int kSwizzleGranule = 16; /* bytes: the unit the 128-byte swizzle perm
 constexpr int kSwizzleRows = 8;     /* rows of one 1024-byte swizzle atom */
 
 namespace epi {
-
-__device__ __forceinline__ void warpgroup_sync(int barrier_id)
-{
-    asm volatile("bar.sync %0, 128;\n" ::"r"(barrier_id) : "memory");
-}
 
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void *smem_src, int32_t c0, int32_t c1,
                                              int32_t c2)
@@ -188,7 +184,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
             ptx::cp_async_bulk_wait_group_read(ptx::n32_t<kEpiBufs - 1>{}); /* this buffer's last store has read it */
-        epi::warpgroup_sync(barrier_id);
+        named_barrier_sync(barrier_id, 128);
 #pragma unroll
         for (int f = 0; f < kFragsPerChunk; ++f) {
             const int j = ch * kFragsPerChunk + f;
@@ -213,7 +209,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         }
         if (!direct) {
             fence_smem_to_async();
-            epi::warpgroup_sync(barrier_id);
+            named_barrier_sync(barrier_id, 128);
             if (leader) {
                 epi::tma_store_3d(tma_c, s, chunk_row0, col0, out);
                 ptx::cp_async_bulk_commit_group();
@@ -223,7 +219,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
              * with element stores, consecutive threads on consecutive rows of
              * a column. The buffer is rewritten two chunks later, after the
              * barrier at the top of the next chunk has been passed by all. */
-            epi::warpgroup_sync(barrier_id);
+            named_barrier_sync(barrier_id, 128);
 #pragma unroll 4
             for (int e = t; e < kChunkElems; e += kThreads) {
                 const int col = e / kChunkRows, r = e % kChunkRows;

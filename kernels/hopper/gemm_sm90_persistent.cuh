@@ -2,7 +2,7 @@
  * Persistent, warp-specialized Hopper (sm_90a) GEMM: D = epilogue(op(A)*op(B))
  * with the epilogue of common/numeric.cuh (alpha, operand and output scales,
  * beta * C, bias, ReLU / GELU; column-major, BLAS conventions:
- * common/gemm_abi.h), optionally split along K. Operands are fp16 / bf16 (any
+ * abi/gemm_abi.h), optionally split along K. Operands are fp16 / bf16 (any
  * layout) or fp8 e4m3 / e5m2 (both K-major: cuBLAS's "TN").
  *
  * The grid is at most one CTA per SM (or one cluster per two SMs); each CTA
@@ -53,21 +53,29 @@
  * (16-bit only) is 64-element-wide chunks of 64 K-rows (8 KB each), the
  * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
  * row of K whatever the element size, so both kinds share the layout.
+ *
+ * Files by role: this shell (configuration, barriers, the two branches);
+ * gemm_sm90_mainloop.cuh (produce, consume, consume_fp8);
+ * gemm_sm90_split_k.cuh (combine_splits); gemm_sm90_epilogue.cuh (fused
+ * epilogue, TMA or direct stores); common/tile_scheduler.cuh (unit order and
+ * K slices); wgmma.cuh (the tensor-core instructions).
  */
 #pragma once
 
 #include <cuda.h>
-#include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <stdint.h>
 #include <type_traits>
 
+#include "abi/gemm_abi.h"
 #include "common/async_copy.cuh"
-#include "common/gemm_abi.h"
+#include "common/cluster.cuh"
 #include "common/tile_scheduler.cuh"
 #include "hopper/gemm_sm90_epilogue.cuh"
+#include "hopper/gemm_sm90_mainloop.cuh"
+#include "hopper/gemm_sm90_split_k.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 
@@ -131,297 +139,6 @@ struct PersistentGemmConfig {
 
 namespace persistent {
 
-/* Arrives on the barrier at the same shared-memory offset in CTA `rank` of the
- * cluster. Release at CTA scope is enough: the arrival only says that this
- * warp's wgmma reads of a stage have completed (wait_group), and the peer's
- * producer overwrites the stage through TMA after observing it. Cluster scope
- * would put a GPU-wide fence (MEMBAR.ALL.GPU + ERRBAR) before every arrival:
- * measured, it made the 2-CTA kernel 2.3x slower (ncu: 46 % of warp samples
- * stalled on the fence). */
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
-{
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-
-/* TMA load of a rank-3 box written to the same offset of every CTA in `mask`,
- * completing its bytes on each destination CTA's barrier at `bar`'s offset. */
-__device__ __forceinline__ void tma_load_3d_multicast(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
-                                                      int32_t c0, int32_t c1, int32_t c2, uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(smem_u32(smem_dst)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar)), "h"(mask)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cluster_sync()
-{
-    ptx::barrier_cluster_arrive();
-    ptx::barrier_cluster_wait();
-}
-
-__device__ __forceinline__ uint32_t cluster_rank()
-{
-    return ptx::get_sreg_cluster_ctarank();
-}
-
-template <class Cfg>
-__device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensorMap *tma_b, uint8_t *a_tiles,
-                                        uint8_t *b_tiles, uint64_t *full, uint64_t *empty,
-                                        const GemmTileScheduler &sched, const mgpu_gemm_args &args)
-{
-    tma_prefetch_map(tma_a);
-    tma_prefetch_map(tma_b);
-    const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
-    const uint32_t rank = Cfg::kClusterN > 1 ? cluster_rank() : 0;
-    int stage = 0;
-    uint32_t phase = 0; /* parity of the current round through the stages */
-    for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
-        const GemmTile t = sched.tile(u);
-        const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
-        const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
-        int kt0, kt1;
-        sched.k_range(num_k_tiles, t.split, kt0, kt1);
-        for (int kt = kt0; kt < kt1; ++kt) {
-            mbar_wait(&empty[stage], phase ^ 1);
-            mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-            const int k0 = kt * Cfg::kBK;
-            uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
-            uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
-            if constexpr (Cfg::kBKMajor) {
-                tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
-            } else {
-#pragma unroll
-                for (int i = 0; i < Cfg::kBN / 64; ++i)
-                    tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
-            }
-            if constexpr (Cfg::kClusterN == 1) {
-                if constexpr (Cfg::kAKMajor) {
-                    tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Cfg::kBM / 64; ++i)
-                        tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
-                }
-            } else {
-                /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
-                constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
-                const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
-                if constexpr (Cfg::kAKMajor) {
-                    tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
-                        tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
-                                              m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
-                }
-            }
-            if (++stage == Cfg::kStages) {
-                stage = 0;
-                phase ^= 1;
-            }
-        }
-    }
-}
-
-/* Lane 0 of each consumer warp: this warp is done reading stage `s` (in
- * every CTA of the cluster, whose producers multicast into it). */
-template <class Cfg>
-__device__ __forceinline__ void release_stage(uint64_t *empty, int s)
-{
-#pragma unroll
-    for (int r = 0; r < Cfg::kClusterN; ++r) {
-        if constexpr (Cfg::kClusterN == 1)
-            mbar_arrive(&empty[s]);
-        else
-            mbar_arrive_cluster(&empty[s], r);
-    }
-}
-
-/* One unit's main loop for consumer warpgroup `consumer`: acc (D^T slice,
- * 64 columns x kBM rows) = sum over the unit's k-tiles. */
-template <class Cfg>
-__device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
-                                        uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
-                                        int &stage, uint32_t &phase)
-{
-    using TA = typename Cfg::ElementA;
-    using TB = typename Cfg::ElementB;
-    /* wgmma A = B's slice (rows n), wgmma B = the A tile (rows m).
-     * K-major: the k16 slice moves 32 bytes along the row; MN-major: 16 rows of 128 bytes. */
-    constexpr uint32_t kBStep = Cfg::kBKMajor ? 32 : 2048;
-    constexpr uint32_t kAStep = Cfg::kAKMajor ? 32 : 2048;
-    constexpr uint32_t kBLbo = Cfg::kBKMajor ? 16 : Cfg::kChunkBytes;
-    constexpr uint32_t kALbo = Cfg::kAKMajor ? 16 : Cfg::kChunkBytes;
-    constexpr uint32_t kSbo = 1024; /* 8 rows of 128 bytes */
-    const bool signals = (threadIdx.x % 32) == 0;
-
-#pragma unroll
-    for (int i = 0; i < Cfg::kBM / 2; ++i)
-        acc[i] = 0.0f;
-
-    int prev_stage = stage;
-    for (int kt = kt0; kt < kt1; ++kt) {
-        mbar_wait(&full[stage], phase);
-        const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes,
-                                           kBLbo, kSbo);
-        const uint64_t desc_a = wgmma_desc(a_tiles + stage * Cfg::kATileBytes, kALbo, kSbo);
-        wgmma_fence_operands(acc);
-        wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < Cfg::kKSteps; ++j)
-            wgmma_m64_kstep<Cfg::kBM, TB, TA, !Cfg::kBKMajor, !Cfg::kAKMajor>(
-                acc, wgmma_desc_advance(desc_b, j * kBStep), wgmma_desc_advance(desc_a, j * kAStep), 1);
-        wgmma_commit_group();
-        wgmma_fence_operands(acc);
-
-        /* Keep this k-tile's batch in flight; the previous one is done. */
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(acc);
-        if (kt > kt0 && signals)
-            release_stage<Cfg>(empty, prev_stage);
-        prev_stage = stage;
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-    wgmma_wait_group<0>();
-    wgmma_fence_operands(acc);
-    if (signals)
-        release_stage<Cfg>(empty, prev_stage);
-}
-
-/* The fp8 main loop (two-level accumulation, see the schedule above): acc =
- * sum over groups of kPromoteKTiles k-tiles of part, each group's part summed
- * by one wgmma chain. Stage releases follow the same rule as consume(): a
- * stage is released once the wgmma batch that read it has completed. */
-template <class Cfg>
-__device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
-                                            uint32_t a_tiles, uint32_t b_tiles, uint64_t *full, uint64_t *empty,
-                                            int kt0, int kt1, int consumer, int &stage, uint32_t &phase)
-{
-    using TA = typename Cfg::ElementA;
-    using TB = typename Cfg::ElementB;
-    constexpr uint32_t kStep = kWgmmaKBytes; /* both operands K-major: next k32 slice along the row */
-    constexpr uint32_t kLbo = 16;            /* unused for K-major swizzled tiles (1 by convention) */
-    constexpr uint32_t kSbo = 1024;          /* 8 rows of 128 bytes */
-    const bool signals = (threadIdx.x % 32) == 0;
-
-#pragma unroll
-    for (int i = 0; i < Cfg::kBM / 2; ++i)
-        acc[i] = 0.0f;
-
-    int pending = -1; /* a stage whose wgmma batch may still run: released one k-tile later */
-    for (int kt = kt0; kt < kt1; ++kt) {
-        const int in_group = (kt - kt0) % Cfg::kPromoteKTiles;
-        const bool group_end = in_group == Cfg::kPromoteKTiles - 1 || kt == kt1 - 1;
-        mbar_wait(&full[stage], phase);
-        const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes,
-                                           kLbo, kSbo);
-        const uint64_t desc_a = wgmma_desc(a_tiles + stage * Cfg::kATileBytes, kLbo, kSbo);
-        wgmma_fence_operands(part);
-        wgmma_fence();
-#pragma unroll
-        for (int j = 0; j < Cfg::kKSteps; ++j)
-            wgmma_m64_kstep<Cfg::kBM, TB, TA, false, false>(part, wgmma_desc_advance(desc_b, j * kStep),
-                                                           wgmma_desc_advance(desc_a, j * kStep),
-                                                           j > 0 || in_group > 0 ? 1u : 0u);
-        wgmma_commit_group();
-        wgmma_fence_operands(part);
-        if (group_end) {
-            wgmma_wait_group<0>();
-            wgmma_fence_operands(part);
-            if (signals) {
-                if (pending >= 0)
-                    release_stage<Cfg>(empty, pending);
-                release_stage<Cfg>(empty, stage);
-            }
-            pending = -1;
-#pragma unroll
-            for (int i = 0; i < Cfg::kBM / 2; ++i)
-                acc[i] += part[i];
-        } else {
-            /* Keep this k-tile's batch in flight; the previous one is done. */
-            wgmma_wait_group<1>();
-            wgmma_fence_operands(part);
-            if (signals && pending >= 0)
-                release_stage<Cfg>(empty, pending);
-            pending = stage;
-        }
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-}
-
-/* Split-K: parks this unit's partial tile (the consumer's 64 columns) and
- * returns true when it was the last of the tile's `splits` units to arrive,
- * with acc then holding the sum of all of them, added in split order 0, 1, ...
- * whichever unit arrives last (bitwise reproducible). The slots are written
- * and read as float4s in fragment order: float4 q of thread t at
- * slot + 4 * (q * 128 + t), coalesced. Arrival follows the release / acquire
- * pattern: the warpgroup's stores, a warpgroup barrier, then one thread's
- * fenced atomic; the last arriver fences again before the warpgroup reads. */
-template <class Cfg>
-__device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
-                                               const GemmTileScheduler &sched, const GemmTile &t, int consumer,
-                                               volatile int *last_flag)
-{
-    constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
-    constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
-    const int tid = threadIdx.x % 128;
-    const int barrier_id = 1 + consumer;
-    const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;
-    const int64_t tile_id = (static_cast<int64_t>(t.batch) * sched.rows * sched.cluster_m + t.m_tile) * tiles_n + t.n_tile;
-    float4 *slots = reinterpret_cast<float4 *>(args.workspace) +
-                    (tile_id * args.splits * Cfg::kConsumers + consumer) * (kSlotFloats / 4) + tid;
-    const int64_t split_step = Cfg::kConsumers * (kSlotFloats / 4); /* float4s between two splits' slots */
-
-    float4 *mine = slots + t.split * split_step;
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q)
-        __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
-    epi::warpgroup_sync(barrier_id);
-    if (tid == 0) {
-        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + consumer;
-        __threadfence();
-        const bool last = atomicAdd(counter, 1) == args.splits - 1;
-        if (last) {
-            *counter = 0; /* for the next launch: every other unit of this tile has arrived */
-            __threadfence();
-        }
-        *last_flag = last;
-    }
-    epi::warpgroup_sync(barrier_id);
-    if (!*last_flag)
-        return false;
-    /* Sum in split order; this unit's own partial is read back like the others. */
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-        const float4 v = __ldcg(slots + q * 128);
-        acc[4 * q] = v.x;
-        acc[4 * q + 1] = v.y;
-        acc[4 * q + 2] = v.z;
-        acc[4 * q + 3] = v.w;
-    }
-    for (int s = 1; s < args.splits; ++s) {
-        const float4 *p = slots + s * split_step;
-#pragma unroll
-        for (int q = 0; q < kQuads; ++q) {
-            const float4 v = __ldcg(p + q * 128);
-            acc[4 * q] += v.x;
-            acc[4 * q + 1] += v.y;
-            acc[4 * q + 2] += v.z;
-            acc[4 * q + 3] += v.w;
-        }
-    }
-    return true;
-}
-
 template <class Cfg, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
                                            const GemmScales &scales, const CUtensorMap *tma_c, uint8_t *bufs, int &buf,
@@ -462,7 +179,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         mbar_fence_init();
     }
     if constexpr (Cfg::kClusterN > 1)
-        persistent::cluster_sync();
+        cluster_sync();
     else
         __syncthreads();
 
@@ -515,7 +232,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
     /* No CTA of a cluster leaves while its peer may still multicast into it
      * or arrive on its barriers. */
     if constexpr (Cfg::kClusterN > 1)
-        persistent::cluster_sync();
+        cluster_sync();
 }
 
 } // namespace sm90

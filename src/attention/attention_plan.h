@@ -1,7 +1,7 @@
 /*
  * The pure half of mgpu_attention_fwd: descriptor validation, variant
  * selection and the launch plan (kernel arguments, tensor-map shapes, grid)
- * by the rules of kernels/common/attention_abi.h. Nothing here touches a
+ * by the rules of kernels/abi/attention_abi.h. Nothing here touches a
  * device, so tests run it with made-up device capabilities;
  * attention_fwd.c encodes the tensor maps and launches.
  */
@@ -54,7 +54,7 @@ struct mgpu_attention_plan {
  * masks and with at most 32 key blocks on variants that double-buffer Q
  * (causal ones with dynamic tiles and the heavy-first order); one CTA per
  * tile otherwise
- * (kernels/common/attention_abi.h, "Launch"). */
+ * (kernels/abi/attention_abi.h, "Launch"). */
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out);
 

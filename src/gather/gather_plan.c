@@ -11,7 +11,7 @@
  *   scatter_add  the atomic or sorted kernel of the call's dtype
  * each in the variant of the call's index type and of the device's exact
  * compute capability. Grids and per-kernel arguments follow the formulas in
- * kernels/common/gather_abi.h.
+ * kernels/abi/gather_abi.h.
  */
 #include "gather_plan.h"
 

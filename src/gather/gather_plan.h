@@ -1,7 +1,7 @@
 /*
  * The pure half of mgpu_gather and mgpu_scatter_add: descriptor validation,
  * variant selection and launch planning (kernel arguments and grid, by the
- * rules of kernels/common/gather_abi.h). Nothing here touches a device, so
+ * rules of kernels/abi/gather_abi.h). Nothing here touches a device, so
  * tests run it with made-up device capabilities; gather.c does the rest
  * (the handle's error word, encoding the map, launch).
  */

@@ -18,8 +18,8 @@
  *   B, trans_b == 0: element (l, j) at b[l + j * ldb]  -> K-major
  *   B, trans_b == 1: element (l, j) at b[j + l * ldb]  -> N-major ("MN-major")
  */
-#ifndef MGPU_KERNELS_COMMON_GEMM_ABI_H
-#define MGPU_KERNELS_COMMON_GEMM_ABI_H
+#ifndef MGPU_KERNELS_ABI_GEMM_ABI_H
+#define MGPU_KERNELS_ABI_GEMM_ABI_H
 
 #include <stdint.h>
 

@@ -94,8 +94,8 @@
  * rules get MGPU_STATUS_NOT_SUPPORTED there (docs/attention.md) and never
  * reach the kernel.
  */
-#ifndef MGPU_KERNELS_COMMON_ATTENTION_ABI_H
-#define MGPU_KERNELS_COMMON_ATTENTION_ABI_H
+#ifndef MGPU_KERNELS_ABI_ATTENTION_ABI_H
+#define MGPU_KERNELS_ABI_ATTENTION_ABI_H
 
 #include <cuda.h>
 #include <stdint.h>

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 
 namespace mgpu {
 

@@ -21,7 +21,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "common/gemm_abi.h"
+#include "abi/gemm_abi.h"
 #include "common/numeric.cuh"
 
 namespace mgpu {

@@ -5,7 +5,7 @@
  * non-coherent loads and sm_90's vector red.global.add), so both architectures
  * have an exact path for every input; sm_100a adds gather4 (blackwell/
  * gather_sm100.cuh) for aligned gathers. The contract (argument struct, what
- * the runtime computes, alignment rules, error word) is in common/gather_abi.h.
+ * the runtime computes, alignment rules, error word) is in abi/gather_abi.h.
  *
  * A gather is a copy whose source addresses are known only after a load, so
  * speed comes from having enough independent loads in flight to cover the
@@ -44,7 +44,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "common/gather_abi.h"
+#include "abi/gather_abi.h"
 
 namespace mgpu {
 namespace portable {

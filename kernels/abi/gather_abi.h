@@ -1,6 +1,6 @@
 /*
  * The contract between the runtime (src/) and the row gather / scatter-add
- * kernels (kernels/common/gather_portable.cuh, compiled for sm_90a and sm_100a,
+ * kernels (kernels/portable/gather_portable.cuh, compiled for sm_90a and sm_100a,
  * and kernels/blackwell/gather_sm100.cuh).
  *
  * Plain C, included by the C11 runtime and by the CUDA C++ kernels; the structs
@@ -33,7 +33,7 @@
  * src, dst, src_stride, dst_stride and row_bytes are all multiples of 16.
  * Write ceil(a / b) as cdiv(a, b).
  *
- * common/gather_portable.cuh, built for sm_90a and sm_100a (plain loads/stores
+ * portable/gather_portable.cuh, built for sm_90a and sm_100a (plain loads/stores
  * and atomics only)
  *
  *   gather_narrow<Index>   256 threads, 0 dynamic smem
@@ -103,8 +103,8 @@
  *       grid.x = min(items, sm_count * MGPU_GATHER4_CTAS_PER_SM)
  *     Unaligned inputs on sm_100a use gather_unaligned (compiled for sm_100a).
  */
-#ifndef MGPU_KERNELS_COMMON_GATHER_ABI_H
-#define MGPU_KERNELS_COMMON_GATHER_ABI_H
+#ifndef MGPU_KERNELS_ABI_GATHER_ABI_H
+#define MGPU_KERNELS_ABI_GATHER_ABI_H
 
 #include <stdint.h>
 

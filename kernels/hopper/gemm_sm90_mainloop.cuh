@@ -1,0 +1,219 @@
+/*
+ * Main loops of the persistent Hopper GEMM (gemm_sm90_persistent.cuh states
+ * the schedule): the producer thread's TMA loop over the work units and their
+ * k-tiles, and one consumer warpgroup's wgmma loop over one unit's k-tiles,
+ * for 16-bit operands (consume) and for fp8 with two-level accumulation
+ * (consume_fp8). Stage s of the kStages-deep ring is guarded by full[s]
+ * (producer -> consumers: the TMA bytes have landed) and empty[s] (consumers
+ * -> producers: every consumer warp of every CTA of the cluster has finished
+ * reading it); stage and phase run on across units.
+ *
+ * The tensor cores compute D^T: the wgmma A operand is B's 64-column slice of
+ * this consumer (rows n), the wgmma B operand is the A tile (rows m). Every
+ * operand tile is a stack of 128-byte swizzled rows (K-major) or of 64-element
+ * chunks of 64 K-rows (MN-major, 16-bit only); Cfg says which.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "abi/gemm_abi.h"
+#include "common/async_copy.cuh"
+#include "common/cluster.cuh"
+#include "common/tile_scheduler.cuh"
+#include "hopper/wgmma.cuh"
+
+namespace mgpu {
+namespace sm90 {
+namespace persistent {
+
+template <class Cfg>
+__device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensorMap *tma_b, uint8_t *a_tiles,
+                                        uint8_t *b_tiles, uint64_t *full, uint64_t *empty,
+                                        const GemmTileScheduler &sched, const mgpu_gemm_args &args)
+{
+    tma_prefetch_map(tma_a);
+    tma_prefetch_map(tma_b);
+    const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
+    const uint32_t rank = Cfg::kClusterN > 1 ? cluster_rank() : 0;
+    int stage = 0;
+    uint32_t phase = 0; /* parity of the current round through the stages */
+    for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
+        const GemmTile t = sched.tile(u);
+        const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
+        const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
+        int kt0, kt1;
+        sched.k_range(num_k_tiles, t.split, kt0, kt1);
+        for (int kt = kt0; kt < kt1; ++kt) {
+            mbar_wait(&empty[stage], phase ^ 1);
+            mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+            const int k0 = kt * Cfg::kBK;
+            uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
+            uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
+            if constexpr (Cfg::kBKMajor) {
+                tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
+            } else {
+#pragma unroll
+                for (int i = 0; i < Cfg::kBN / 64; ++i)
+                    tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
+            }
+            if constexpr (Cfg::kClusterN == 1) {
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Cfg::kBM / 64; ++i)
+                        tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
+                }
+            } else {
+                /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
+                constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
+                const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
+                        tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
+                                              m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
+                }
+            }
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    }
+}
+
+/* Lane 0 of each consumer warp: this warp is done reading stage `s` (in
+ * every CTA of the cluster, whose producers multicast into it). */
+template <class Cfg>
+__device__ __forceinline__ void release_stage(uint64_t *empty, int s)
+{
+#pragma unroll
+    for (int r = 0; r < Cfg::kClusterN; ++r) {
+        if constexpr (Cfg::kClusterN == 1)
+            mbar_arrive(&empty[s]);
+        else
+            mbar_arrive_cluster(&empty[s], r);
+    }
+}
+
+/* Issues one k-tile's wgmma batch of consumer warpgroup `consumer` from stage
+ * `stage` into d and commits it as one group. wgmma A = B's slice (rows n),
+ * wgmma B = the A tile (rows m). K-major: the next k-step starts 32 bytes
+ * further along the row; MN-major (16-bit only): 16 rows of 128 bytes
+ * further. The batch's first instruction adds to d when `accumulate`, else
+ * overwrites it. */
+template <class Cfg>
+__device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles, int stage,
+                                            int consumer, bool accumulate)
+{
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
+    constexpr uint32_t kBStep = Cfg::kBKMajor ? kWgmmaKBytes : 2048;
+    constexpr uint32_t kAStep = Cfg::kAKMajor ? kWgmmaKBytes : 2048;
+    constexpr uint32_t kBLbo = Cfg::kBKMajor ? 16 : Cfg::kChunkBytes; /* K-major: unused (16 by convention) */
+    constexpr uint32_t kALbo = Cfg::kAKMajor ? 16 : Cfg::kChunkBytes;
+    constexpr uint32_t kSbo = kSwizzleAtomBytes; /* 8 rows of 128 bytes */
+    const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes, kBLbo, kSbo);
+    const uint64_t desc_a = wgmma_desc(a_tiles + stage * Cfg::kATileBytes, kALbo, kSbo);
+    wgmma_fence_operands(d);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Cfg::kKSteps; ++j)
+        wgmma_m64_kstep<Cfg::kBM, TB, TA, !Cfg::kBKMajor, !Cfg::kAKMajor>(
+            d, wgmma_desc_advance(desc_b, j * kBStep), wgmma_desc_advance(desc_a, j * kAStep),
+            j > 0 || accumulate ? 1u : 0u);
+    wgmma_commit_group();
+    wgmma_fence_operands(d);
+}
+
+/* One unit's main loop for consumer warpgroup `consumer`: acc (D^T slice,
+ * 64 columns x kBM rows) = sum over the unit's k-tiles. */
+template <class Cfg>
+__device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
+                                        uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                        int &stage, uint32_t &phase)
+{
+    const bool signals = (threadIdx.x % 32) == 0;
+
+#pragma unroll
+    for (int i = 0; i < Cfg::kBM / 2; ++i)
+        acc[i] = 0.0f;
+
+    int prev_stage = stage;
+    for (int kt = kt0; kt < kt1; ++kt) {
+        mbar_wait(&full[stage], phase);
+        issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, true);
+
+        /* Keep this k-tile's batch in flight; the previous one is done. */
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(acc);
+        if (kt > kt0 && signals)
+            release_stage<Cfg>(empty, prev_stage);
+        prev_stage = stage;
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+    wgmma_wait_group<0>();
+    wgmma_fence_operands(acc);
+    if (signals)
+        release_stage<Cfg>(empty, prev_stage);
+}
+
+/* The fp8 main loop (two-level accumulation, gemm_sm90_persistent.cuh): acc =
+ * sum over groups of kPromoteKTiles k-tiles of part, each group's part summed
+ * by one wgmma chain. Stage releases follow the same rule as consume(): a
+ * stage is released once the wgmma batch that read it has completed. */
+template <class Cfg>
+__device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
+                                            uint32_t a_tiles, uint32_t b_tiles, uint64_t *full, uint64_t *empty,
+                                            int kt0, int kt1, int consumer, int &stage, uint32_t &phase)
+{
+    const bool signals = (threadIdx.x % 32) == 0;
+
+#pragma unroll
+    for (int i = 0; i < Cfg::kBM / 2; ++i)
+        acc[i] = 0.0f;
+
+    int pending = -1; /* a stage whose wgmma batch may still run: released one k-tile later */
+    for (int kt = kt0; kt < kt1; ++kt) {
+        const int in_group = (kt - kt0) % Cfg::kPromoteKTiles;
+        const bool group_end = in_group == Cfg::kPromoteKTiles - 1 || kt == kt1 - 1;
+        mbar_wait(&full[stage], phase);
+        issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, in_group > 0);
+        if (group_end) {
+            wgmma_wait_group<0>();
+            wgmma_fence_operands(part);
+            if (signals) {
+                if (pending >= 0)
+                    release_stage<Cfg>(empty, pending);
+                release_stage<Cfg>(empty, stage);
+            }
+            pending = -1;
+#pragma unroll
+            for (int i = 0; i < Cfg::kBM / 2; ++i)
+                acc[i] += part[i];
+        } else {
+            /* Keep this k-tile's batch in flight; the previous one is done. */
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(part);
+            if (signals && pending >= 0)
+                release_stage<Cfg>(empty, pending);
+            pending = stage;
+        }
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+}
+
+} // namespace persistent
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,86 @@
+/*
+ * Split-K combine of the persistent Hopper GEMM: when a tile's K is cut into
+ * `splits` work units, each unit parks its fp32 partial in the workspace and
+ * the last of them to arrive sums all partials, in split order, before the
+ * epilogue. One launch, no reduction kernel, and the same bits whichever unit
+ * finishes last. Workspace layout and counters: abi/gemm_abi.h.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "abi/gemm_abi.h"
+#include "common/barrier.cuh"
+#include "common/tile_scheduler.cuh"
+
+namespace mgpu {
+namespace sm90 {
+namespace persistent {
+
+/* Split-K: parks this unit's partial tile (the consumer's 64 columns) and
+ * returns true when it was the last of the tile's `splits` units to arrive,
+ * with acc then holding the sum of all of them, added in split order 0, 1, ...
+ * whichever unit arrives last (bitwise reproducible). The slots are written
+ * and read as float4s in fragment order: float4 q of thread t at
+ * slot + 4 * (q * 128 + t), coalesced. Arrival follows the release / acquire
+ * pattern: the warpgroup's stores, a warpgroup barrier, then one thread's
+ * fenced atomic; the last arriver fences again before the warpgroup reads. */
+template <class Cfg>
+__device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
+                                               const GemmTileScheduler &sched, const GemmTile &t, int consumer,
+                                               volatile int *last_flag)
+{
+    constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
+    constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
+    const int tid = threadIdx.x % 128;
+    const int barrier_id = 1 + consumer;
+    const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;
+    const int64_t tile_id = (static_cast<int64_t>(t.batch) * sched.rows * sched.cluster_m + t.m_tile) * tiles_n + t.n_tile;
+    float4 *slots = reinterpret_cast<float4 *>(args.workspace) +
+                    (tile_id * args.splits * Cfg::kConsumers + consumer) * (kSlotFloats / 4) + tid;
+    const int64_t split_step = Cfg::kConsumers * (kSlotFloats / 4); /* float4s between two splits' slots */
+
+    float4 *mine = slots + t.split * split_step;
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q)
+        __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+    named_barrier_sync(barrier_id, 128);
+    if (tid == 0) {
+        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + consumer;
+        __threadfence();
+        const bool last = atomicAdd(counter, 1) == args.splits - 1;
+        if (last) {
+            *counter = 0; /* for the next launch: every other unit of this tile has arrived */
+            __threadfence();
+        }
+        *last_flag = last;
+    }
+    named_barrier_sync(barrier_id, 128);
+    if (!*last_flag)
+        return false;
+    /* Sum in split order; this unit's own partial is read back like the others. */
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) {
+        const float4 v = __ldcg(slots + q * 128);
+        acc[4 * q] = v.x;
+        acc[4 * q + 1] = v.y;
+        acc[4 * q + 2] = v.z;
+        acc[4 * q + 3] = v.w;
+    }
+    for (int s = 1; s < args.splits; ++s) {
+        const float4 *p = slots + s * split_step;
+#pragma unroll
+        for (int q = 0; q < kQuads; ++q) {
+            const float4 v = __ldcg(p + q * 128);
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+        }
+    }
+    return true;
+}
+
+} // namespace persistent
+} // namespace sm90
+} // namespace mgpu
