@@ -77,13 +77,6 @@ __device__ __forceinline__ void tma_load_3d_multicast(void *smem_dst, const CUte
     ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem_dst, map, coords, bar, cta_mask);
 }
 
-__device__ __forceinline__ void tma_load_2d(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
-                                            int32_t c0, int32_t c1)
-{
-    const int32_t coords[2] = {c0, c1};
-    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
-}
-
 /* TMA tile store of a rank-3 box from shared memory at {c0, c1, c2}; the
  * caller has fenced its shared-memory writes into the async proxy
  * (fence_smem_to_async). Stores are tracked in bulk groups per thread. */
