@@ -51,9 +51,9 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "abi/gemm_abi.h"
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
-#include "abi/gemm_abi.h"
 
 namespace mgpu {
 namespace sm100 {
