@@ -19,7 +19,7 @@ mkdir -p "$out/obj" "$out/fakecuda"
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cflags="-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror $san"
-inc="-Iinclude -Isrc/runtime -Isrc/gemm -Isrc/attention -Isrc/gather -Ikernels/abi -Ikernels -I$cuda/include -Itests"
+inc="-I$build -Iinclude -Isrc/runtime -Isrc/gemm -Isrc/attention -Isrc/gather -Ikernels/abi -Ikernels -I$cuda/include -Itests"
 
 fail() {
     echo "sanitize: $*"

@@ -5,7 +5,8 @@
  *   mgpu-gen units --archs sm90a,sm100a --groups gemm_sm90_ws,... --outdir DIR
  *       writes DIR/<group>.cu (one CUDA translation unit per group of
  *       variants), DIR/registry.c (the run-time table) and DIR/variants.md
- *       (the list of every variant in the table, for docs/). --groups is the
+ *       (the list of every variant in the table, for docs/), and DIR/kinds.h
+ *       (the run-time enum of kinds, from gen/kinds.c). --groups is the
  *       list the build expects; it must equal the table's groups for --archs.
  *
  *   mgpu-gen embed --archs sm90a,sm100a --out FILE group=path.cubin ...
@@ -86,6 +87,8 @@ static int built(const struct gen_variant *v)
     return arch_enabled[v->arch];
 }
 
+static void group_name(const struct gen_variant *v, char *buf, size_t size);
+
 /* The groups of the built variants, in order of first appearance in the table:
  * that order is the image order of the registry. */
 static int groups_of_build(const char *groups[MAX_GROUPS])
@@ -95,14 +98,18 @@ static int groups_of_build(const char *groups[MAX_GROUPS])
         const struct gen_variant *v = &gen_variants[i];
         if (!built(v))
             continue;
-        const char *g = gen_group_name(v);
+        static char names[MAX_GROUPS][NAME_SIZE];
+        char g[NAME_SIZE];
+        group_name(v, g, sizeof g);
         int seen = 0;
         for (int j = 0; j < n; j++)
             seen |= strcmp(groups[j], g) == 0;
         if (!seen) {
             if (n == MAX_GROUPS)
                 die("too many groups");
-            groups[n++] = g;
+            snprintf(names[n], NAME_SIZE, "%s", g);
+            groups[n] = names[n];
+            n++;
         }
     }
     return n;
@@ -116,7 +123,7 @@ static int group_index(const char *groups[], int n, const char *g)
     return -1;
 }
 
-/* ------------------------------------------------------------ kernel units */
+/* ------------------------------------------------------------ templates */
 
 static const char *cuda_type(enum gen_dtype d)
 {
@@ -129,144 +136,124 @@ static const char *cuda_type(enum gen_dtype d)
     }
 }
 
-static const char *index_ctype(enum gen_index i)
+static void need_family(const struct gen_variant *v, enum gen_family f, const char *key)
 {
-    return i == GEN_I64 ? "int64_t" : "int32_t";
+    if (gen_family_of(v) != f)
+        die("kind %s has no field '%s' (its family is %s)", gen_kinds[v->kind].name, key,
+            gen_family_names[gen_family_of(v)]);
 }
 
-/* The body each gather / scatter kind calls in kernels/portable/gather_portable.cuh. */
-static const char *gather_body(enum gen_kind k)
-{
-    switch (k) {
-    case GEN_GATHER_NARROW: return "gather_narrow";
-    case GEN_GATHER_WIDE: return "gather_wide";
-    case GEN_GATHER_UNALIGNED: return "gather_unaligned";
-    case GEN_SCATTER_ADD: return "scatter_add";
-    case GEN_SCATTER_ADD_SORTED: return "scatter_add_sorted";
-    default: return "?";
-    }
-}
+static void expand(char *out, size_t size, const char *tmpl, const struct gen_variant *v, int index);
 
-static const char *kernel_header(enum gen_kind k)
+/* The text of template field `key` of variant v (row `index`). */
+static void field(char *out, size_t size, const char *key, const struct gen_variant *v, int index)
 {
-    switch (k) {
-    case GEN_GEMM_SM100_TMA: return "blackwell/gemm_sm100.cuh";
-    case GEN_GEMM_PORTABLE: return "portable/gemm_portable.cuh";
-    case GEN_GATHER_NARROW:
-    case GEN_GATHER_WIDE:
-    case GEN_GATHER_UNALIGNED:
-    case GEN_SCATTER_ADD:
-    case GEN_SCATTER_ADD_SORTED: return "portable/gather_portable.cuh";
-    case GEN_GATHER4: return "blackwell/gather_sm100.cuh";
-    case GEN_GEMM_SM90_PERSISTENT: return "hopper/gemm_sm90_persistent.cuh";
-    case GEN_GEMM_PACK: return "portable/gemm_pack.cuh";
-    case GEN_ATTENTION_FWD_SM90: return "hopper/attention_fwd_sm90.cuh";
-    }
-    return "?";
-}
-
-static void emit_entry(FILE *f, const struct gen_variant *v, int index)
-{
-    char name[NAME_SIZE];
-    gen_entry_name(v, name, sizeof name);
-    switch (v->kind) {
-    case GEN_GEMM_SM100_TMA: {
-        fprintf(f, "\nusing Config%d = mgpu::sm100::GemmConfig<%s, %s, %s, %d, %d, %d>;\n", index,
-                cuda_type(v->dtype), v->a_kmajor ? "true" : "false", v->b_kmajor ? "true" : "false",
-                v->tile_m, v->tile_n, v->stages);
-        fprintf(f, "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n",
-                index, v->threads, name);
-        fprintf(f,
-                "static_assert(Config%d::kSmemBytes <= %d, \"%s: shared memory exceeds gen/variants.c\");\n",
-                index, gen_smem_bytes(v), name);
-        fprintf(f,
-                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
-                "%s(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
-                "    const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::sm100::gemm<Config%d>(&tma_a, &tma_b, args);\n}\n",
-                v->threads, name, index);
-        return;
-    }
-    case GEN_GEMM_PORTABLE:
-        fprintf(f,
-                "\nusing Config%d = mgpu::PortableGemmConfig<%d, %d, %d>;\n"
-                "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n"
-                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
-                "%s(const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::gemm_portable<Config%d>(args);\n}\n",
-                index, v->tile_m, v->tile_n, v->tile_k, index, v->threads, name, v->threads, name, index);
-        return;
-    case GEN_GATHER_NARROW:
-    case GEN_GATHER_WIDE:
-    case GEN_GATHER_UNALIGNED:
-    case GEN_SCATTER_ADD:
-    case GEN_SCATTER_ADD_SORTED: {
-        char targs[64];
-        if (v->kind == GEN_SCATTER_ADD || v->kind == GEN_SCATTER_ADD_SORTED)
-            snprintf(targs, sizeof targs, "%s, %s", index_ctype(v->index_type), cuda_type(v->dtype));
+    const struct gen_gemm *g = &v->gemm;
+    const struct gen_attention *a = &v->attention;
+#define IS(k) (strcmp(key, k) == 0)
+#define GEMM_INT(k, value) else if (IS(k)) { need_family(v, GEN_FAMILY_GEMM, key); snprintf(out, size, "%d", value); }
+#define ATTN_INT(k, value) else if (IS(k)) { need_family(v, GEN_FAMILY_ATTENTION, key); snprintf(out, size, "%d", value); }
+    if (IS("i"))
+        snprintf(out, size, "%d", index);
+    else if (IS("name"))
+        expand(out, size, gen_kinds[v->kind].entry, v, index);
+    else if (IS("group"))
+        expand(out, size, gen_kinds[v->kind].group, v, index);
+    else if (IS("threads"))
+        snprintf(out, size, "%d", v->threads);
+    else if (IS("smem"))
+        snprintf(out, size, "%d", gen_kinds[v->kind].smem_bytes(v));
+    else if (IS("arch"))
+        snprintf(out, size, "%s", gen_archs[v->arch].tag);
+    else if (IS("dtype"))
+        snprintf(out, size, "%s", gen_dtype_tag(v->dtype));
+    else if (IS("type"))
+        snprintf(out, size, "%s", cuda_type(v->dtype));
+    else if (IS("operands") || IS("b_type") || IS("layout") || IS("a_kmajor") || IS("b_kmajor")) {
+        need_family(v, GEN_FAMILY_GEMM, key);
+        if (IS("operands") && gen_b_dtype(v) == v->dtype)
+            snprintf(out, size, "%s", gen_dtype_tag(v->dtype));
+        else if (IS("operands"))
+            snprintf(out, size, "%sx%s", gen_dtype_tag(v->dtype), gen_dtype_tag(gen_b_dtype(v)));
+        else if (IS("b_type"))
+            snprintf(out, size, "%s", cuda_type(gen_b_dtype(v)));
+        else if (IS("layout")) /* cuBLAS letters: "tn" means transa = T, transb = N */
+            snprintf(out, size, "%c%c", g->a_kmajor ? 't' : 'n', g->b_kmajor ? 'n' : 't');
         else
-            snprintf(targs, sizeof targs, "%s", index_ctype(v->index_type));
-        fprintf(f,
-                "\nstatic_assert(MGPU_GATHER_THREADS == %d, \"%s: threads differ from gen/variants.c\");\n"
-                "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                "%s(const __grid_constant__ mgpu_gather_args args)\n"
-                "{\n    mgpu::portable::%s<%s>(args);\n}\n",
-                v->threads, name, v->threads, name, gather_body(v->kind), targs);
-        return;
+            snprintf(out, size, "%s", (IS("a_kmajor") ? g->a_kmajor : g->b_kmajor) ? "true" : "false");
     }
-    case GEN_GATHER4:
-        fprintf(f,
-                "\nstatic_assert(MGPU_GATHER4_THREADS == %d, \"%s: threads differ from gen/variants.c\");\n"
-                "static_assert(MGPU_GATHER4_DYNAMIC_SMEM_BYTES == %d, \"%s: shared memory differs from "
-                "gen/variants.c\");\n"
-                "extern \"C\" __global__ void __launch_bounds__(%d)\n"
-                "%s(const __grid_constant__ mgpu_gather4_args args)\n"
-                "{\n    mgpu::sm100::gather4<%s>(args);\n}\n",
-                v->threads, name, gen_smem_bytes(v), name, v->threads, name, index_ctype(v->index_type));
-        return;
-    case GEN_GEMM_SM90_PERSISTENT:
-        fprintf(f, "\nusing Config%d = mgpu::sm90::PersistentGemmConfig<%s, %s, %s, %s, %d, %d, %d, %d>;\n", index,
-                cuda_type(v->dtype), cuda_type(gen_b_dtype(v)), v->a_kmajor ? "true" : "false",
-                v->b_kmajor ? "true" : "false", v->tile_m, v->tile_n, v->stages, v->cluster_n);
-        fprintf(f, "static_assert(Config%d::kBK == %d, \"%s: tile_k differs from gen/variants.c\");\n", index,
-                v->tile_k, name);
-        fprintf(f, "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n",
-                index, v->threads, name);
-        fprintf(f,
-                "static_assert(Config%d::kSmemBytes <= %d, \"%s: shared memory exceeds gen/variants.c\");\n",
-                index, gen_smem_bytes(v), name);
-        fprintf(f,
-                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
-                "%s(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
-                "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::sm90::gemm_persistent<Config%d>(&tma_a, &tma_b, &tma_c, args);\n}\n",
-                v->threads, name, index);
-        return;
-    case GEN_GEMM_PACK:
-        fprintf(f,
-                "\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
-                "%s(const __grid_constant__ mgpu_gemm_pack_args args)\n"
-                "{\n    mgpu::gemm_pack<%d>(args);\n}\n",
-                v->threads, name, v->threads);
-        return;
-    case GEN_ATTENTION_FWD_SM90:
-        fprintf(f, "\nusing Config%d = mgpu::sm90::AttnFwdConfig<%s, %d>;\n", index, cuda_type(v->dtype), v->tile_k);
-        fprintf(f,
-                "static_assert(Config%d::kThreads == %d && %d == MGPU_ATTENTION_FWD_THREADS, \"%s: threads differ "
-                "from gen/variants.c\");\n"
-                "static_assert(Config%d::kBlockM == %d && %d == MGPU_ATTENTION_FWD_BLOCK_M && Config%d::kBlockN == %d "
-                "&& Config%d::kStages == %d, \"%s: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config%d::kSmemBytes == %d, \"%s: shared memory differs from gen/variants.c\");\n",
-                index, v->threads, v->threads, name, index, v->tile_m, v->tile_m, index, v->tile_n, index,
-                v->stages, name, index, gen_smem_bytes(v), name);
-        fprintf(f,
-                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
-                "%s(const __grid_constant__ mgpu_attention_fwd_params p)\n"
-                "{\n    mgpu::sm90::attention_fwd<Config%d>(p);\n}\n",
-                v->threads, name, index);
-        return;
+    GEMM_INT("tile_m", g->tile_m)
+    GEMM_INT("tile_n", g->tile_n)
+    GEMM_INT("tile_k", g->tile_k)
+    GEMM_INT("cluster", g->cluster_m * g->cluster_n)
+    GEMM_INT("cluster_n", g->cluster_n)
+    ATTN_INT("head_dim", a->head_dim)
+    ATTN_INT("block_m", a->block_m)
+    ATTN_INT("block_n", a->block_n)
+    else if (IS("stages")) {
+        if (gen_family_of(v) == GEN_FAMILY_ATTENTION)
+            snprintf(out, size, "%d", a->stages);
+        else {
+            need_family(v, GEN_FAMILY_GEMM, key);
+            snprintf(out, size, "%d", g->stages);
+        }
+    } else if (IS("index") || IS("index_type")) {
+        need_family(v, GEN_FAMILY_GATHER, key);
+        const int i64 = v->gather.index == GEN_I64;
+        snprintf(out, size, "%s", IS("index") ? (i64 ? "i64" : "i32") : (i64 ? "int64_t" : "int32_t"));
+    } else if (IS("per_thread")) {
+        need_family(v, GEN_FAMILY_HELPER, key);
+        snprintf(out, size, "%d", v->helper.per_thread);
+    } else
+        die("kind %s: unknown template field '@%s@'", gen_kinds[v->kind].name, key);
+#undef IS
+#undef GEMM_INT
+#undef ATTN_INT
+}
+
+/* Writes template `tmpl` with every @key@ replaced by field(key). */
+static void expand(char *out, size_t size, const char *tmpl, const struct gen_variant *v, int index)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *t = tmpl; *t;) {
+        char piece[NAME_SIZE];
+        const char *text = piece;
+        size_t len;
+        if (*t == '@') {
+            const char *end = strchr(t + 1, '@');
+            char key[32];
+            if (!end || (size_t)(end - t - 1) >= sizeof key)
+                die("kind %s: unterminated template field in '%s'", gen_kinds[v->kind].name, tmpl);
+            memcpy(key, t + 1, (size_t)(end - t - 1));
+            key[end - t - 1] = 0;
+            field(piece, sizeof piece, key, v, index);
+            len = strlen(piece);
+            t = end + 1;
+        } else {
+            text = t;
+            len = strcspn(t, "@");
+            t += len;
+        }
+        if (n + len >= size)
+            die("kind %s: expanded template exceeds %zu bytes", gen_kinds[v->kind].name, size);
+        memcpy(out + n, text, len);
+        n += len;
+        out[n] = 0;
     }
 }
+
+static void entry_name(const struct gen_variant *v, char *buf, size_t size)
+{
+    expand(buf, size, gen_kinds[v->kind].entry, v, 0);
+}
+
+static void group_name(const struct gen_variant *v, char *buf, size_t size)
+{
+    expand(buf, size, gen_kinds[v->kind].group, v, 0);
+}
+
+/* ------------------------------------------------------------ kernel units */
 
 static void emit_unit(const char *outdir, const char *group)
 {
@@ -274,48 +261,64 @@ static void emit_unit(const char *outdir, const char *group)
     snprintf(file, sizeof file, "%s.cu", group);
     FILE *f = open_out(outdir, file);
     fputs(generated_banner, f);
-    const char *included[8] = {0};
+    const char *included[GEN_KIND_COUNT] = {0};
     int n_included = 0;
+    char g[NAME_SIZE];
     for (int i = 0; i < gen_variant_count; i++) {
         const struct gen_variant *v = &gen_variants[i];
-        if (!built(v) || strcmp(gen_group_name(v), group) != 0)
+        group_name(v, g, sizeof g);
+        if (!built(v) || strcmp(g, group) != 0)
             continue;
-        const char *h = kernel_header(v->kind);
+        const char *h = gen_kinds[v->kind].header;
         int seen = 0;
         for (int j = 0; j < n_included; j++)
             seen |= strcmp(included[j], h) == 0;
-        if (!seen && n_included < 8) {
+        if (!seen) {
             included[n_included++] = h;
             fprintf(f, "#include \"%s\"\n", h);
         }
     }
+    static char text[16384];
     for (int i = 0; i < gen_variant_count; i++) {
         const struct gen_variant *v = &gen_variants[i];
-        if (built(v) && strcmp(gen_group_name(v), group) == 0)
-            emit_entry(f, v, i);
+        group_name(v, g, sizeof g);
+        if (built(v) && strcmp(g, group) == 0) {
+            expand(text, sizeof text, gen_kinds[v->kind].unit, v, i);
+            fputs(text, f);
+        }
     }
     close_out(f);
 }
 
-/* ------------------------------------------------------------ registry */
+/* ------------------------------------------------------------ kinds header */
 
-static const char *kind_enum(enum gen_kind k)
+/* The run-time enums of the tables: kinds, families, GEMM shape classes. */
+static void emit_kinds_header(const char *outdir)
 {
-    switch (k) {
-    case GEN_GEMM_SM100_TMA: return "MGPU_KIND_GEMM_SM100_TMA";
-    case GEN_GEMM_PORTABLE: return "MGPU_KIND_GEMM_PORTABLE";
-    case GEN_GATHER_NARROW: return "MGPU_KIND_GATHER_NARROW";
-    case GEN_GATHER_WIDE: return "MGPU_KIND_GATHER_WIDE";
-    case GEN_GATHER_UNALIGNED: return "MGPU_KIND_GATHER_UNALIGNED";
-    case GEN_SCATTER_ADD: return "MGPU_KIND_SCATTER_ADD";
-    case GEN_SCATTER_ADD_SORTED: return "MGPU_KIND_SCATTER_ADD_SORTED";
-    case GEN_GATHER4: return "MGPU_KIND_GATHER4";
-    case GEN_GEMM_SM90_PERSISTENT: return "MGPU_KIND_GEMM_SM90_PERSISTENT";
-    case GEN_GEMM_PACK: return "MGPU_KIND_GEMM_PACK";
-    case GEN_ATTENTION_FWD_SM90: return "MGPU_KIND_ATTENTION_FWD_SM90";
-    }
-    return "?";
+    FILE *f = open_out(outdir, "kinds.h");
+    fputs("/* Generated by mgpu-gen from gen/kinds.c and gen/variants.c. Do not edit. */\n"
+          "#ifndef MGPU_GENERATED_KINDS_H\n#define MGPU_GENERATED_KINDS_H\n\n"
+          "/* How a variant is built and launched; the runtime has one launcher per kind. */\n"
+          "enum mgpu_kernel_kind {\n",
+          f);
+    for (int k = 0; k < GEN_KIND_COUNT; k++)
+        fprintf(f, "    MGPU_KIND_%s, /* %s */\n", gen_kinds[k].name, gen_kinds[k].doc);
+    fputs("    MGPU_KIND_COUNT\n};\n\n"
+          "/* Which typed fields of struct mgpu_variant a variant fills. */\n"
+          "enum mgpu_variant_family {\n",
+          f);
+    for (int k = 0; k < GEN_FAMILY_COUNT; k++)
+        fprintf(f, "    MGPU_FAMILY_%s,\n", gen_family_names[k]);
+    fputs("};\n\n/* The problem shapes a GEMM variant serves (gen/variants.h). */\n"
+          "enum mgpu_gemm_shape_class {\n",
+          f);
+    for (int k = 0; k < GEN_GEMM_CLASS_COUNT; k++)
+        fprintf(f, "    MGPU_GEMM_%s,\n", gen_gemm_class_names[k]);
+    fputs("};\n\n#endif\n", f);
+    close_out(f);
 }
+
+/* ------------------------------------------------------------ registry */
 
 /* gen_dtype values are the public mgpu_dtype values; ANY becomes -1. */
 static int dtype_value(enum gen_dtype d)
@@ -323,10 +326,47 @@ static int dtype_value(enum gen_dtype d)
     return d == GEN_ANY_DTYPE ? -1 : (int)d;
 }
 
-/* gen_index as the ABI's mgpu_abi_index_type; no index becomes -1. */
+/* gen_index as the ABI's mgpu_abi_index_type. */
 static int index_value(enum gen_index i)
 {
-    return i == GEN_I32 ? MGPU_ABI_INDEX_I32 : i == GEN_I64 ? MGPU_ABI_INDEX_I64 : -1;
+    return i == GEN_I64 ? MGPU_ABI_INDEX_I64 : MGPU_ABI_INDEX_I32;
+}
+
+/* CTAs per cluster at launch. */
+static int launch_cluster(const struct gen_variant *v)
+{
+    if (gen_family_of(v) != GEN_FAMILY_GEMM)
+        return 1;
+    return (v->gemm.cluster_m ? v->gemm.cluster_m : 1) * (v->gemm.cluster_n ? v->gemm.cluster_n : 1);
+}
+
+/* The typed fields of v as a designated initializer of struct mgpu_variant. */
+static void typed_fields(FILE *f, const struct gen_variant *v)
+{
+    switch (gen_family_of(v)) {
+    case GEN_FAMILY_GEMM: {
+        const struct gen_gemm *g = &v->gemm;
+        fprintf(f,
+                ".gemm = {.a_kmajor = %d, .b_kmajor = %d, .tile_m = %d, .tile_n = %d, .tile_k = %d,\n"
+                "              .stages = %d, .cluster_m = %d, .cluster_n = %d, .b_dtype = %d,\n"
+                "              .shape_class = MGPU_GEMM_%s}",
+                g->a_kmajor, g->b_kmajor, g->tile_m, g->tile_n, g->tile_k, g->stages, g->cluster_m ? g->cluster_m : 1,
+                g->cluster_n ? g->cluster_n : 1, dtype_value(gen_b_dtype(v)), gen_gemm_class_names[g->shape]);
+        return;
+    }
+    case GEN_FAMILY_ATTENTION:
+        fprintf(f, ".attention = {.head_dim = %d, .block_m = %d, .block_n = %d, .stages = %d}",
+                v->attention.head_dim, v->attention.block_m, v->attention.block_n, v->attention.stages);
+        return;
+    case GEN_FAMILY_GATHER:
+        fprintf(f, ".gather = {.index_type = %d}", index_value(v->gather.index));
+        return;
+    case GEN_FAMILY_HELPER:
+        fprintf(f, ".helper = {.per_thread = %d}", v->helper.per_thread);
+        return;
+    case GEN_FAMILY_COUNT: break;
+    }
+    die("variant of kind %s: no family", gen_kinds[v->kind].name);
 }
 
 static void emit_registry(const char *outdir, const char *groups[], int n_groups)
@@ -339,24 +379,38 @@ static void emit_registry(const char *outdir, const char *groups[], int n_groups
         const struct gen_variant *v = &gen_variants[i];
         if (!built(v))
             continue;
-        char name[NAME_SIZE];
-        gen_entry_name(v, name, sizeof name);
+        char name[NAME_SIZE], group[NAME_SIZE];
+        entry_name(v, name, sizeof name);
+        group_name(v, group, sizeof group);
         fprintf(f,
-                "    {.name = \"%s\", .kind = %s, .cc_major = %d, .cc_minor = %d, .image = %d,\n"
-                "     .threads = %d, .smem_bytes = %d, .dtype = %d, .a_kmajor = %d, .b_kmajor = %d,\n"
-                "     .tile_m = %d, .tile_n = %d, .tile_k = %d, .stages = %d, .index_type = %d,\n"
-                "     .cluster_m = %d, .cluster_n = %d, .b_dtype = %d},\n",
-                name, kind_enum(v->kind), gen_archs[v->arch].cc_major, gen_archs[v->arch].cc_minor,
-                group_index(groups, n_groups, gen_group_name(v)), v->threads, gen_smem_bytes(v),
-                dtype_value(v->dtype), v->a_kmajor, v->b_kmajor, v->tile_m, v->tile_n, v->tile_k,
-                v->stages, index_value(v->index_type), v->cluster_m ? v->cluster_m : 1,
-                v->cluster_n ? v->cluster_n : 1, dtype_value(gen_b_dtype(v)));
+                "    {.name = \"%s\", .kind = MGPU_KIND_%s, .family = MGPU_FAMILY_%s,\n"
+                "     .cc_major = %d, .cc_minor = %d, .image = %d, .threads = %d, .smem_bytes = %d, .cluster = %d,\n"
+                "     .dtype = %d, ",
+                name, gen_kinds[v->kind].name, gen_family_names[gen_family_of(v)], gen_archs[v->arch].cc_major,
+                gen_archs[v->arch].cc_minor, group_index(groups, n_groups, group), v->threads,
+                gen_kinds[v->kind].smem_bytes(v), launch_cluster(v), dtype_value(v->dtype));
+        typed_fields(f, v);
+        fputs("},\n", f);
         count++;
     }
     if (count == 0)
         fputs("    {0},\n", f);
     fprintf(f, "};\n\nconst int mgpu_variant_count = %d;\n", count);
     close_out(f);
+}
+
+/* The docs' "tile (m×n×k)" and "stages" columns of v. */
+static void doc_tile(const struct gen_variant *v, char *tile, size_t tsize, char *stages, size_t ssize)
+{
+    snprintf(tile, tsize, "—");
+    snprintf(stages, ssize, "—");
+    if (gen_family_of(v) == GEN_FAMILY_GEMM) {
+        snprintf(tile, tsize, "%d×%d×%d", v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k);
+        snprintf(stages, ssize, "%d", v->gemm.stages);
+    } else if (gen_family_of(v) == GEN_FAMILY_ATTENTION) { /* query block × key block × head dim */
+        snprintf(tile, tsize, "%d×%d×%d", v->attention.block_m, v->attention.block_n, v->attention.head_dim);
+        snprintf(stages, ssize, "%d", v->attention.stages);
+    }
 }
 
 static void emit_variants_doc(const char *outdir)
@@ -373,18 +427,18 @@ static void emit_variants_doc(const char *outdir)
           f);
     for (int i = 0; i < gen_variant_count; i++) {
         const struct gen_variant *v = &gen_variants[i];
-        char name[NAME_SIZE];
-        gen_entry_name(v, name, sizeof name);
-        char tile[48] = "—", stages[16] = "—";
-        if (v->index_type == GEN_NO_INDEX) {
-            snprintf(tile, sizeof tile, "%d×%d×%d", v->tile_m, v->tile_n, v->tile_k);
-            snprintf(stages, sizeof stages, "%d", v->stages);
-        }
-        char dtype[16];
-        gen_operand_tag(v, dtype, sizeof dtype);
-        fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %d | %d |\n", name, gen_archs[v->arch].name,
-                gen_group_name(v), dtype, v->index_type == GEN_I32 ? "i32" : v->index_type == GEN_I64 ? "i64" : "—", tile, stages,
-                v->threads, gen_smem_bytes(v));
+        char name[NAME_SIZE], group[NAME_SIZE], tile[48], stages[16], dtype[32], index[8] = "—";
+        entry_name(v, name, sizeof name);
+        group_name(v, group, sizeof group);
+        doc_tile(v, tile, sizeof tile, stages, sizeof stages);
+        if (gen_family_of(v) == GEN_FAMILY_GEMM)
+            field(dtype, sizeof dtype, "operands", v, i);
+        else
+            snprintf(dtype, sizeof dtype, "%s", gen_dtype_tag(v->dtype));
+        if (gen_family_of(v) == GEN_FAMILY_GATHER)
+            field(index, sizeof index, "index", v, i);
+        fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | %d | %d |\n", name, gen_archs[v->arch].name, group, dtype,
+                index, tile, stages, v->threads, gen_kinds[v->kind].smem_bytes(v));
     }
     close_out(f);
 }
@@ -500,6 +554,7 @@ int main(int argc, char **argv)
         for (int g = 0; g < n_groups; g++)
             emit_unit(outdir, groups[g]);
         emit_registry(outdir, groups, n_groups);
+        emit_kinds_header(outdir);
         emit_variants_doc(outdir);
         return 0;
     }

@@ -5,33 +5,18 @@
  * agree with it: the CUDA translation unit of each group of variants, the
  * run-time registry the selection code searches, and docs/variants.md. A
  * "group" is the unit of compilation and of embedding: all variants of one
- * kernel family for one target architecture, compiled into one cubin.
+ * kernel family for one target architecture, compiled into one cubin. How
+ * each kind of variant becomes code is gen/kinds.c.
  */
 #ifndef MGPU_GEN_VARIANTS_H
 #define MGPU_GEN_VARIANTS_H
+
+#include "kinds.h"
 
 enum gen_arch {
     GEN_SM90A,   /* compute capability 9.0, -gencode=arch=compute_90a,code=sm_90a */
     GEN_SM100A,  /* compute capability 10.0, -gencode=arch=compute_100a,code=sm_100a */
     GEN_ARCH_COUNT
-};
-
-/* How a variant is built and launched; the runtime has one launcher per kind. */
-enum gen_kind {
-    GEN_GEMM_SM100_TMA,  /* kernels/blackwell/gemm_sm100.cuh: TMA + tcgen05 + TMEM */
-    GEN_GEMM_PORTABLE,   /* kernels/portable/gemm_portable.cuh: any alignment, any k */
-    /* kernels/portable/gather_portable.cuh (built for each arch): */
-    GEN_GATHER_NARROW,      /* 16-byte aligned rows <= 512 B, several rows per warp */
-    GEN_GATHER_WIDE,        /* 16-byte aligned rows of any length, 4 KiB chunks per warp */
-    GEN_GATHER_UNALIGNED,   /* any alignment, one warp per row */
-    GEN_SCATTER_ADD,        /* atomic dst[index[i]] += src[i] */
-    GEN_SCATTER_ADD_SORTED, /* deterministic, for sorted indices */
-    GEN_GATHER4,            /* kernels/blackwell/gather_sm100.cuh: TMA tile::gather4 */
-    GEN_GEMM_SM90_PERSISTENT, /* kernels/hopper/gemm_sm90_persistent.cuh: persistent, TMA store, clusters */
-    GEN_GEMM_PACK,            /* kernels/portable/gemm_pack.cuh: copies an operand TMA cannot read */
-    /* kernels/hopper/attention_fwd_sm90.cuh: FA3-style forward; tile_m x tile_n is
-     * the query x key block, tile_k the head dim (the depth of Q K^T) */
-    GEN_ATTENTION_FWD_SM90,
 };
 
 /* Element types; the first five equal the public mgpu_dtype values. */
@@ -41,20 +26,57 @@ enum gen_dtype { GEN_F16, GEN_BF16, GEN_F32, GEN_E4M3, GEN_E5M2, GEN_ANY_DTYPE }
  * zero every row gets unless it says otherwise) means B's type is `dtype`. */
 enum gen_b_dtype { GEN_B_SAME = 0, GEN_B_E4M3, GEN_B_E5M2 };
 
-/* Index element type of gather / scatter variants; GEMM rows have none. */
-enum gen_index { GEN_NO_INDEX, GEN_I32, GEN_I64 };
+/* Index element type of gather / scatter variants (the ABI's
+ * mgpu_abi_index_type values). */
+enum gen_index { GEN_I32, GEN_I64 };
+
+/* The problem shapes a GEMM variant serves: the planner (src/gemm/gemm_plan.c)
+ * picks the class for a call, the table says which rows serve it. */
+enum gen_gemm_class {
+    GEN_GEMM_ANY_SHAPE,     /* one variant per dtype and layout serves every shape */
+    GEN_GEMM_TINY_M,        /* 16-bit m <= 64, or small m with moderate k: 64-row tiles */
+    GEN_GEMM_SMALL_M,       /* m <= 128: 128-row tiles */
+    GEN_GEMM_LARGE,         /* larger m: the largest tile, one CTA per tile */
+    GEN_GEMM_LARGE_CLUSTER, /* the largest tile in 2-CTA clusters (A multicast) */
+    GEN_GEMM_CLASS_COUNT
+};
+/* The names the generated header gives the classes: MGPU_GEMM_<name>. */
+extern const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT];
+
+struct gen_gemm {
+    int a_kmajor, b_kmajor;     /* operand layouts the variant is compiled for (-1: any) */
+    int tile_m, tile_n, tile_k; /* output tile and the K extent of one stage, in elements */
+    int stages;
+    int cluster_m, cluster_n;   /* CTAs per cluster along M and N (0: no cluster) */
+    enum gen_b_dtype b_dtype;   /* B's element type when it is not `dtype` */
+    enum gen_gemm_class shape;  /* the shapes the planner sends here */
+};
+
+struct gen_attention {
+    int head_dim;               /* the depth of Q K^T and the width of V and O */
+    int block_m, block_n;       /* query rows and keys per tile */
+    int stages;                 /* K and V buffers */
+};
+
+struct gen_gather {
+    enum gen_index index;
+};
+
+struct gen_helper {
+    int per_thread;             /* elements one thread moves at a time */
+};
 
 struct gen_variant {
     enum gen_kind kind;
     enum gen_arch arch;
-    enum gen_dtype dtype;      /* A and B element type; ANY: chosen at run time */
-    int a_kmajor, b_kmajor;    /* operand layouts the variant is compiled for (-1: any) */
-    int tile_m, tile_n, tile_k;
-    int stages;
+    enum gen_dtype dtype;       /* element type (GEMM: A's); ANY: chosen at run time */
     int threads;
-    enum gen_index index_type; /* gather / scatter; GEN_NO_INDEX for GEMM */
-    int cluster_m, cluster_n;  /* persistent GEMM: CTAs per cluster along M and N (0: no cluster) */
-    enum gen_b_dtype b_dtype;  /* GEMM: B's element type when it is not `dtype` */
+    union {                     /* which one: gen_kinds[kind].family */
+        struct gen_gemm gemm;
+        struct gen_attention attention;
+        struct gen_gather gather;
+        struct gen_helper helper;
+    };
 };
 
 extern const struct gen_variant gen_variants[];
@@ -62,18 +84,17 @@ extern const int gen_variant_count;
 
 struct gen_arch_info {
     const char *name;       /* as the Meson option spells it: "sm90a" */
+    const char *tag;        /* as entry and group names spell it: "sm90" */
     int cc_major, cc_minor; /* the one compute capability an arch-specific image runs on */
 };
 extern const struct gen_arch_info gen_archs[GEN_ARCH_COUNT];
 
-/* Derived facts, computed in one place (gen/variants.c). */
-const char *gen_group_name(const struct gen_variant *v);  /* "gemm_sm90_ws" */
-void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size);
-int gen_smem_bytes(const struct gen_variant *v);
-enum gen_dtype gen_b_dtype(const struct gen_variant *v);  /* B's element type */
+static inline enum gen_family gen_family_of(const struct gen_variant *v)
+{
+    return gen_kinds[v->kind].family;
+}
+
 const char *gen_dtype_tag(enum gen_dtype d);              /* "bf16", "e4m3", "any" */
-/* The variant's operand types as the docs and entry names spell them:
- * "bf16", "e4m3", or "e4m3xe5m2" for a mixed pair. */
-void gen_operand_tag(const struct gen_variant *v, char *buf, unsigned size);
+enum gen_dtype gen_b_dtype(const struct gen_variant *v);  /* B's element type (GEMM) */
 
 #endif

@@ -142,10 +142,10 @@ static void test_selection(void)
             if (idx < 0)
                 continue;
             const struct mgpu_variant *v = &mgpu_variants[idx];
-            CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_SM90 && v->dtype == (int)dtypes[t] && v->tile_k == dims[i] &&
+            CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_SM90 && v->dtype == (int)dtypes[t] && v->attention.head_dim == dims[i] &&
                       v->cc_major == 9 && v->cc_minor == 0,
                   "9.0 dtype %d d=%d got %s", dtypes[t], dims[i], v->name);
-            CHECK(v->threads == MGPU_ATTENTION_FWD_THREADS && v->tile_m == MGPU_ATTENTION_FWD_BLOCK_M,
+            CHECK(v->threads == MGPU_ATTENTION_FWD_THREADS && v->attention.block_m == MGPU_ATTENTION_FWD_BLOCK_M,
                   "%s: threads / block", v->name);
             CHECK(mgpu_select_attention_fwd(&p, &hopper, NULL, &s) == idx, "selection not deterministic");
             /* forcing: its own name works, another head dim's does not, a GEMM name is ignored */
@@ -182,7 +182,7 @@ static void test_plan(void)
     CHECK(plan.q_map.dims[0] == 96 && plan.q_map.dims[1] == 1000 && plan.q_map.dims[2] == 16 &&
               plan.q_map.dims[3] == 2,
           "q map dims");
-    CHECK(plan.k_map.dims[1] == 1500 && plan.k_map.dims[2] == 4 && plan.k_map.box[1] == (uint32_t)v->tile_n,
+    CHECK(plan.k_map.dims[1] == 1500 && plan.k_map.dims[2] == 4 && plan.k_map.box[1] == (uint32_t)v->attention.block_n,
           "k map dims / box");
     CHECK(plan.q_map.byte_strides[0] == 16 * 96 * 2 && plan.q_map.byte_strides[1] == 96 * 2 &&
               plan.q_map.byte_strides[2] == 1000 * 16 * 96 * 2,

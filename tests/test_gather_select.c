@@ -216,7 +216,7 @@ static void expect_gather(const mgpu_gather_desc *d, const struct mgpu_device_ca
     if (!v)
         return;
     CHECK(v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor, "%s: wrong arch", v->name);
-    CHECK(v->index_type == (int)d->index_type, "%s: wrong index type", v->name);
+    CHECK(v->gather.index_type == (int)d->index_type, "%s: wrong index type", v->name);
 }
 
 static void check_gather_selection(void)
@@ -306,7 +306,7 @@ static void check_scatter_selection(void)
                     const int i = mgpu_select_gather(&p, devs[dv], NULL, &s);
                     const struct mgpu_variant *v = i < 0 ? NULL : &mgpu_variants[i];
                     CHECK(v && v->kind == (sorted ? MGPU_KIND_SCATTER_ADD_SORTED : MGPU_KIND_SCATTER_ADD) &&
-                              v->dtype == (int)dtypes[t] && v->index_type == it &&
+                              v->dtype == (int)dtypes[t] && v->gather.index_type == it &&
                               v->cc_major == devs[dv]->cc_major,
                           "scatter dtype %d sorted %d i%d on cc %d: %s", dtypes[t], sorted, it ? 64 : 32,
                           devs[dv]->cc_major, v ? v->name : mgpu_status_string(s));

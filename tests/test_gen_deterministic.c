@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     CHECK(run_gen(argv[1], argv[2], "no_such_group", d3) != 0, "generator accepted a wrong group list");
 
     char names[4096];
-    snprintf(names, sizeof names, "%s,registry.c,variants.md", argv[3]);
+    snprintf(names, sizeof names, "%s,registry.c,variants.md,kinds.h", argv[3]);
     long reg_size = 0;
     char *registry = slurp(d1, "registry.c", &reg_size);
     CHECK(registry != NULL, "no registry.c");

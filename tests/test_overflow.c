@@ -75,7 +75,7 @@ static void check_gemm(void)
         int persistent = -1;
         for (int i = 0; i < mgpu_variant_count && persistent < 0; i++)
             if (mgpu_variants[i].kind == MGPU_KIND_GEMM_SM90_PERSISTENT && mgpu_variants[i].dtype == MGPU_DTYPE_BF16 &&
-                mgpu_variants[i].a_kmajor == 1 && mgpu_variants[i].b_kmajor == 1)
+                mgpu_variants[i].gemm.a_kmajor == 1 && mgpu_variants[i].gemm.b_kmajor == 1)
                 persistent = i;
         if (persistent >= 0) {
             const struct mgpu_gemm_force force = {.variant = mgpu_variants[persistent].name};

@@ -31,10 +31,31 @@ int main(void)
               v->threads);
         CHECK(v->smem_bytes >= 0 && v->smem_bytes <= MAX_SMEM_PER_BLOCK, "%s: %d bytes of smem", v->name,
               v->smem_bytes);
-        if (v->index_type < 0) /* GEMM variants have tiles; gather / scatter variants an index type */
-            CHECK(v->tile_m > 0 && v->tile_n > 0 && v->tile_k > 0, "%s: bad tile", v->name);
-        else
-            CHECK(v->index_type == 0 || v->index_type == 1, "%s: index type %d", v->name, v->index_type);
+        CHECK(v->kind >= 0 && v->kind < MGPU_KIND_COUNT, "%s: kind %d", v->name, (int)v->kind);
+        CHECK(v->cluster >= 1 && v->cluster <= 2, "%s: clusters of %d CTAs", v->name, v->cluster);
+        switch (v->family) { /* each family fills its own typed fields */
+        case MGPU_FAMILY_GEMM:
+            CHECK(v->gemm.tile_m > 0 && v->gemm.tile_n > 0 && v->gemm.tile_k > 0 && v->gemm.stages > 0,
+                  "%s: bad tile", v->name);
+            CHECK(v->cluster == v->gemm.cluster_m * v->gemm.cluster_n, "%s: cluster %d", v->name, v->cluster);
+            CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT || v->gemm.shape_class == MGPU_GEMM_ANY_SHAPE,
+                  "%s: a shape class on a kernel that serves every shape", v->name);
+            break;
+        case MGPU_FAMILY_ATTENTION:
+            CHECK(v->attention.head_dim > 0 && v->attention.block_m > 0 && v->attention.block_n > 0 &&
+                      v->attention.stages > 0,
+                  "%s: bad attention tile", v->name);
+            break;
+        case MGPU_FAMILY_GATHER:
+            CHECK(v->gather.index_type == 0 || v->gather.index_type == 1, "%s: index type %d", v->name,
+                  v->gather.index_type);
+            break;
+        case MGPU_FAMILY_HELPER:
+            CHECK(v->helper.per_thread > 0, "%s: %d elements per thread", v->name, v->helper.per_thread);
+            break;
+        default:
+            CHECK(0, "%s: family %d", v->name, (int)v->family);
+        }
         CHECK((v->cc_major == 9 && v->cc_minor == 0) || (v->cc_major == 10 && v->cc_minor == 0),
               "%s: unexpected compute capability %d.%d", v->name, v->cc_major, v->cc_minor);
         if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT)

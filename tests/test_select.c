@@ -65,8 +65,8 @@ static void check_tensor_core_choice(const struct mgpu_device_caps *caps, enum m
                 if (!v)
                     continue;
                 CHECK(v->dtype == dtypes[dt], "%s: wrong dtype", v->name);
-                CHECK(v->a_kmajor == (ops[ta] == MGPU_OP_T), "%s: wrong A layout", v->name);
-                CHECK(v->b_kmajor == (ops[tb] == MGPU_OP_N), "%s: wrong B layout", v->name);
+                CHECK(v->gemm.a_kmajor == (ops[ta] == MGPU_OP_T), "%s: wrong A layout", v->name);
+                CHECK(v->gemm.b_kmajor == (ops[tb] == MGPU_OP_N), "%s: wrong B layout", v->name);
                 CHECK(v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor, "%s: wrong arch", v->name);
                 /* pure: the same question gets the same answer */
                 CHECK(pick(&p, caps, NULL, &s) == v, "selection not deterministic");
@@ -195,8 +195,8 @@ static void check_plans(const struct mgpu_device_caps *caps)
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
-        const int cluster = v->cluster_m * v->cluster_n;
-        CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->tile_m == cases[i].tile_m &&
+        const int cluster = v->gemm.cluster_m * v->gemm.cluster_n;
+        CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.tile_m == cases[i].tile_m &&
                   cluster == cases[i].cluster && plan.splits == cases[i].splits && plan.band == cases[i].band,
               "%lldx%lldx%lld batch %lld: got %s, split-k %d, band %d (want tile_m %d, cluster %d, split-k %d, "
               "band %d)",
@@ -298,8 +298,8 @@ static void check_fp8(const struct mgpu_device_caps *caps)
                 const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
                 const int want_tile = ms[i] <= 128 ? 128 : 192;
                 const int want_cluster = ms[i] == 8192 ? 2 : 1; /* 43 x 32 tiles of 192 x 128; 22 x 32 are too few */
-                CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->dtype == fp8[a] && v->b_dtype == fp8[b] &&
-                          v->tile_m == want_tile && v->tile_k == 128 && v->cluster_m * v->cluster_n == want_cluster,
+                CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->dtype == fp8[a] && v->gemm.b_dtype == fp8[b] &&
+                          v->gemm.tile_m == want_tile && v->gemm.tile_k == 128 && v->gemm.cluster_m * v->gemm.cluster_n == want_cluster,
                       "fp8 %d x %d m=%lld: got %s (want an fp8 persistent variant of tile_m %d, cluster %d)", fp8[a],
                       fp8[b], (long long)ms[i], v ? v->name : mgpu_status_string(s), want_tile, want_cluster);
                 CHECK(ok && !plan.pack_a && !plan.pack_b, "fp8 m=%lld: aligned operands packed", (long long)ms[i]);

@@ -7,8 +7,8 @@
  * shape and values first (INVALID_*), then what only this build lacks
  * (NOT_SUPPORTED: head dim, the TMA alignment rules). Selection picks the
  * variant of the call's dtype and head dim for the device's exact compute
- * capability; attention variants record the head dim in tile_k (the depth
- * of Q K^T), the query and key block in tile_m and tile_n.
+ * capability (struct mgpu_attention_variant: head dim, query and key
+ * blocks, stages).
  */
 #include "attention_plan.h"
 
@@ -29,7 +29,12 @@
 #define TMA_BOX_DIM_ELEMS 64
 #define LOG2_E 1.4426950408889634f
 
-static const int64_t supported_head_dims[] = {64, 96, 128, 192, 256};
+/* The head dims of the forward variants, and the same list as text
+ * (", 64, 96, ..."), both from abi/attention_abi.h (the table's source). */
+#define HEAD_DIM_VALUE(unused, d) d,
+#define HEAD_DIM_TEXT(unused, d) ", " #d
+static const int64_t supported_head_dims[] = {MGPU_ATTENTION_FWD_HEAD_DIMS(HEAD_DIM_VALUE, 0)};
+static const char supported_head_dims_text[] = MGPU_ATTENTION_FWD_HEAD_DIMS(HEAD_DIM_TEXT, 0);
 
 static int head_dim_supported(int64_t d)
 {
@@ -217,8 +222,8 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
             return s;
     }
     if (!head_dim_supported(p.head_dim))
-        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "head_dim %lld has no attention kernel; supported: 64, 96, 128, "
-                         "192, 256", (long long)p.head_dim);
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "head_dim %lld has no attention kernel; supported: %s",
+                         (long long)p.head_dim, supported_head_dims_text + 2);
     for (int t = 0; t < 4; t++) {
         s = check_tma_rules(names[t], bases[t], used[t], varlen);
         if (s != MGPU_STATUS_SUCCESS)
@@ -233,11 +238,10 @@ static int is_attention_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_ATTENTION_FWD_SM90;
 }
 
-/* Attention variants record the head dim in tile_k. */
 static int attention_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_attention_problem *p = ctx;
-    return v->dtype == p->dtype && v->tile_k == p->head_dim;
+    return v->dtype == p->dtype && v->attention.head_dim == p->head_dim;
 }
 
 int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const struct mgpu_device_caps *caps,
@@ -324,17 +328,17 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
         a->lse_batch_stride = p->heads_q * p->seqlen_q;
         a->lse_head_stride = p->seqlen_q;
     }
-    map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, v->tile_m);
-    map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, v->tile_n);
-    map_shape(&out->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, v->tile_n);
-    const int64_t tiles = mgpu_cdiv(p->seqlen_q, v->tile_m) * p->heads_q * p->batch;
+    map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, v->attention.block_m);
+    map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, v->attention.block_n);
+    map_shape(&out->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, v->attention.block_n);
+    const int64_t tiles = mgpu_cdiv(p->seqlen_q, v->attention.block_m) * p->heads_q * p->batch;
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
      * current one, which pays where the per-tile fill and epilogue are a large
      * share, i.e. short key loops. Needs the second Q buffer. */
     const int unwindowed = !p->varlen && p->window_left < 0 && p->window_right < 0;
-    const int short_loop = mgpu_cdiv(p->seqlen_k, v->tile_n) <= PERSISTENT_MAX_KEY_BLOCKS;
-    const int q_stages = mgpu_attention_fwd_q_stages(v->tile_m, v->tile_n, v->tile_k, v->stages);
+    const int short_loop = mgpu_cdiv(p->seqlen_k, v->attention.block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
+    const int q_stages = mgpu_attention_fwd_q_stages(v->attention.block_m, v->attention.block_n, v->attention.head_dim, v->attention.stages);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
     const int persistent = unwindowed && short_loop && q_stages == 2 && sms < tiles;
     out->grid = (unsigned)(persistent ? sms : tiles);

@@ -200,7 +200,7 @@ static int gather4_ok(const struct mgpu_gather_problem *p)
 static int gather_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_gather_problem *p = ctx;
-    if (v->index_type != p->index_type)
+    if (v->gather.index_type != p->index_type)
         return 0;
     switch (v->kind) {
     case MGPU_KIND_GATHER4: return gather4_ok(p) ? 4 : 0;

@@ -57,7 +57,7 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
              : p->activation == MGPU_ACTIVATION_GELU ? " gelu"
                                                      : "",
              (long long)p->lda, (long long)p->ldb, (long long)p->ldc, v->name, plan->forced ? " (forced)" : "",
-             plan->shape_class, plan->splits, (long long)plan->grid, plan->band, v->cluster_m, v->cluster_n,
+             plan->shape_class, plan->splits, (long long)plan->grid, plan->band, v->gemm.cluster_m, v->gemm.cluster_n,
              plan->pack_a ? ", A packed" : "", plan->pack_b ? ", B packed" : "",
              plan->persistent && !plan->args.c_tma ? ", direct stores" : "");
     if (plan->degraded)

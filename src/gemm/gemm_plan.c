@@ -3,14 +3,16 @@
  *
  * Only variants for the device's exact compute capability count (sm_90a and
  * sm_100a images load nowhere else). Where the registry has persistent
- * kernels for the device (sm_90a), a call is planned by shape class:
+ * kernels for the device (sm_90a), a call is planned by shape class, and
+ * the variant table (gen/variants.c) says which rows serve each class:
  *   k == 0                -> the portable kernel (D = beta * C);
- *   m <= 128 ("small m")  -> the 128 x 128 tile, no cluster (16-bit m <= 64,
- *                            or k <= TINY_TILE_MAX_K: the 64 x 128 tile);
- *   otherwise ("large")   -> the 256 x 128 tile (fp8: 192 x 128); with
- *                            CLUSTER_BY_DEFAULT, 2-CTA clusters along N when
- *                            one batch entry has >= 1024 such tiles and the
- *                            tile columns pair up (even, or >= 8 of them);
+ *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
+ *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
+ *   otherwise ("large")   -> MGPU_GEMM_LARGE; with CLUSTER_BY_DEFAULT,
+ *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
+ *                            when one batch entry has >= 1024 of the LARGE
+ *                            row's tiles and the tile columns pair up (even,
+ *                            or >= 8 of them);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -46,19 +48,15 @@
 #define TMA_MAX_STRIDE_BYTES ((int64_t)1 << 40)
 #define MIN_KTILES_PER_SPLIT 4   /* a K slice shorter than this is not worth its partials */
 #define MAX_SPLITS 16
-#define SMALL_M 128              /* m up to this is "small m" (64- or 128-row tiles) */
-#define SMALL_TILE_M 128         /* tile rows for small m */
-#define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
-/* 16-bit m <= SMALL_M with k up to this also takes 64-row tiles (two tile
+#define SMALL_M 128              /* m up to this is "small m": MGPU_GEMM_TINY_M or SMALL_M */
+#define TINY_M_MAX 64            /* 16-bit m up to this is MGPU_GEMM_TINY_M (64-row tiles) */
+/* 16-bit m <= SMALL_M with k up to this is also TINY_M (two tile
  * rows, no split-K for the shapes measured): on H100, same process,
  * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
  * ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096, 96 x 8192 x 4096
  * and 128 x 8192 x 8192, and 7-10 % slower at 128 x 4096 x 14336, where the
  * 128-row tile's two K slices win (docs/decisions/002-small-m-64-row-tiles.md). */
 #define TINY_TILE_MAX_K 8192
-#define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
-#define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
-#define CLUSTER_TILE_N 128       /* tile columns of the clustered persistent variants */
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 /* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
  * consumers of 8192 x 14336 x 4096 spent 29 % of their samples waiting for
@@ -288,61 +286,74 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
 struct gemm_fit {
     const struct mgpu_gemm_problem *p;
     int tma;               /* A and B readable through TMA as they are */
-    int want_tile_m, want_cluster, large_tile_m; /* the persistent shape the heuristic wants */
+    enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
- * variant of the wanted shape (4), of the large tile without cluster (3),
- * the one-CTA-per-tile kernels (2), other persistent variants (1: forcible
- * only, in practice). The persistent kernel takes any alignment (operands
- * TMA cannot read are packed first) but not k == 0. */
+ * variant of the wanted shape class (4), of the large tile without cluster
+ * (3), the one-CTA-per-tile kernels (2), other persistent variants (1:
+ * forcible only, in practice). The persistent kernel takes any alignment
+ * (operands TMA cannot read are packed first) but not k == 0. */
 static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct gemm_fit *f = ctx;
     const struct mgpu_gemm_problem *p = f->p;
     if (v->dtype != MGPU_VARIANT_ANY_DTYPE && v->dtype != p->a_dtype)
         return 0;
-    if (v->b_dtype != MGPU_VARIANT_ANY_DTYPE && v->b_dtype != p->b_dtype)
+    if (v->gemm.b_dtype != MGPU_VARIANT_ANY_DTYPE && v->gemm.b_dtype != p->b_dtype)
         return 0;
     /* fp8, scales, bias and activations: the persistent and portable kernels only */
     if (mgpu_gemm_needs_extensions(p) && v->kind == MGPU_KIND_GEMM_SM100_TMA)
         return 0;
-    if (v->a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->a_kmajor != (p->transa == MGPU_OP_T))
+    if (v->gemm.a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.a_kmajor != (p->transa == MGPU_OP_T))
         return 0;
-    if (v->b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->b_kmajor != (p->transb == MGPU_OP_N))
+    if (v->gemm.b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.b_kmajor != (p->transb == MGPU_OP_N))
         return 0;
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
-        const int cluster = v->cluster_m * v->cluster_n;
-        if (v->tile_m == f->want_tile_m && cluster == f->want_cluster)
+        if (v->gemm.shape_class == f->want)
             return 4;
-        return v->tile_m == f->large_tile_m && cluster == 1 ? 3 : 1;
+        return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
     }
     if (v->kind == MGPU_KIND_GEMM_SM100_TMA && !f->tma)
         return 0;
     return 2;
 }
 
-/* The persistent shape the heuristic wants for p. */
-static void wanted_shape(const struct mgpu_gemm_problem *p, struct gemm_fit *f)
+/* The persistent MGPU_GEMM_LARGE variant of p's operand types on the device,
+ * or NULL: its tile decides whether clusters pay. */
+static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
+{
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == MGPU_GEMM_LARGE &&
+            v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->dtype == p->a_dtype &&
+            v->gemm.b_dtype == p->b_dtype)
+            return v;
+    }
+    return NULL;
+}
+
+/* The persistent shape class the heuristic wants for p. */
+static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
     const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
-    f->large_tile_m = fp8 ? FP8_LARGE_TILE_M : LARGE_TILE_M;
-    if (p->m <= SMALL_M) {
-        f->want_tile_m = !fp8 && (p->m <= TINY_M || p->k <= TINY_TILE_MAX_K) ? TINY_M : SMALL_TILE_M;
-        f->want_cluster = 1;
+    if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
+        f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
         return;
     }
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
      * cluster row idles, which only pays when there are many columns. */
-    const int64_t tiles_n = mgpu_cdiv(p->n, CLUSTER_TILE_N);
-    f->want_tile_m = f->large_tile_m;
-    f->want_cluster = CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, f->large_tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
-                              (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER)
-                          ? 2
-                          : 1;
+    f->want = MGPU_GEMM_LARGE;
+    const struct mgpu_variant *large = large_variant(p, caps);
+    if (!large)
+        return;
+    const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
+    if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
+        (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
+        f->want = MGPU_GEMM_LARGE_CLUSTER;
 }
 
 /* ------------------------------------------------------------ plans */
@@ -487,11 +498,11 @@ static void pack_launch(struct mgpu_gemm_pack_launch *out, const struct operand 
  * tiles padded to whole clusters; -1 when beyond any workspace. */
 static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
 {
-    const int64_t tiles_m = mgpu_cdiv(p->m, (int64_t)v->tile_m * v->cluster_m) * v->cluster_m;
-    const int64_t tiles_n = mgpu_cdiv(p->n, (int64_t)v->tile_n * v->cluster_n) * v->cluster_n;
+    const int64_t tiles_m = mgpu_cdiv(p->m, (int64_t)v->gemm.tile_m * v->gemm.cluster_m) * v->gemm.cluster_m;
+    const int64_t tiles_n = mgpu_cdiv(p->n, (int64_t)v->gemm.tile_n * v->gemm.cluster_n) * v->gemm.cluster_n;
     int64_t tiles, bytes;
     if (!mgpu_mul3_ok(tiles_m, tiles_n, p->batch, &tiles) ||
-        !mgpu_mul3_ok(tiles, (int64_t)v->tile_m * v->tile_n, (int64_t)sizeof(float), &bytes))
+        !mgpu_mul3_ok(tiles, (int64_t)v->gemm.tile_m * v->gemm.tile_n, (int64_t)sizeof(float), &bytes))
         return -1;
     return bytes;
 }
@@ -506,11 +517,11 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const int force_splits = force ? force->splits : 0;
-    const int64_t cluster = (int64_t)v->cluster_m * v->cluster_n;
-    const int64_t k_tiles = mgpu_cdiv(p->k, v->tile_k);
+    const int64_t cluster = (int64_t)v->gemm.cluster_m * v->gemm.cluster_n;
+    const int64_t k_tiles = mgpu_cdiv(p->k, v->gemm.tile_k);
     /* bounded by the C span check of validation: m * n * batch <= 2^56 */
-    const int64_t units = mgpu_cdiv(mgpu_cdiv(p->m, v->tile_m), v->cluster_m) *
-                          mgpu_cdiv(mgpu_cdiv(p->n, v->tile_n), v->cluster_n) * p->batch;
+    const int64_t units = mgpu_cdiv(mgpu_cdiv(p->m, v->gemm.tile_m), v->gemm.cluster_m) *
+                          mgpu_cdiv(mgpu_cdiv(p->n, v->gemm.tile_n), v->gemm.cluster_n) * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
     /* Half the SMs for small m: B streams from memory there, half the SMs
      * already draw the bandwidth and each slice adds partials to move
@@ -528,7 +539,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     }
     /* The kernel counts each tile's arrivals in the handle's split counters:
      * one per tile and 64-column consumer. */
-    const int64_t counters = units * cluster * (v->tile_n / 64);
+    const int64_t counters = units * cluster * (v->gemm.tile_n / 64);
     if (splits > 1 && counters > MGPU_SPLIT_COUNTERS)
         splits = 1;
 
@@ -591,8 +602,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t max_grid = sms / cluster * cluster;
     const int64_t want = units * splits * cluster;
     plan->grid = want < max_grid ? want : (max_grid > 0 ? max_grid : cluster);
-    plan->band = choose_band(plan->grid / cluster, (int64_t)v->tile_m * v->cluster_m,
-                             (int64_t)v->tile_n * v->cluster_n, mgpu_cdiv(mgpu_cdiv(p->m, v->tile_m), v->cluster_m),
+    plan->band = choose_band(plan->grid / cluster, (int64_t)v->gemm.tile_m * v->gemm.cluster_m,
+                             (int64_t)v->gemm.tile_n * v->gemm.cluster_n, mgpu_cdiv(mgpu_cdiv(p->m, v->gemm.tile_m), v->gemm.cluster_m),
                              force ? force->band : 0);
 
     struct mgpu_gemm_args *args = &plan->args;
@@ -614,9 +625,9 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     args->split_counters = plan->splits > 1 ? res->split_counters : 0;
     args->c_tma = mgpu_gemm_c_tma_eligible(p);
     operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
-                a.batches, v->tile_m / v->cluster_n, v->tile_k);
+                a.batches, v->gemm.tile_m / v->gemm.cluster_n, v->gemm.tile_k);
     operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, b_base, p->transb == MGPU_OP_N, p->n, p->k, ldb, stb,
-                b.batches, v->tile_n / v->cluster_m, v->tile_k);
+                b.batches, v->gemm.tile_n / v->gemm.cluster_m, v->gemm.tile_k);
     plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
     if (args->c_tma) {
         /* D as the persistent kernel stores it: {m, n, batch}, box {128 bytes, 64, 1}. */
@@ -647,14 +658,14 @@ static void plan_single(const struct mgpu_gemm_problem *p, int variant, struct m
     plan->variant = variant;
     plan->splits = 1;
     plan->args = base_args(p);
-    plan->grid_x = (unsigned)mgpu_cdiv(p->m, v->tile_m);
-    plan->cols_per_launch = (int64_t)MAX_GRID_Y_TILES * v->tile_n;
+    plan->grid_x = (unsigned)mgpu_cdiv(p->m, v->gemm.tile_m);
+    plan->cols_per_launch = (int64_t)MAX_GRID_Y_TILES * v->gemm.tile_n;
     plan->batches_per_launch = MAX_GRID_Z;
     if (v->kind == MGPU_KIND_GEMM_SM100_TMA) {
         operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, p->a, p->transa == MGPU_OP_T, p->m, p->k, p->lda,
-                    p->stride_a, p->batch, v->tile_m, v->tile_k);
+                    p->stride_a, p->batch, v->gemm.tile_m, v->gemm.tile_k);
         operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb,
-                    p->stride_b, p->batch, v->tile_n, v->tile_k);
+                    p->stride_b, p->batch, v->gemm.tile_n, v->gemm.tile_k);
         plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
     }
 }
@@ -682,7 +693,7 @@ void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_g
         map_b->base += b_offset;
         map_b->dims[p->transb == MGPU_OP_N ? 1 : 0] = (uint64_t)cols;
     }
-    *grid_y = (unsigned)mgpu_cdiv(cols, v->tile_n);
+    *grid_y = (unsigned)mgpu_cdiv(cols, v->gemm.tile_n);
     *grid_z = (unsigned)batches;
 }
 
@@ -701,7 +712,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     memset(plan, 0, sizeof *plan);
     plan->pack_variant = -1;
     struct gemm_fit fit = {.p = p, .tma = mgpu_gemm_tma_eligible(p), .persistent_ok = 1};
-    wanted_shape(p, &fit);
+    wanted_shape(p, caps, &fit);
     struct mgpu_lookup lookup = {
         .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
         .fits = gemm_fits, .ctx = &fit,

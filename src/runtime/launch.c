@@ -54,7 +54,7 @@ mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant
     mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
-    const unsigned cluster = (unsigned)(v->cluster_m * v->cluster_n);
+    const unsigned cluster = (unsigned)v->cluster;
     CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
     attr.value.clusterDim.x = cluster;
     attr.value.clusterDim.y = 1;

@@ -1,0 +1,181 @@
+/*
+ * The kinds of kernel variants (see kinds.h): per kind its kernel header,
+ * group, entry name, unit text and shared-memory function.
+ */
+#include "kinds.h"
+
+#include "variants.h"
+
+#include "../kernels/abi/attention_abi.h"
+#include "../kernels/abi/gather_abi.h"
+#include "../kernels/abi/gemm_abi.h"
+
+const char *const gen_family_names[GEN_FAMILY_COUNT] = {
+    [GEN_FAMILY_GEMM] = "GEMM",
+    [GEN_FAMILY_ATTENTION] = "ATTENTION",
+    [GEN_FAMILY_GATHER] = "GATHER",
+    [GEN_FAMILY_HELPER] = "HELPER",
+};
+
+/* ------------------------------------------------------------ shared memory
+ * From the formulas of the ABI headers; each unit checks the kernel's own
+ * count against the number written into it. */
+
+static int no_smem(const struct gen_variant *v)
+{
+    (void)v;
+    return 0;
+}
+
+static int gemm_sm100_smem(const struct gen_variant *v)
+{
+    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages);
+}
+
+/* The K extent of a stage is tile_k elements of A's type (16-bit or fp8). */
+static int gemm_sm90_smem(const struct gen_variant *v)
+{
+    const int bytes = v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
+    return mgpu_gemm_sm90_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages);
+}
+
+static int gather4_smem(const struct gen_variant *v)
+{
+    (void)v;
+    return MGPU_GATHER4_DYNAMIC_SMEM_BYTES;
+}
+
+/* Q double-buffered where that fits. */
+static int attention_fwd_smem(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    const int q_stages = mgpu_attention_fwd_q_stages(a->block_m, a->block_n, a->head_dim, a->stages);
+    return mgpu_attention_fwd_smem_bytes(a->block_m, a->block_n, a->head_dim, a->stages, q_stages);
+}
+
+/* ------------------------------------------------------------ unit texts */
+
+#define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
+
+/* The portable gather / scatter bodies of kernels/portable/gather_portable.cuh. */
+#define PORTABLE_GATHER_UNIT(call)                                                                  \
+    "\nstatic_assert(MGPU_GATHER_THREADS == @threads@, \"@name@: threads differ from gen/variants.c\");\n" \
+    "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"                                     \
+    "@name@(const __grid_constant__ mgpu_gather_args args)\n"                                         \
+    "{\n    mgpu::portable::" call "(args);\n}\n"
+
+#define PORTABLE_GATHER_KIND(kind_name, text, body, targs, entry_name)                           \
+    {.name = kind_name, .doc = text, .family = GEN_FAMILY_GATHER,                                   \
+     .header = "portable/gather_portable.cuh", .group = "gather_@arch@", .entry = entry_name,        \
+     .unit = PORTABLE_GATHER_UNIT(body "<" targs ">"), .smem_bytes = no_smem}
+
+const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
+    [GEN_GEMM_SM100_TMA] = {
+        .name = "GEMM_SM100_TMA",
+        .doc = "sm_100a GEMM: TMA + tcgen05 + TMEM (A, B tensor maps)",
+        .family = GEN_FAMILY_GEMM,
+        .header = "blackwell/gemm_sm100.cuh",
+        .group = "gemm_sm100",
+        .entry = "mgpu_gemm_sm100_@dtype@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::GemmConfig<@type@, @a_kmajor@, @b_kmajor@, @tile_m@, @tile_n@, "
+                "@stages@>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
+                "    const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm100::gemm<Config@i@>(&tma_a, &tma_b, args);\n}\n",
+        .smem_bytes = gemm_sm100_smem,
+    },
+    [GEN_GEMM_PORTABLE] = {
+        .name = "GEMM_PORTABLE",
+        .doc = "GEMM of any alignment and any k, plain loads and FMA",
+        .family = GEN_FAMILY_GEMM,
+        .header = "portable/gemm_portable.cuh",
+        .group = "gemm_portable_@arch@",
+        .entry = "mgpu_gemm_portable_@arch@_@tile_m@x@tile_n@",
+        .unit = "\nusing Config@i@ = mgpu::PortableGemmConfig<@tile_m@, @tile_n@, @tile_k@>;\n"
+                THREADS_CHECK
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::gemm_portable<Config@i@>(args);\n}\n",
+        .smem_bytes = no_smem,
+    },
+    [GEN_GATHER_NARROW] = PORTABLE_GATHER_KIND("GATHER_NARROW", "row gather, 16-byte aligned rows <= 512 B",
+                                               "gather_narrow", "@index_type@", "mgpu_gather_narrow_@arch@_@index@"),
+    [GEN_GATHER_WIDE] = PORTABLE_GATHER_KIND("GATHER_WIDE", "row gather, 16-byte aligned rows of any length",
+                                             "gather_wide", "@index_type@", "mgpu_gather_wide_@arch@_@index@"),
+    [GEN_GATHER_UNALIGNED] = PORTABLE_GATHER_KIND("GATHER_UNALIGNED", "row gather, any alignment", "gather_unaligned",
+                                                  "@index_type@", "mgpu_gather_unaligned_@arch@_@index@"),
+    [GEN_SCATTER_ADD] = PORTABLE_GATHER_KIND("SCATTER_ADD", "atomic row scatter-add", "scatter_add",
+                                             "@index_type@, @type@", "mgpu_scatter_add_@arch@_@dtype@_@index@"),
+    [GEN_SCATTER_ADD_SORTED] = PORTABLE_GATHER_KIND("SCATTER_ADD_SORTED",
+                                                    "deterministic row scatter-add, sorted indices",
+                                                    "scatter_add_sorted", "@index_type@, @type@",
+                                                    "mgpu_scatter_add_sorted_@arch@_@dtype@_@index@"),
+    [GEN_GATHER4] = {
+        .name = "GATHER4",
+        .doc = "sm_100a row gather through TMA tile::gather4",
+        .family = GEN_FAMILY_GATHER,
+        .header = "blackwell/gather_sm100.cuh",
+        .group = "gather_@arch@",
+        .entry = "mgpu_gather4_@arch@_@index@",
+        .unit = "\nstatic_assert(MGPU_GATHER4_THREADS == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(MGPU_GATHER4_DYNAMIC_SMEM_BYTES == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"
+                "@name@(const __grid_constant__ mgpu_gather4_args args)\n"
+                "{\n    mgpu::sm100::gather4<@index_type@>(args);\n}\n",
+        .smem_bytes = gather4_smem,
+    },
+    [GEN_GEMM_SM90_PERSISTENT] = {
+        .name = "GEMM_SM90_PERSISTENT",
+        .doc = "persistent warp-specialized sm_90a GEMM (A, B, C tensor maps)",
+        .family = GEN_FAMILY_GEMM,
+        .header = "hopper/gemm_sm90_persistent.cuh",
+        .group = "gemm_sm90_ws",
+        .entry = "mgpu_gemm_sm90_ws_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::PersistentGemmConfig<@type@, @b_type@, @a_kmajor@, @b_kmajor@, "
+                "@tile_m@, @tile_n@, @stages@, @cluster_n@>;\n"
+                "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
+                "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm90::gemm_persistent<Config@i@>(&tma_a, &tma_b, &tma_c, args);\n}\n",
+        .smem_bytes = gemm_sm90_smem,
+    },
+    [GEN_GEMM_PACK] = {
+        .name = "GEMM_PACK",
+        .doc = "copies a GEMM operand TMA cannot read into an aligned workspace",
+        .family = GEN_FAMILY_HELPER,
+        .header = "portable/gemm_pack.cuh",
+        .group = "gemm_portable_@arch@",
+        .entry = "mgpu_gemm_pack_@arch@",
+        .unit = "\nextern \"C\" __global__ void __launch_bounds__(@threads@)\n"
+                "@name@(const __grid_constant__ mgpu_gemm_pack_args args)\n"
+                "{\n    mgpu::gemm_pack<@threads@>(args);\n}\n",
+        .smem_bytes = no_smem,
+    },
+    [GEN_ATTENTION_FWD_SM90] = {
+        .name = "ATTENTION_FWD_SM90",
+        .doc = "flash attention forward, sm_90a (FA3-style: TMA producer, two wgmma consumers)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_sm90.cuh",
+        .group = "attention_fwd_sm90",
+        .entry = "mgpu_attention_fwd_sm90_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdConfig<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_FWD_THREADS, "
+                "\"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_BLOCK_M && "
+                "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
+                "gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_smem,
+    },
+};
