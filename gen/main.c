@@ -150,7 +150,7 @@ static const char *gather_body(enum gen_kind k)
 static const char *kernel_header(enum gen_kind k)
 {
     switch (k) {
-    case GEN_GEMM_SM100_TMA: return "blackwell/gemm_sm100.cuh";
+    case GEN_GEMM_SM100_PERSISTENT: return "blackwell/gemm_sm100_persistent.cuh";
     case GEN_GEMM_PORTABLE: return "portable/gemm_portable.cuh";
     case GEN_GATHER_NARROW:
     case GEN_GATHER_WIDE:
@@ -170,23 +170,24 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
     char name[NAME_SIZE];
     gen_entry_name(v, name, sizeof name);
     switch (v->kind) {
-    case GEN_GEMM_SM100_TMA: {
-        fprintf(f, "\nusing Config%d = mgpu::sm100::GemmConfig<%s, %s, %s, %d, %d, %d>;\n", index,
-                cuda_type(v->dtype), v->a_kmajor ? "true" : "false", v->b_kmajor ? "true" : "false",
-                v->tile_m, v->tile_n, v->stages);
+    case GEN_GEMM_SM100_PERSISTENT:
+        fprintf(f, "\nusing Config%d = mgpu::sm100::PersistentGemmConfig<%s, %s, %s, %d, %d, %d, %d>;\n", index,
+                cuda_type(v->dtype), v->a_kmajor ? "true" : "false", v->b_kmajor ? "true" : "false", v->tile_m,
+                v->tile_n, v->stages, v->cluster_m * v->cluster_n);
+        fprintf(f, "static_assert(Config%d::kBK == %d, \"%s: tile_k differs from gen/variants.c\");\n", index,
+                v->tile_k, name);
         fprintf(f, "static_assert(Config%d::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n",
                 index, v->threads, name);
         fprintf(f,
-                "static_assert(Config%d::kSmemBytes <= %d, \"%s: shared memory exceeds gen/variants.c\");\n",
+                "static_assert(Config%d::kSmemBytes == %d, \"%s: shared memory differs from gen/variants.c\");\n",
                 index, gen_smem_bytes(v), name);
         fprintf(f,
                 "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
                 "%s(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
-                "    const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::sm100::gemm<Config%d>(&tma_a, &tma_b, args);\n}\n",
+                "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm100::gemm_persistent<Config%d>(&tma_a, &tma_b, &tma_c, args);\n}\n",
                 v->threads, name, index);
         return;
-    }
     case GEN_GEMM_PORTABLE:
         fprintf(f,
                 "\nusing Config%d = mgpu::PortableGemmConfig<%d, %d, %d>;\n"
@@ -302,7 +303,7 @@ static void emit_unit(const char *outdir, const char *group)
 static const char *kind_enum(enum gen_kind k)
 {
     switch (k) {
-    case GEN_GEMM_SM100_TMA: return "MGPU_KIND_GEMM_SM100_TMA";
+    case GEN_GEMM_SM100_PERSISTENT: return "MGPU_KIND_GEMM_SM100_PERSISTENT";
     case GEN_GEMM_PORTABLE: return "MGPU_KIND_GEMM_PORTABLE";
     case GEN_GATHER_NARROW: return "MGPU_KIND_GATHER_NARROW";
     case GEN_GATHER_WIDE: return "MGPU_KIND_GATHER_WIDE";

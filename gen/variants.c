@@ -20,7 +20,15 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM100_GEMM(dt, layout) {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, layout, 128, 128, 64, 4, 128, GEN_NO_INDEX, 0, 0, GEN_B_SAME}
+/* Persistent sm100 GEMM: tile_m (D rows, the MMA's N) x 128 (D columns per
+ * CTA, TMEM lanes) tiles, 192 threads (TMA warp, MMA warp, epilogue
+ * warpgroup), `st` stages; `cn` = 2: CTA pairs along N sharing one
+ * tcgen05.mma.cta_group::2 (a 256 x 256 cluster tile), 1: lone CTAs
+ * (M = 128, N = 256). 6 stages of 32 KB or 4 of 48 KB, plus 32 KB of
+ * epilogue buffers, fill the 227 KB. */
+#define SM100_GEMM(dt, st, cn, ...) \
+    {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, dt, __VA_ARGS__, 256, 128, 64, st, 192, GEN_NO_INDEX, 1, cn, GEN_B_SAME}
+#define SM100_GEMM_FAMILY(dt, ...) SM100_GEMM(dt, 6, 2, __VA_ARGS__), SM100_GEMM(dt, 4, 1, __VA_ARGS__)
 #define PORTABLE_GEMM(arch) {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, -1, -1, 64, 64, 16, 1, 256, GEN_NO_INDEX, 0, 0, GEN_B_SAME}
 
 /* Persistent sm90 GEMM: tile_m x 128 tiles (tile_m is the wgmma N, 64..256), 384
@@ -83,9 +91,10 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     GEMM_HELPER(GEN_GEMM_PACK, GEN_SM90A, 8),
 
-    SM100_GEMM(GEN_F16, TN), SM100_GEMM(GEN_F16, NN), SM100_GEMM(GEN_F16, TT), SM100_GEMM(GEN_F16, NT),
-    SM100_GEMM(GEN_BF16, TN), SM100_GEMM(GEN_BF16, NN), SM100_GEMM(GEN_BF16, TT), SM100_GEMM(GEN_BF16, NT),
-    PORTABLE_GEMM(GEN_SM100A),
+    SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
+    SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
+    SM100_GEMM_FAMILY(GEN_BF16, TT), SM100_GEMM_FAMILY(GEN_BF16, NT),
+    PORTABLE_GEMM(GEN_SM100A), GEMM_HELPER(GEN_GEMM_PACK, GEN_SM100A, 8),
 
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
 
@@ -100,7 +109,7 @@ const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]
 const char *gen_group_name(const struct gen_variant *v)
 {
     switch (v->kind) {
-    case GEN_GEMM_SM100_TMA: return "gemm_sm100";
+    case GEN_GEMM_SM100_PERSISTENT: return "gemm_sm100_ws";
     case GEN_GEMM_PORTABLE: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
     case GEN_GEMM_SM90_PERSISTENT: return "gemm_sm90_ws";
     case GEN_GEMM_PACK: return v->arch == GEN_SM90A ? "gemm_portable_sm90" : "gemm_portable_sm100";
@@ -169,10 +178,10 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
 {
     char lt[3];
     switch (v->kind) {
-    case GEN_GEMM_SM100_TMA:
+    case GEN_GEMM_SM100_PERSISTENT:
         layout_tag(v, lt);
-        snprintf(buf, size, "mgpu_gemm_sm100_%s_%s_%dx%dx%d_s%d", gen_dtype_tag(v->dtype), lt, v->tile_m,
-                 v->tile_n, v->tile_k, v->stages);
+        snprintf(buf, size, "mgpu_gemm_sm100_ws_%s_%s_%dx%dx%d_s%d_c%d", gen_dtype_tag(v->dtype), lt, v->tile_m,
+                 v->tile_n, v->tile_k, v->stages, v->cluster_m * v->cluster_n);
         return;
     case GEN_GEMM_PORTABLE:
         snprintf(buf, size, "mgpu_gemm_portable_%s_%dx%d", v->arch == GEN_SM90A ? "sm90" : "sm100",
@@ -236,8 +245,8 @@ static int attention_smem_bytes(const struct gen_variant *v)
 int gen_smem_bytes(const struct gen_variant *v)
 {
     switch (v->kind) {
-    case GEN_GEMM_SM100_TMA:
-        return v->stages * (v->tile_m + v->tile_n) * v->tile_k * 2 + 2048;
+    case GEN_GEMM_SM100_PERSISTENT: /* per CTA: tile_m / cluster A rows; plus 4 warps x 2 x 4 KiB store buffers */
+        return v->stages * (v->tile_m / (v->cluster_m * v->cluster_n) + v->tile_n) * v->tile_k * 2 + 32768 + 1024;
     case GEN_GEMM_PORTABLE:
         return 0;
     case GEN_GATHER_NARROW:

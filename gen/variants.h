@@ -18,7 +18,7 @@ enum gen_arch {
 
 /* How a variant is built and launched; the runtime has one launcher per kind. */
 enum gen_kind {
-    GEN_GEMM_SM100_TMA,  /* kernels/blackwell/gemm_sm100.cuh: TMA + tcgen05 + TMEM */
+    GEN_GEMM_SM100_PERSISTENT, /* kernels/blackwell/gemm_sm100_persistent.cuh: tcgen05, TMEM, CTA pairs */
     GEN_GEMM_PORTABLE,   /* kernels/portable/gemm_portable.cuh: any alignment, any k */
     /* kernels/portable/gather_portable.cuh (built for each arch): */
     GEN_GATHER_NARROW,      /* 16-byte aligned rows <= 512 B, several rows per warp */

@@ -39,7 +39,7 @@ int main(void)
               "%s: unexpected compute capability %d.%d", v->name, v->cc_major, v->cc_minor);
         if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT)
             CHECK(v->cc_major == 9 && strstr(v->name, "sm90"), "%s: sm90 kind on cc %d", v->name, v->cc_major);
-        if (v->kind == MGPU_KIND_GEMM_SM100_TMA)
+        if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT)
             CHECK(v->cc_major == 10 && strstr(v->name, "sm100"), "%s: sm100 kind on cc %d", v->name,
                   v->cc_major);
         if (v->image >= 0 && v->image < mgpu_image_count) {

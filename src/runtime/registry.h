@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 enum mgpu_kernel_kind {
-    MGPU_KIND_GEMM_SM100_TMA,
+    MGPU_KIND_GEMM_SM100_PERSISTENT, /* persistent sm_100a GEMM: tcgen05, TMEM, CTA pairs (A, B, C maps) */
     MGPU_KIND_GEMM_PORTABLE,
     MGPU_KIND_GATHER_NARROW,      /* row gather, 16-byte aligned rows <= 512 B */
     MGPU_KIND_GATHER_WIDE,        /* row gather, 16-byte aligned rows of any length */
