@@ -19,8 +19,10 @@
  * Support matrix:
  *
  *   operation          sm_90a (cc 9.0)              sm_100a (cc 10.0)
- *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same; not yet run on hardware
- *                       fp16/bf16/fp32 out
+ *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same (persistent tcgen05 kernel,
+ *                       fp16/bf16/fp32 out, any      CTA pairs; any layout, alignment,
+ *                       layout, alignment, batch;    batch); no split-K. NOT YET RUN ON
+ *                       split-K for few tiles        HARDWARE: compiled and SASS-checked only
  *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    fp16/bf16 only; fp8, scales, bias and
  *                       scales, bias, ReLU/GELU      activations: NOT_SUPPORTED
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
