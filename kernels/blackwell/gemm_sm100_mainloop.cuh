@@ -60,38 +60,26 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
             const int k0 = kt * Cfg::kBK;
             uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
             uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
-            if constexpr (Cfg::kCtas == 1) {
-                if constexpr (Cfg::kBKMajor) {
-                    tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Cfg::kBN / Cfg::kChunk; ++i)
-                        tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + Cfg::kChunk * i, k0, b_batch);
-                }
-                if constexpr (Cfg::kAKMajor) {
-                    tma_load_3d(a, tma_a, &full[stage], k0, a_row0, a_batch);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Cfg::kARows / Cfg::kChunk; ++i)
-                        tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], a_row0 + Cfg::kChunk * i, k0,
-                                    a_batch);
-                }
+            /* a lone CTA's loads complete on its own full[s], a pair's on the leader's */
+            auto load = [&](void *dst, const CUtensorMap *map, int32_t c0, int32_t c1, int32_t c2) {
+                if constexpr (Cfg::kCtas == 1)
+                    tma_load_3d(dst, map, &full[stage], c0, c1, c2);
+                else
+                    tma_load_3d_pair(dst, map, leader_barrier(&full[stage], rank), c0, c1, c2);
+            };
+            if constexpr (Cfg::kBKMajor) {
+                load(b, tma_b, k0, n0, b_batch);
             } else {
-                const uint32_t bar = leader_barrier(&full[stage], rank);
-                if constexpr (Cfg::kBKMajor) {
-                    tma_load_3d_pair(b, tma_b, bar, k0, n0, b_batch);
-                } else {
 #pragma unroll
-                    for (int i = 0; i < Cfg::kBN / Cfg::kChunk; ++i)
-                        tma_load_3d_pair(b + i * Cfg::kChunkBytes, tma_b, bar, n0 + Cfg::kChunk * i, k0, b_batch);
-                }
-                if constexpr (Cfg::kAKMajor) {
-                    tma_load_3d_pair(a, tma_a, bar, k0, a_row0, a_batch);
-                } else {
+                for (int i = 0; i < Cfg::kBN / Cfg::kChunk; ++i)
+                    load(b + i * Cfg::kChunkBytes, tma_b, n0 + Cfg::kChunk * i, k0, b_batch);
+            }
+            if constexpr (Cfg::kAKMajor) {
+                load(a, tma_a, k0, a_row0, a_batch);
+            } else {
 #pragma unroll
-                    for (int i = 0; i < Cfg::kARows / Cfg::kChunk; ++i)
-                        tma_load_3d_pair(a + i * Cfg::kChunkBytes, tma_a, bar, a_row0 + Cfg::kChunk * i, k0, a_batch);
-                }
+                for (int i = 0; i < Cfg::kARows / Cfg::kChunk; ++i)
+                    load(a + i * Cfg::kChunkBytes, tma_a, a_row0 + Cfg::kChunk * i, k0, a_batch);
             }
             if (++stage == Cfg::kStages) {
                 stage = 0;
