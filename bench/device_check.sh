@@ -19,14 +19,17 @@ run() { # name, command...
     summary+=("$(printf '%-28s rc=%-4s %4ss  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" "$(tail -n 1 "$OUT/$name.log" | cut -c1-90)")")
 }
 
-[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_gpu $B/tests/test_gemm_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_fp8_gpu $B/tests/test_gemm_fp8_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run gemm_epilogue_gpu $B/tests/test_gemm_epilogue_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run gather_gpu $B/tests/test_gather_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run attention_gpu $B/tests/test_attention_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run threads_gpu $B/tests/test_threads_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run log_gpu $B/tests/test_log_gpu
-[ "${SKIP_TESTS:-0}" = 1 ] || run api $B/tests/test_api
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    for t in $B/tests/test_*_gpu $B/tests/test_api; do
+        [ -x "$t" ] && run "$(basename "$t" | sed 's/^test_//')" "$t"
+    done
+    for e in $B/examples/example_*; do
+        [ -x "$e" ] && run "$(basename "$e")" "$e"
+    done
+    if [ -d python/tests ]; then
+        run python_tests env MGPU_LIBRARY=$B/libmgpukernels.so PYTHONPATH=python python3 -m pytest -q python/tests
+    fi
+fi
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     for tool in memcheck racecheck synccheck; do
         run "sanitizer_$tool" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gemm_gpu
@@ -37,7 +40,10 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     run sanitizer_memcheck_gather env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_gather_gpu
     for tool in memcheck racecheck; do
         run "sanitizer_${tool}_attention" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_attention_gpu
+        [ -x $B/tests/test_attention_bwd_gpu ] &&
+            run "sanitizer_${tool}_attention_bwd" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_attention_bwd_gpu
     done
+    [ -x $B/tests/test_graph_gpu ] && run sanitizer_memcheck_graph compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_graph_gpu
     # cuBLAS's own split-K kernels report races of their own; count only ours.
     summary+=("$(printf '%-28s %s' "hazards in mgpu_ kernels" "$(grep -cE '(Race|Error).*mgpu_' "$OUT"/sanitizer_*.log | paste -sd' ')")")
 fi

@@ -49,7 +49,7 @@ static const struct shape quick_shapes[] = {
 
 /* The "large shapes" of the summary line: m > 128 with leading dimensions
  * the TMA reads directly (8191^3, which runs behind an operand pack, and
- * the small-m rows have their own lines in docs/performance.md). */
+ * the small-m rows are summarised apart: docs/performance.md, "GEMM, fp16 / bf16"). */
 static int is_large(struct shape s)
 {
     return s.m > 128 && s.m % 8 == 0 && s.k % 8 == 0;

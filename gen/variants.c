@@ -6,7 +6,9 @@
 
 #include <stdio.h>
 
+#include "../kernels/abi/attention_abi.h"
 #include "../kernels/abi/gather_abi.h"
+#include "../kernels/abi/gemm_abi.h"
 
 const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     [GEN_SM90A] = {"sm90a", 9, 0},
@@ -71,16 +73,16 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
         BOTH_INDEX(GEN_GATHER_UNALIGNED, target, GEN_ANY_DTYPE, MGPU_GATHER_THREADS),             \
         SCATTER_ROWS(GEN_SCATTER_ADD, target), SCATTER_ROWS(GEN_SCATTER_ADD_SORTED, target)
 
-/* Hopper attention forward: 128 query rows x tile_n keys per block, tile_k =
- * head dim, 2 stages of K and V, 1 producer + 2 consumer warpgroups. The key
- * block shrinks as the head dim grows (kernels/hopper/attention_fwd_tile_size.cuh
- * says why); the generated unit checks every number against the kernel. */
-#define SM90_ATTENTION_FWD(dt, head_dim, block_n)                                                                \
+/* Hopper attention forward: one variant per head dim of abi/attention_abi.h
+ * (tile_k = head dim), with its key block (tile_n); 128 query rows, 2 stages
+ * of K and V, 1 producer + 2 consumer warpgroups. The generated unit checks
+ * every number against the kernel. */
+#define SM90_ATTENTION_FWD(dt, head_dim)                                                                        \
     {.kind = GEN_ATTENTION_FWD_SM90, .arch = GEN_SM90A, .dtype = dt, .a_kmajor = -1, .b_kmajor = -1,          \
-     .tile_m = 128, .tile_n = block_n, .tile_k = head_dim, .stages = 2, .threads = 384, .index_type = GEN_NO_INDEX}
-#define SM90_ATTENTION_FWD_FAMILY(dt)                                                                            \
-    SM90_ATTENTION_FWD(dt, 64, 128), SM90_ATTENTION_FWD(dt, 96, 128), SM90_ATTENTION_FWD(dt, 128, 128),         \
-        SM90_ATTENTION_FWD(dt, 192, 112), SM90_ATTENTION_FWD(dt, 256, 80)
+     .tile_m = MGPU_ATTENTION_FWD_BLOCK_M, .tile_n = MGPU_ATTENTION_FWD_BLOCK_N(head_dim), .tile_k = head_dim, \
+     .stages = MGPU_ATTENTION_FWD_STAGES, .threads = MGPU_ATTENTION_FWD_THREADS, .index_type = GEN_NO_INDEX},
+/* Every head dim's row, each with its trailing comma. */
+#define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
 const struct gen_variant gen_variants[] = {
     PORTABLE_GEMM(GEN_SM90A),
@@ -98,7 +100,7 @@ const struct gen_variant gen_variants[] = {
 
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
 
-    SM90_ATTENTION_FWD_FAMILY(GEN_BF16), SM90_ATTENTION_FWD_FAMILY(GEN_F16),
+    SM90_ATTENTION_FWD_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_FAMILY(GEN_F16)
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
@@ -220,33 +222,22 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
     snprintf(buf, size, "?");
 }
 
-/* Attention forward: the Q tile (two where they fit in a CTA's 227 KiB, see
- * mgpu_attention_fwd_smem_bytes in kernels/abi/attention_abi.h) and
- * `stages` K and V tiles, the head dim padded to whole 128-byte swizzle rows,
- * plus 1 KiB of barriers (padded to the swizzle alignment) and 1 KiB for
- * aligning the base. */
-#define ATTN_SWIZZLE_ROW_ELEMS 64
-#define ATTN_SWIZZLE_ROW_BYTES 128
-#define ATTN_BARRIER_AND_ALIGN_BYTES 2048
-#define ATTN_SMEM_LIMIT (227 * 1024)
+/* Attention forward: the formula of abi/attention_abi.h, with Q
+ * double-buffered where that fits. */
 static int attention_smem_bytes(const struct gen_variant *v)
 {
-    const int kv_rows = 2 * v->stages * v->tile_n;
-    const int dim_rows = (v->tile_k + ATTN_SWIZZLE_ROW_ELEMS - 1) / ATTN_SWIZZLE_ROW_ELEMS;
-    const int two_q = dim_rows * ATTN_SWIZZLE_ROW_BYTES * (2 * v->tile_m + kv_rows) + ATTN_BARRIER_AND_ALIGN_BYTES;
-    const int q_stages = two_q <= ATTN_SMEM_LIMIT ? 2 : 1;
-    return dim_rows * ATTN_SWIZZLE_ROW_BYTES * (q_stages * v->tile_m + kv_rows) + ATTN_BARRIER_AND_ALIGN_BYTES;
+    const int q_stages = mgpu_attention_fwd_q_stages(v->tile_m, v->tile_n, v->tile_k, v->stages);
+    return mgpu_attention_fwd_smem_bytes(v->tile_m, v->tile_n, v->tile_k, v->stages, q_stages);
 }
 
-/* Bytes of the A and B tiles for all stages (tile_k elements of 2 bytes, or
- * of 1 byte for fp8), plus 1 KiB for rounding the base up to the 1 KiB
- * alignment 128-byte swizzling needs and 1 KiB for the barriers. The kernel's
- * own count is checked against this at compile time. */
+/* Dynamic shared memory of a variant, from the formulas of the ABI headers
+ * (abi/gemm_abi.h, abi/attention_abi.h, abi/gather_abi.h). The kernel's own
+ * count is checked against this at compile time. */
 int gen_smem_bytes(const struct gen_variant *v)
 {
     switch (v->kind) {
-    case GEN_GEMM_SM100_PERSISTENT: /* per CTA: tile_m / cluster A rows; plus 4 warps x 2 x 4 KiB store buffers */
-        return v->stages * (v->tile_m / (v->cluster_m * v->cluster_n) + v->tile_n) * v->tile_k * 2 + 32768 + 1024;
+    case GEN_GEMM_SM100_PERSISTENT:
+        return mgpu_gemm_sm100_smem_bytes(v->tile_m, v->tile_n, v->tile_k, v->stages, v->cluster_m * v->cluster_n);
     case GEN_GEMM_PORTABLE:
         return 0;
     case GEN_GATHER_NARROW:
@@ -259,9 +250,8 @@ int gen_smem_bytes(const struct gen_variant *v)
         return MGPU_GATHER4_DYNAMIC_SMEM_BYTES;
     case GEN_ATTENTION_FWD_SM90:
         return attention_smem_bytes(v);
-    case GEN_GEMM_SM90_PERSISTENT: /* plus two 8 KiB epilogue buffers per 64 columns (consumer) */
-        return v->stages * (v->tile_m + v->tile_n) * v->tile_k * operand_bytes(v) + (v->tile_n / 64) * 2 * 8192 +
-               2048;
+    case GEN_GEMM_SM90_PERSISTENT:
+        return mgpu_gemm_sm90_smem_bytes(v->tile_m, v->tile_n, v->tile_k * operand_bytes(v), v->stages);
     case GEN_GEMM_PACK:
         return 0;
     }

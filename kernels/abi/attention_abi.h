@@ -100,31 +100,42 @@
 #include <cuda.h>
 #include <stdint.h>
 
-/* Every variant: query rows per work tile (kBlockM) and threads per CTA; the
- * generated units check both against the kernel's configuration. */
+#include "abi_fn.h"
+
+/* Every variant: query rows per work tile (kBlockM), threads per CTA and
+ * stages of K and V; the generated units check them against the kernel's
+ * configuration. */
 #define MGPU_ATTENTION_FWD_BLOCK_M 128
 #define MGPU_ATTENTION_FWD_THREADS 384
+#define MGPU_ATTENTION_FWD_STAGES 2
+
+/* The supported head dims, X(arg, head_dim) for each (one variant per head dim
+ * and dtype), and the key block (keys per K / V tile) of a head dim; why
+ * these: hopper/attention_fwd_tile_size.cuh. */
+#define MGPU_ATTENTION_FWD_HEAD_DIMS(X, arg) X(arg, 64) X(arg, 96) X(arg, 128) X(arg, 192) X(arg, 256)
+#define MGPU_ATTENTION_FWD_BLOCK_N(head_dim) ((head_dim) <= 128 ? 128 : (head_dim) <= 192 ? 112 : 80)
 
 /* Shared memory of a variant: Q tiles (q_stages of them), `stages` K and V
  * tiles, every tile's head dim padded to whole 128-byte swizzle rows, plus
  * 1 KiB of barriers and 1 KiB for aligning the base. Q is double-buffered
  * (q_stages = 2, what makes a persistent grid pay) where that fits in the
  * 227 KiB a Hopper CTA may use, i.e. head dims up to 128. The generator sizes
- * the variants with this, the runtime derives the grid from it, and the
- * generated units check it against the kernel's own count. */
+ * the variants with this, the runtime derives the grid from it, the kernel
+ * takes its Q stages from it, and the generated units check it against the
+ * kernel's own count. */
 #define MGPU_ATTENTION_FWD_SMEM_LIMIT (227 * 1024)
 #define MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS 64
 #define MGPU_ATTENTION_FWD_SWIZZLE_ROW_BYTES 128
 #define MGPU_ATTENTION_FWD_SMEM_OVERHEAD 2048
 
-static inline int mgpu_attention_fwd_smem_bytes(int block_m, int block_n, int head_dim, int stages, int q_stages)
+MGPU_ABI_FN int mgpu_attention_fwd_smem_bytes(int block_m, int block_n, int head_dim, int stages, int q_stages)
 {
     const int dim_rows = (head_dim + MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS - 1) / MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS;
     return dim_rows * MGPU_ATTENTION_FWD_SWIZZLE_ROW_BYTES * (q_stages * block_m + 2 * stages * block_n) +
            MGPU_ATTENTION_FWD_SMEM_OVERHEAD;
 }
 
-static inline int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_dim, int stages)
+MGPU_ABI_FN int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_dim, int stages)
 {
     return mgpu_attention_fwd_smem_bytes(block_m, block_n, head_dim, stages, 2) <= MGPU_ATTENTION_FWD_SMEM_LIMIT ? 2
                                                                                                                 : 1;

@@ -23,6 +23,8 @@
 
 #include <stdint.h>
 
+#include "abi_fn.h"
+
 /* Element type codes. They equal the public mgpu_dtype values (checked in src/). */
 enum mgpu_abi_dtype {
     MGPU_ABI_F16 = 0,
@@ -84,6 +86,27 @@ struct mgpu_gemm_args {
     int32_t activation;   /* enum mgpu_abi_activation */
     int32_t b_dtype;      /* enum mgpu_abi_dtype of B (portable kernel; ab_dtype is A's) */
 };
+
+/* Dynamic shared memory of a persistent Hopper GEMM variant, as the runtime
+ * launches it: `stages` A and B tiles (tile_m + tile_n rows of k_row_bytes,
+ * one 128-byte swizzle row of K), two 8 KiB epilogue buffers per consumer
+ * warpgroup (64 columns of tile_n), 1 KiB for rounding the base up to the
+ * 1 KiB alignment 128-byte swizzling needs, and 1 KiB kept for the barriers.
+ * The generated units check the kernel's own count against it. */
+MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_bytes, int stages)
+{
+    return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * 2 * 8192 + 2048;
+}
+
+/* The same for the persistent Blackwell GEMM (blackwell/gemm_sm100_persistent.cuh):
+ * `stages` of this CTA's part of the A tile (tile_m / ctas rows: a CTA pair
+ * splits it) and its B tile (tile_n rows), tile_k 16-bit elements per row;
+ * 2 x 4 KiB store buffers for each of the 4 epilogue warps; 1 KiB of
+ * alignment slack (the barriers are static shared memory). */
+MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int tile_k, int stages, int ctas)
+{
+    return stages * (tile_m / ctas + tile_n) * tile_k * 2 + 4 * 2 * 4096 + 1024;
+}
 
 /* Arguments of the copy that packs an operand TMA cannot read (odd leading
  * dimension or batch stride, pointer not 16-byte aligned) into an aligned

@@ -35,8 +35,8 @@
 
 #include <stdint.h>
 
-#include "common/async_copy.cuh"
 #include "abi/gather_abi.h"
+#include "common/async_copy.cuh"
 
 namespace mgpu {
 namespace sm100 {

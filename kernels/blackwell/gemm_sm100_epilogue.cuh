@@ -103,13 +103,6 @@ __device__ __forceinline__ uint4 pack_granule(const float *v)
     return g;
 }
 
-__device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void *smem_src, int32_t c0, int32_t c1,
-                                             int32_t c2)
-{
-    const int32_t coords[3] = {c0, c1, c2};
-    ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem_src);
-}
-
 } // namespace epi
 
 /* One epilogue warp over every unit of this CTA, for one output type. */
@@ -186,7 +179,7 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
             }
             uint8_t *s = bufs + buf * kEpiBoxBytes;
             if (lane == 0)
-                ptx::cp_async_bulk_wait_group_read(ptx::n32_t<kEpiBufs - 1>{}); /* the store that read s is done */
+                tma_store_wait_read<kEpiBufs - 1>(); /* the store that read s is done with it */
             __syncwarp();
 #pragma unroll
             for (int g = 0; g < kEpiRowBytes / kSwizzleGranule; ++g)
@@ -195,14 +188,14 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
             fence_smem_to_async();
             __syncwarp();
             if (lane == 0) {
-                epi::tma_store_3d(tma_c, s, chunk_row0, col0, t.batch);
-                ptx::cp_async_bulk_commit_group();
+                tma_store_3d(tma_c, s, chunk_row0, col0, t.batch);
+                tma_store_commit();
             }
             buf ^= 1;
         }
     }
     if (lane == 0)
-        ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+        tma_store_drain();
     __syncwarp();
 }
 

@@ -114,6 +114,8 @@ struct PersistentGemmConfig {
     static constexpr uint32_t kTxBytes = static_cast<uint32_t>(kStageBytes * kCtas); /* both CTAs' loads */
     static constexpr int kAlignSlack = 1024;
     static constexpr int kSmemBytes = kAlignSlack + kStages * kStageBytes + kEpiBytes; /* dynamic */
+    static_assert(kSmemBytes == mgpu_gemm_sm100_smem_bytes(kBM, kBN, kBK, kStages, kCtas),
+                  "shared memory differs from the ABI formula (abi/gemm_abi.h)");
 
     static constexpr int kAccCols = kBM;               /* fp32: one TMEM column per D row */
     static constexpr uint32_t kTmemCols = 2 * kAccCols; /* double-buffered accumulator */

@@ -1,6 +1,7 @@
 /*
  * Device building blocks shared by the Hopper and Blackwell kernels: mbarrier
- * waits, TMA tile loads and the fences between the generic and async proxies.
+ * waits, TMA tile loads and stores, and the fences between the generic and
+ * async proxies.
  *
  * They are thin names over CCCL's cuda::ptx wrappers, chosen so that a kernel's
  * main loop reads as its schedule: wait(full[s], phase); issue; arrive(empty[s]).
@@ -76,11 +77,34 @@ __device__ __forceinline__ void tma_load_3d_multicast(void *smem_dst, const CUte
     ptx::cp_async_bulk_tensor(ptx::space_cluster, ptx::space_global, smem_dst, map, coords, bar, cta_mask);
 }
 
-__device__ __forceinline__ void tma_load_2d(void *smem_dst, const CUtensorMap *map, uint64_t *bar,
-                                            int32_t c0, int32_t c1)
+/* TMA tile store of a rank-3 box from shared memory at {c0, c1, c2}; the
+ * caller has fenced its shared-memory writes into the async proxy
+ * (fence_smem_to_async). Stores are tracked in bulk groups per thread. */
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void *smem_src, int32_t c0, int32_t c1,
+                                             int32_t c2)
 {
-    const int32_t coords[2] = {c0, c1};
-    ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, smem_dst, map, coords, bar);
+    const int32_t coords[3] = {c0, c1, c2};
+    ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem_src);
+}
+
+/* Closes this thread's TMA stores issued since the last commit into one group. */
+__device__ __forceinline__ void tma_store_commit()
+{
+    ptx::cp_async_bulk_commit_group();
+}
+
+/* Waits until at most N of this thread's store groups still read their
+ * shared-memory source (the buffers of the others may be rewritten). */
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read()
+{
+    ptx::cp_async_bulk_wait_group_read(ptx::n32_t<N>{});
+}
+
+/* Waits until every TMA store this thread issued has completed. */
+__device__ __forceinline__ void tma_store_drain()
+{
+    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
 /* Hint the tensor map into the constant cache before the first load. */

@@ -21,25 +21,11 @@
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
+#include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 
 namespace mgpu {
 namespace sm90 {
-
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
-{
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
 
 /* Byte offset of (row, col) in a tile of 64-column, 128-byte-swizzled blocks. */
 template <class Cfg, int kBlockBytes>

@@ -118,11 +118,9 @@ struct AttnFwdConfig {
 
     /* Q is double-buffered where a second tile fits (head dims up to 128), so
      * that a persistent CTA finds the next tile's Q loaded while it stores the
-     * previous O. The barriers and the base alignment take 2 KiB. */
+     * previous O (the formula: abi/attention_abi.h). */
     static constexpr int kSmemLimit = MGPU_ATTENTION_FWD_SMEM_LIMIT;
-    static constexpr int kSmemOverhead = 2 * static_cast<int>(kSwizzleAtomBytes);
-    static constexpr int kQStages =
-        2 * kQTileBytes + 2 * kStages * kKVTileBytes + kSmemOverhead <= kSmemLimit ? 2 : 1;
+    static constexpr int kQStages = mgpu_attention_fwd_q_stages(kBlockM, kBlockN, kHeadDim, kStages);
 
     struct alignas(kSwizzleAtomBytes) SharedStorage {
         uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */

@@ -24,19 +24,26 @@
  * L1-resident reloads per key block) and measured 722 TFLOP/s on H100
  * (B=4, S=4096, H=8, non-causal) against 679 spill-free at kBlockN = 64
  * (wgmma.cuh has the m64n64k16 shape for that choice).
+ *
+ * The numbers themselves (head dims, kBlockN, kBlockM, stages) live in
+ * abi/attention_abi.h, which the generator and the runtime read too.
  */
 #pragma once
+
+#include "abi/attention_abi.h"
 
 namespace mgpu {
 namespace sm90 {
 
+#define MGPU_ATTN_FWD_IS_HEAD_DIM(head_dim, d) || (head_dim) == (d)
+
 template <int kHeadDim>
 struct AttnFwdTile {
-    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
-                  "attention forward head dims: 64, 96, 128, 192, 256");
-    static constexpr int kBlockM = 128;
-    static constexpr int kBlockN = kHeadDim <= 128 ? 128 : (kHeadDim <= 192 ? 112 : 80);
-    static constexpr int kStages = 2;
+    static_assert(false MGPU_ATTENTION_FWD_HEAD_DIMS(MGPU_ATTN_FWD_IS_HEAD_DIM, kHeadDim),
+                  "attention forward head dims: MGPU_ATTENTION_FWD_HEAD_DIMS in abi/attention_abi.h");
+    static constexpr int kBlockM = MGPU_ATTENTION_FWD_BLOCK_M;
+    static constexpr int kBlockN = MGPU_ATTENTION_FWD_BLOCK_N(kHeadDim);
+    static constexpr int kStages = MGPU_ATTENTION_FWD_STAGES;
     /* Softmax variants (attention_fwd_softmax.cuh), chosen per head dim by
      * measurement (H200, bf16, B=4 S=4096, kernel alone, this table's tiles):
      *   lazy O rescale: d256 695 -> 755 TFLOP/s (the 128-register O rescale is
@@ -49,6 +56,8 @@ struct AttnFwdTile {
     static constexpr bool kLazyRescale = kHeadDim >= 192;
     static constexpr int kPolyExp2Every = kHeadDim == 64 ? 4 : 0;
 };
+
+#undef MGPU_ATTN_FWD_IS_HEAD_DIM
 
 } // namespace sm90
 } // namespace mgpu

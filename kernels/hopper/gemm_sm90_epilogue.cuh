@@ -33,15 +33,14 @@
 #pragma once
 
 #include <cuda.h>
-#include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <type_traits>
 
+#include "abi/gemm_abi.h"
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
-#include "abi/gemm_abi.h"
 #include "common/numeric.cuh"
 
 namespace mgpu {
@@ -56,13 +55,6 @@ constexpr int kSwizzleGranule = 16; /* bytes: the unit the 128-byte swizzle perm
 constexpr int kSwizzleRows = 8;     /* rows of one 1024-byte swizzle atom */
 
 namespace epi {
-
-__device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void *smem_src, int32_t c0, int32_t c1,
-                                             int32_t c2)
-{
-    const int32_t coords[3] = {c0, c1, c2};
-    ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem_src);
-}
 
 template <class OutT>
 __device__ __forceinline__ float load_c(const OutT *p)
@@ -183,7 +175,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             break; /* uniform: the rest of the tile lies below m */
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
-            ptx::cp_async_bulk_wait_group_read(ptx::n32_t<kEpiBufs - 1>{}); /* this buffer's last store has read it */
+            tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */
         named_barrier_sync(barrier_id, 128);
 #pragma unroll
         for (int f = 0; f < kFragsPerChunk; ++f) {
@@ -211,8 +203,8 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             fence_smem_to_async();
             named_barrier_sync(barrier_id, 128);
             if (leader) {
-                epi::tma_store_3d(tma_c, s, chunk_row0, col0, out);
-                ptx::cp_async_bulk_commit_group();
+                tma_store_3d(tma_c, s, chunk_row0, col0, out);
+                tma_store_commit();
             }
         } else {
             /* C that TMA cannot address: the warpgroup copies the chunk out
@@ -234,12 +226,6 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         }
         buf ^= 1;
     }
-}
-
-/* Waits until every TMA store this thread issued has completed. */
-__device__ __forceinline__ void store_drain()
-{
-    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
 } // namespace sm90

@@ -227,7 +227,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
             }
         }
         if ((threadIdx.x % 128) == 0)
-            store_drain();
+            tma_store_drain();
     }
     /* No CTA of a cluster leaves while its peer may still multicast into it
      * or arrive on its barriers. */

@@ -62,10 +62,10 @@
 #define TINY_M 64                /* 16-bit m up to this takes the 64-row tile */
 /* 16-bit m <= SMALL_M with k up to this also takes 64-row tiles (two tile
  * rows, no split-K for the shapes measured): on H100, same process,
- * alternating, three rounds (docs/performance.md), 64-row tiles ran 2-30 %
- * faster than 128-row ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096,
- * 96 x 8192 x 4096 and 128 x 8192 x 8192, and 7-10 % slower at
- * 128 x 4096 x 14336, where the 128-row tile's two K slices win. */
+ * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
+ * ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096, 96 x 8192 x 4096
+ * and 128 x 8192 x 8192, and 7-10 % slower at 128 x 4096 x 14336, where the
+ * 128-row tile's two K slices win (docs/decisions/002-small-m-64-row-tiles.md). */
 #define TINY_TILE_MAX_K 8192
 #define LARGE_TILE_M 256         /* tile rows for larger m, 16-bit inputs */
 #define FP8_LARGE_TILE_M 192     /* tile rows for larger m, fp8 inputs (two accumulator sets per thread) */
@@ -73,10 +73,10 @@
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 /* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
  * consumers of 8192 x 14336 x 4096 spent 29 % of their samples waiting for
- * TMA data at 76 % of L2 throughput (ncu, H100). Measured on H100
- * (docs/performance.md): 2-6 % faster from 8192 x 4096 outputs up (1024
- * large tiles), 2-5 % slower on smaller ones (4096^3, 4096 x 4096 x 2048,
- * 32 x 1024^3), even on fp8 8192^3. */
+ * TMA data at 76 % of L2 throughput (ncu, H100). Measured on H100: 2-6 %
+ * faster from 8192 x 4096 outputs up (1024 large tiles), 2-5 % slower on
+ * smaller ones (4096^3, 4096 x 4096 x 2048, 32 x 1024^3); fp8 8192^3 (1376
+ * tiles) as fast or faster (docs/decisions/004-2cta-clusters-threshold.md). */
 #define CLUSTER_BY_DEFAULT 1
 #define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
 #define SPLIT_K_BY_DEFAULT 1
@@ -530,8 +530,9 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t units = mgpu_cdiv(mgpu_cdiv(p->m, v->tile_m), v->cluster_m) *
                           mgpu_cdiv(mgpu_cdiv(p->n, v->tile_n), v->cluster_n) * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-    /* Measured on H100 (docs/performance.md, latest GEMM): 64 / 128 x 8192 x 8192
-     * (64 tiles) ran best unsplit, 128 x 4096 x 14336 (32 tiles) with 2-4 slices. */
+    /* Half the SMs for small m: B streams from memory there, half the SMs
+     * already draw the bandwidth and each slice adds partials to move
+     * (docs/decisions/003-split-k-in-one-launch.md). */
     const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
     int64_t splits = 1;
     if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {

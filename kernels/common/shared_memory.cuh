@@ -1,0 +1,28 @@
+/*
+ * Shared-memory accesses by 32-bit address (what smem_u32 returns and what
+ * swizzled-tile arithmetic produces), for staging tiles where a generic
+ * pointer would cost an address conversion per access.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <vector_types.h>
+
+namespace mgpu {
+
+__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr)
+{
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+} // namespace mgpu
