@@ -40,6 +40,7 @@
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
 #include "common/cluster.cuh"
+#include "common/numeric.cuh"
 #include "common/tile_scheduler.cuh"
 
 namespace mgpu {
@@ -59,12 +60,7 @@ namespace epi {
 template <class OutT>
 __device__ __forceinline__ float load_c(const OutT *p)
 {
-    if constexpr (std::is_same_v<OutT, __half>)
-        return __half2float(*p);
-    else if constexpr (std::is_same_v<OutT, __nv_bfloat16>)
-        return __bfloat162float(*p);
-    else
-        return *p;
+    return load_float(p);
 }
 
 template <class OutT>
