@@ -64,7 +64,7 @@ tree=$work/libmgpukernels-$version
 rm -rf "$tree" && mkdir -p "$tree"
 if git -C "$src_root" rev-parse --git-dir >/dev/null 2>&1; then
     git -C "$src_root" ls-files -z --cached --others --exclude-standard |
-        while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+        while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
         tar -c --null -T - -f - | tar -x -C "$tree"
 else
     tar -c --exclude='./build*' --exclude='./.git' -f - . | tar -x -C "$tree"

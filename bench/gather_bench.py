@@ -108,7 +108,7 @@ def main():
             r["torch_pct_copy"] = 100.0 * r["torch_tbs"] / r["copy_tbs"]
             r["ratio"] = t_torch / t_mgpu
             results.append(r)
-            del out, ref, index
+            del out, ref, index, run_mgpu  # the prepared call holds the arrays too
         del table
         torch.cuda.empty_cache()
     handle.close()

@@ -97,6 +97,8 @@ class AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, _dlse):
+        if not ops.attention_bwd_supported():
+            raise NotImplementedError("attention backward: the loaded libmgpukernels has no mgpu_attention_bwd yet")
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = torch.ops.mgpukernels.attention_bwd(dout, q, k, v, out, lse, *ctx.args)
         return dq, dk, dv, None, None, None, None, None, None

@@ -3,11 +3,9 @@ status -> exception mapping, array description (CUDA array interface, DLPack), a
 row-major / transposed / batched GEMM operands onto the column-major C API (checked by running the
 mapped problem through a plain column-major GEMM written here, on host memory)."""
 import ctypes
-import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 

@@ -159,7 +159,7 @@ def test_scatter_add(h, dtype, sorted_mode):
     mk.scatter_add(src, index, dst, sorted=sorted_mode, handle=h)
     h.check_index_errors()
     ref = torch.zeros(20, 64, device=DEV).index_add_(0, index, src.float())
-    assert rel_err(dst, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
+    assert rel_err(dst, ref) < (1e-5 if dtype == torch.float32 else 3e-2)  # bf16 atomics round at every add
 
 
 # -------------------------------------------------------------- attention
