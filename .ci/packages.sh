@@ -9,7 +9,9 @@
 #  4. compiles the GEMM example shipped in the -dev package against that
 #     root twice, with pkg-config and with CMake (find_package CONFIG), and
 #     runs the binaries: without a GPU they must report NO_DRIVER or
-#     NO_DEVICE and exit 77; with one they must exit 0.
+#     NO_DEVICE and exit 77; with one they must exit 0;
+#  5. pip-installs python/ into a virtual environment and loads the unpacked
+#     library through it (MGPU_LIBRARY).
 # Exits 0 when everything passed, 1 at the first failure (with its log).
 #
 # Environment:
@@ -153,6 +155,20 @@ printf 'cmake_minimum_required(VERSION 3.18)\nproject(v LANGUAGES NONE)\nfind_pa
 if cmake -S "$work/cmake-v1" -B "$work/cmake-v1/build" -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null 2>&1; then
     fail "find_package(mgpukernels 1) accepted version $version"
 fi
+
+step "pip install ./python, loading the unpacked library"
+python3 -m venv "$work/venv" >/dev/null || fail "python3 -m venv"
+"$work/venv/bin/pip" install -q "$src_root/python" >"$work/pip.log" 2>&1 || { cat "$work/pip.log" >&2; fail "pip install ./python"; }
+(cd "$work" && MGPU_LIBRARY="$libdir/libmgpukernels.so.0" "$work/venv/bin/python" - "${version%%-*}" <<'PY') || fail "python package"
+import sys
+import mgpukernels as mk
+assert mk.library_version() == sys.argv[1], mk.library_version()
+try:
+    mk.Handle().close()
+    print("mgpukernels", mk.library_version(), "from", mk.__file__, ": a GPU is present")
+except mk.DeviceUnavailableError as e:
+    print("mgpukernels", mk.library_version(), "from", mk.__file__, ":", type(e).__name__, e)
+PY
 
 step "passed in $(( $(date +%s) - start )) s"
 if [ -z "${MGPU_PKG_WORK:-}" ] && [ "${MGPU_PKG_KEEP:-0}" != 1 ]; then
