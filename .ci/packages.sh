@@ -6,9 +6,9 @@
 #     tree, and runs lintian on them (errors and warnings fail);
 #  3. unpacks both into a scratch root (dpkg -x) and checks what they hold
 #     (files, Depends on the driver library only, no CUDA runtime linked);
-#  4. compiles the GEMM example shipped in the -dev package against that
-#     root twice, with pkg-config and with CMake (find_package CONFIG), and
-#     runs the binaries: without a GPU they must report NO_DRIVER or
+#  4. compiles the examples shipped in the -dev package against that root,
+#     the GEMM one with pkg-config and all of them with CMake (find_package
+#     CONFIG), and runs the binaries: without a GPU they must report NO_DRIVER or
 #     NO_DEVICE and exit 77; with one they must exit 0;
 #  5. pip-installs python/ into a virtual environment and loads the unpacked
 #     library through it (MGPU_LIBRARY).
@@ -19,6 +19,8 @@
 #                   short; a release build is MGPU_PKG_ARCHS=sm90a,sm100a).
 #   MGPU_PKG_WORK   scratch folder (default: a new one under /tmp, removed on
 #                   success unless MGPU_PKG_KEEP=1).
+#   MGPU_PKG_REUSE  1: with MGPU_PKG_WORK holding packages of an earlier run,
+#                   skip the build and check those (for working on this script).
 #   CUDA_HOME       toolkit holding nvcc (default: nvcc on PATH, else /usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +63,9 @@ version=$(dpkg-parsechangelog -l debian/changelog -S Version)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 
 # ---------------------------------------------------------------- 2. build
+if [ "${MGPU_PKG_REUSE:-0}" = 1 ] && ls "$work"/libmgpukernels0_"$version"_*.deb >/dev/null 2>&1; then
+    step "reusing the packages in $work (MGPU_PKG_REUSE=1)"
+else
 step "copying the source tree to $work/libmgpukernels-$version"
 tree=$work/libmgpukernels-$version
 rm -rf "$tree" && mkdir -p "$tree"
@@ -81,6 +86,7 @@ if ! (cd "$tree" &&
       dpkg-buildpackage -b -us -uc --build-profiles=pkg.libmgpukernels.local-cuda) >"$work/build.log" 2>&1; then
     tail -n 60 "$work/build.log" >&2
     fail "dpkg-buildpackage"
+fi
 fi
 lib_deb=$(ls "$work"/libmgpukernels0_"$version"_*.deb)
 dev_deb=$(ls "$work"/libmgpukernels-dev_"$version"_*.deb)
@@ -123,8 +129,12 @@ run_example() { # binary, how it was built
     elif [ $rc -ne 0 ]; then
         fail "$2: exit $rc"
     fi
-    LD_LIBRARY_PATH="$libdir:$cuda_home/lib64" ldd "$1" | grep -q "libmgpukernels.so.0 => $libdir/" ||
-        fail "$2 did not load libmgpukernels.so.0 from the unpacked packages"
+    local deps
+    deps=$(LD_LIBRARY_PATH="$libdir:$cuda_home/lib64" ldd "$1")
+    case "$deps" in
+        *"libmgpukernels.so.0 => $libdir/"*) ;;
+        *) fail "$2 did not load libmgpukernels.so.0 from the unpacked packages" ;;
+    esac
 }
 
 step "compiling examples/gemm.c with pkg-config"
@@ -136,8 +146,9 @@ cc -std=c11 -Wall -Wextra -Werror -o "$work/gemm-pkgconfig" "$examples/gemm.c" \
     $("${pc[@]}" --cflags --libs mgpukernels) "${cuda_flags[@]}" || fail "cc with pkg-config"
 run_example "$work/gemm-pkgconfig" "gemm (pkg-config)"
 
-step "compiling examples/gemm.c with CMake (find_package(mgpukernels CONFIG))"
-if ! cmake -S "$examples" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$root/usr" -DMGPU_EXAMPLES=gemm \
+step "compiling every example with CMake (find_package(mgpukernels CONFIG))"
+rm -rf "$work/cmake-build" "$work/cmake-v1"
+if ! cmake -S "$examples" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$root/usr" \
         -DCUDAToolkit_ROOT="$cuda_home" -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" >"$work/cmake.log" 2>&1 ||
    ! cmake --build "$work/cmake-build" >>"$work/cmake.log" 2>&1; then
     cat "$work/cmake.log" >&2
@@ -146,7 +157,9 @@ fi
 found=$(sed -n 's/^mgpukernels_DIR:PATH=//p' "$work/cmake-build/CMakeCache.txt")
 echo "mgpukernels_DIR=$found"
 [ "$found" = "$libdir/cmake/mgpukernels" ] || fail "CMake found mgpukernels outside the unpacked root"
-run_example "$work/cmake-build/gemm" "gemm (CMake)"
+for ex in gemm embedding stream_graph transformer_block; do
+    run_example "$work/cmake-build/$ex" "$ex (CMake)"
+done
 
 step "CMake version file: a request for version 1 must be refused"
 mkdir -p "$work/cmake-v1"
