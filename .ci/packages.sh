@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages, built and used as a user would: on a clean machine,
 #  1. installs the tools it needs (debhelper, dpkg-dev, lintian, cmake, ...);
-#  2. builds libmgpukernels0 and libmgpukernels-dev from debian/ with
-#     dpkg-buildpackage (debhelper's Meson build system) in a copy of the
-#     tree, and runs lintian on them (errors and warnings fail);
+#  2. builds the source package and the binary packages libmgpukernels0 and
+#     libmgpukernels-dev from debian/ with dpkg-buildpackage (debhelper's
+#     Meson build system) in a copy of the tree, and runs lintian on them
+#     (errors and warnings fail);
 #  3. unpacks both into a scratch root (dpkg -x) and checks what they hold
 #     (files, Depends on the driver library only, no CUDA runtime linked);
 #  4. compiles the examples shipped in the -dev package against that root,
@@ -77,6 +78,10 @@ else
     tar -c --exclude='./build*' --exclude='./.git' -f - . | tar -x -C "$tree"
 fi
 
+step "source package (dpkg-buildpackage -S; log in $work/source.log)"
+(cd "$tree" && PATH="/usr/sbin:/usr/bin:/sbin:/bin:$PATH" dpkg-buildpackage -S -us -uc -d) >"$work/source.log" 2>&1 ||
+    { tail -n 30 "$work/source.log" >&2; fail "dpkg-buildpackage -S"; }
+
 step "dpkg-buildpackage (archs $archs; log in $work/build.log)"
 # Debian's own tools first on PATH (meson, python3), the toolkit last.
 if ! (cd "$tree" &&
@@ -90,11 +95,12 @@ fi
 fi
 lib_deb=$(ls "$work"/libmgpukernels0_"$version"_*.deb)
 dev_deb=$(ls "$work"/libmgpukernels-dev_"$version"_*.deb)
-changes=$(ls "$work"/libmgpukernels_"$version"_*.changes)
 step "built $(basename "$lib_deb") $(basename "$dev_deb")"
 
 step "lintian"
-lintian --fail-on error,warning --display-info "$changes" | tee "$work/lintian.log" || fail "lintian"
+# The .changes files name the binary packages and the source package.
+lintian --fail-on error,warning --display-info "$work"/libmgpukernels_"$version"_*.changes |
+    tee "$work/lintian.log" || fail "lintian"
 
 # ---------------------------------------------------------------- 3. contents
 root=$work/root
