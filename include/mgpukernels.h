@@ -208,7 +208,8 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  *   When beta == 0, C is not read (it may hold NaN). When k == 0, D = beta * C.
  *   When m == 0 or n == 0 nothing is done and SUCCESS is returned.
  *   When alpha == 0, A and B are not read (as reference BLAS; a NaN in them
- *   does not reach D): D = beta * C.
+ *   does not reach D): D = beta * C. cuBLAS 13 differs here: it multiplies,
+ *   so NaN or Inf in A or B gives NaN in D.
  *   Limits: m, n, k <= 2^31 - 1; leading dimensions <= 2^48; each of A, B
  *   and C spans at most 2^56 bytes from its first to its last element (over
  *   all batches). Nothing else limits the sizes.
