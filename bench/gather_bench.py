@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Row gather bandwidth: mgpu_gather against torch.index_select and copy bandwidth.
 
-Loads build/libmgpukernels.so through ctypes in the same process as PyTorch, on
-the same GPU, context and stream, and times for each row size (256 B, 2 KiB,
+Calls the library through the Python package mgpukernels (python/; the
+repository's copy is used when none is installed) in the same process as
+PyTorch, on the same GPU, context and stream, and times for each row size (256 B, 2 KiB,
 8 KiB, 14 KiB) and index count (2^16, 2^18, 2^20):
   - mgpu_gather (random int64 indices into a table larger than L2),
   - torch.index_select(table, 0, index, out=...) with the same inputs,
@@ -13,10 +14,10 @@ timed runs. Each mgpu result is checked against index_select before timing.
 
 Run from the repository root on a GPU machine with a build in ./build:
     python3 bench/gather_bench.py [--lib build/libmgpukernels.so] [--json out.json]
+(--lib sets MGPU_LIBRARY, the library the package loads.)
 Prints a Markdown table (TB/s, % of copy bandwidth, ratio to index_select).
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -31,43 +32,17 @@ ELEM_SIZE = 2
 WARMUP = 3
 RUNS = 20
 TABLE_OVER_L2 = 4        # table bytes >= this many L2 sizes
-MGPU_INDEX_I64 = 1
-MGPU_STATUS_SUCCESS = 0
 
 
-class GatherDesc(ctypes.Structure):
-    """mgpu_gather_desc of include/mgpukernels.h, field for field."""
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("src", ctypes.c_void_p),
-        ("src_rows", ctypes.c_int64),
-        ("src_row_stride", ctypes.c_int64),
-        ("dst", ctypes.c_void_p),
-        ("dst_row_stride", ctypes.c_int64),
-        ("index", ctypes.c_void_p),
-        ("index_type", ctypes.c_int),
-        ("n_indices", ctypes.c_int64),
-        ("row_elems", ctypes.c_int64),
-        ("elem_size", ctypes.c_int),
-    ]
-
-
-def load_library(path):
-    lib = ctypes.CDLL(path)
-    lib.mgpu_create.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-    lib.mgpu_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.mgpu_gather.argtypes = [ctypes.c_void_p, ctypes.POINTER(GatherDesc)]
-    lib.mgpu_check_index_errors.argtypes = [ctypes.c_void_p]
-    lib.mgpu_destroy.argtypes = [ctypes.c_void_p]
-    lib.mgpu_status_string.restype = ctypes.c_char_p
-    lib.mgpu_last_error_message.restype = ctypes.c_char_p
-    return lib
-
-
-def check(lib, status, what):
-    if status != MGPU_STATUS_SUCCESS:
-        sys.exit("%s: %s (%s)" % (what, lib.mgpu_status_string(status).decode(),
-                                  lib.mgpu_last_error_message().decode()))
+def import_mgpukernels(lib_path):
+    """The package mgpukernels, loading lib_path; the repository's python/ when none is installed."""
+    os.environ["MGPU_LIBRARY"] = os.path.abspath(lib_path)
+    try:
+        import mgpukernels
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+        import mgpukernels
+    return mgpukernels
 
 
 def median_ms(fn):
@@ -92,11 +67,8 @@ def main():
     torch.manual_seed(0)
     dev = torch.device("cuda")
     torch.zeros(1, device=dev)  # the primary context is now current: the handle binds to it
-    lib = load_library(args.lib)
-    handle = ctypes.c_void_p()
-    check(lib, lib.mgpu_create(ctypes.byref(handle)), "mgpu_create")
-    check(lib, lib.mgpu_set_stream(handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)),
-          "mgpu_set_stream")
+    mk = import_mgpukernels(args.lib)
+    handle = mk.Handle(stream=torch.cuda.current_stream())
     props = torch.cuda.get_device_properties(dev)
     l2_bytes = props.L2_cache_size
 
@@ -109,19 +81,15 @@ def main():
             index = torch.randint(0, table_rows, (n,), device=dev, dtype=torch.int64)
             out = torch.empty(n, row_elems, device=dev, dtype=ELEM)
             ref = torch.empty_like(out)
-            desc = GatherDesc(ctypes.sizeof(GatherDesc), table.data_ptr(), table_rows, row_bytes,
-                              out.data_ptr(), row_bytes, index.data_ptr(), MGPU_INDEX_I64, n, row_elems,
-                              ELEM_SIZE)
-
-            def run_mgpu():
-                check(lib, lib.mgpu_gather(handle, ctypes.byref(desc)), "mgpu_gather")
+            # Arguments converted once: the timed call is the C call alone.
+            run_mgpu = mk.gather(table, index, out, handle=handle, prepare=True)
 
             def run_torch():
                 torch.index_select(table, 0, index, out=ref)
 
             run_mgpu()
             run_torch()
-            check(lib, lib.mgpu_check_index_errors(handle), "mgpu_check_index_errors")
+            handle.check_index_errors()
             if not torch.equal(out.view(torch.int16), ref.view(torch.int16)):
                 sys.exit("mgpu_gather differs from index_select (row_bytes=%d n=%d)" % (row_bytes, n))
 
@@ -140,10 +108,10 @@ def main():
             r["torch_pct_copy"] = 100.0 * r["torch_tbs"] / r["copy_tbs"]
             r["ratio"] = t_torch / t_mgpu
             results.append(r)
-            del out, ref, index
+            del out, ref, index, run_mgpu  # the prepared call holds the arrays too
         del table
         torch.cuda.empty_cache()
-    lib.mgpu_destroy(handle)
+    handle.close()
 
     print("Device: %s (%d SMs, L2 %d MiB), torch %s; bf16 rows, int64 indices" %
           (props.name, props.multi_processor_count, l2_bytes >> 20, torch.__version__))

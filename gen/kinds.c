@@ -29,7 +29,8 @@ static int no_smem(const struct gen_variant *v)
 
 static int gemm_sm100_smem(const struct gen_variant *v)
 {
-    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages);
+    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages,
+                                      v->gemm.cluster_m * v->gemm.cluster_n);
 }
 
 /* The K extent of a stage is tile_k elements of A's type (16-bit or fp8). */
@@ -70,21 +71,22 @@ static int attention_fwd_smem(const struct gen_variant *v)
      .unit = PORTABLE_GATHER_UNIT(body "<" targs ">"), .smem_bytes = no_smem}
 
 const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
-    [GEN_GEMM_SM100_TMA] = {
-        .name = "GEMM_SM100_TMA",
-        .doc = "sm_100a GEMM: TMA + tcgen05 + TMEM (A, B tensor maps)",
+    [GEN_GEMM_SM100_PERSISTENT] = {
+        .name = "GEMM_SM100_PERSISTENT",
+        .doc = "persistent sm_100a GEMM: tcgen05, TMEM, CTA pairs (A, B, C maps)",
         .family = GEN_FAMILY_GEMM,
-        .header = "blackwell/gemm_sm100.cuh",
-        .group = "gemm_sm100",
-        .entry = "mgpu_gemm_sm100_@dtype@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@",
-        .unit = "\nusing Config@i@ = mgpu::sm100::GemmConfig<@type@, @a_kmajor@, @b_kmajor@, @tile_m@, @tile_n@, "
-                "@stages@>;\n"
+        .header = "blackwell/gemm_sm100_persistent.cuh",
+        .group = "gemm_sm100_ws",
+        .entry = "mgpu_gemm_sm100_ws_@dtype@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::PersistentGemmConfig<@type@, @a_kmajor@, @b_kmajor@, @tile_m@, "
+                "@tile_n@, @stages@, @cluster@>;\n"
+                "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from gen/variants.c\");\n"
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
-                "    const __grid_constant__ mgpu_gemm_args args)\n"
-                "{\n    mgpu::sm100::gemm<Config@i@>(&tma_a, &tma_b, args);\n}\n",
+                "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm100::gemm_persistent<Config@i@>(&tma_a, &tma_b, &tma_c, args);\n}\n",
         .smem_bytes = gemm_sm100_smem,
     },
     [GEN_GEMM_PORTABLE] = {

@@ -36,7 +36,7 @@ extern const char *const gen_family_names[GEN_FAMILY_COUNT];
 
 /* One value per row of gen_kinds[]; the run-time enum is MGPU_KIND_<name>. */
 enum gen_kind {
-    GEN_GEMM_SM100_TMA,
+    GEN_GEMM_SM100_PERSISTENT,
     GEN_GEMM_PORTABLE,
     GEN_GATHER_NARROW,
     GEN_GATHER_WIDE,

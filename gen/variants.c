@@ -19,9 +19,16 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define TT 1, 0
 #define NT 0, 0
 
-#define SM100_GEMM(dt, layout)                                                                            \
-    {GEN_GEMM_SM100_TMA, GEN_SM100A, dt, 128,                                                             \
-     .gemm = {layout, 128, 128, 64, 4, 0, 0, GEN_B_SAME, GEN_GEMM_ANY_SHAPE}}
+/* Persistent sm100 GEMM: tile_m (D rows, the MMA's N) x 128 (D columns per
+ * CTA, TMEM lanes) tiles, 192 threads (TMA warp, MMA warp, epilogue
+ * warpgroup), `st` stages; `cn` = 2: CTA pairs along N sharing one
+ * tcgen05.mma.cta_group::2 (a 256 x 256 cluster tile: LARGE_CLUSTER), 1:
+ * lone CTAs (M = 128, N = 256: LARGE, also for small m). 6 stages of 32 KB
+ * or 4 of 48 KB, plus 32 KB of epilogue buffers, fill the 227 KB. */
+#define SM100_GEMM(dt, st, cn, shape, ...) \
+    {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, dt, 192, .gemm = {__VA_ARGS__, 256, 128, 64, st, 1, cn, GEN_B_SAME, shape}}
+#define SM100_GEMM_FAMILY(dt, ...) \
+    SM100_GEMM(dt, 6, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__), SM100_GEMM(dt, 4, 1, GEN_GEMM_LARGE, __VA_ARGS__)
 #define PORTABLE_GEMM(arch)                                                                               \
     {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, 256, .gemm = {-1, -1, 64, 64, 16, 1, 0, 0, GEN_B_SAME, GEN_GEMM_ANY_SHAPE}}
 
@@ -87,9 +94,10 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     GEMM_PACK(GEN_SM90A),
 
-    SM100_GEMM(GEN_F16, TN), SM100_GEMM(GEN_F16, NN), SM100_GEMM(GEN_F16, TT), SM100_GEMM(GEN_F16, NT),
-    SM100_GEMM(GEN_BF16, TN), SM100_GEMM(GEN_BF16, NN), SM100_GEMM(GEN_BF16, TT), SM100_GEMM(GEN_BF16, NT),
-    PORTABLE_GEMM(GEN_SM100A),
+    SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
+    SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
+    SM100_GEMM_FAMILY(GEN_BF16, TT), SM100_GEMM_FAMILY(GEN_BF16, NT),
+    PORTABLE_GEMM(GEN_SM100A), GEMM_PACK(GEN_SM100A),
 
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
 

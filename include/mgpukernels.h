@@ -19,8 +19,10 @@
  * Support matrix:
  *
  *   operation          sm_90a (cc 9.0)              sm_100a (cc 10.0)
- *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same; not yet run on hardware
- *                       fp16/bf16/fp32 out
+ *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same (persistent tcgen05 kernel,
+ *                       fp16/bf16/fp32 out, any      CTA pairs; any layout, alignment,
+ *                       layout, alignment, batch;    batch); no split-K. NOT YET RUN ON
+ *                       split-K for few tiles        HARDWARE: compiled and SASS-checked only
  *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    fp16/bf16 only; fp8, scales, bias and
  *                       scales, bias, ReLU/GELU      activations: NOT_SUPPORTED
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
@@ -206,7 +208,8 @@ MGPU_API mgpu_status mgpu_get_stream(const mgpu_handle *handle, void **stream);
  *   When beta == 0, C is not read (it may hold NaN). When k == 0, D = beta * C.
  *   When m == 0 or n == 0 nothing is done and SUCCESS is returned.
  *   When alpha == 0, A and B are not read (as reference BLAS; a NaN in them
- *   does not reach D): D = beta * C.
+ *   does not reach D): D = beta * C. cuBLAS 13 differs here: it multiplies,
+ *   so NaN or Inf in A or B gives NaN in D.
  *   Limits: m, n, k <= 2^31 - 1; leading dimensions <= 2^48; each of A, B
  *   and C spans at most 2^56 bytes from its first to its last element (over
  *   all batches). Nothing else limits the sizes.

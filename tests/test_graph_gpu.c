@@ -116,8 +116,9 @@ static void check_alpha_zero(mgpu_handle *h, cublasHandle_t cublas)
         differ += ours[i] != theirs[i];
     }
     CHECK(wrong == 0, "alpha = 0: %zu of %zu elements are not beta * C", wrong, count);
-    CHECK(differ == 0, "alpha = 0 with NaN in A and B: %zu elements differ from cuBLAS (%zu of cuBLAS's are NaN)",
-          differ, cublas_nan);
+    /* cuBLAS 13 multiplies anyway (measured on H100: every element NaN), so the
+     * comparison is reported, not required: the library keeps the reference
+     * BLAS rule, which docs/api.md states together with this difference. */
     printf("alpha = 0, NaN in A and B: ours %zu wrong; cuBLAS %zu NaN, %zu differ from ours\n", wrong, cublas_nan,
            differ);
     free(ours), free(theirs), free(in);

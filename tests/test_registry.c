@@ -38,8 +38,9 @@ int main(void)
             CHECK(v->gemm.tile_m > 0 && v->gemm.tile_n > 0 && v->gemm.tile_k > 0 && v->gemm.stages > 0,
                   "%s: bad tile", v->name);
             CHECK(v->cluster == v->gemm.cluster_m * v->gemm.cluster_n, "%s: cluster %d", v->name, v->cluster);
-            CHECK(v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT || v->gemm.shape_class == MGPU_GEMM_ANY_SHAPE,
-                  "%s: a shape class on a kernel that serves every shape", v->name);
+            CHECK((v->kind == MGPU_KIND_GEMM_PORTABLE) == (v->gemm.shape_class == MGPU_GEMM_ANY_SHAPE),
+                  "%s: shape class %d (only the portable kernel serves every shape)", v->name,
+                  (int)v->gemm.shape_class);
             break;
         case MGPU_FAMILY_ATTENTION:
             CHECK(v->attention.head_dim > 0 && v->attention.block_m > 0 && v->attention.block_n > 0 &&
@@ -60,7 +61,7 @@ int main(void)
               "%s: unexpected compute capability %d.%d", v->name, v->cc_major, v->cc_minor);
         if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT)
             CHECK(v->cc_major == 9 && strstr(v->name, "sm90"), "%s: sm90 kind on cc %d", v->name, v->cc_major);
-        if (v->kind == MGPU_KIND_GEMM_SM100_TMA)
+        if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT)
             CHECK(v->cc_major == 10 && strstr(v->name, "sm100"), "%s: sm100 kind on cc %d", v->name,
                   v->cc_major);
         if (v->image >= 0 && v->image < mgpu_image_count) {

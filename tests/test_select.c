@@ -1,11 +1,11 @@
 /*
  * Variant selection as a pure function of (problem, device capabilities),
  * with made-up devices: Hopper (9.0), Blackwell (10.0), and devices this
- * library has no kernels for (8.0, 10.3, 12.0). On Hopper it also checks the
- * plan of the persistent kernel per shape class: tile, cluster, split-K
- * factor, grid (from the device's SM count), operand packing; fp8 and the
- * epilogues (scales, bias, activation) where they run and where they are
- * refused.
+ * library has no kernels for (8.0, 10.3, 12.0). On both it also checks the
+ * plan of the persistent kernel per shape class: tile, cluster (CTA pairs on
+ * Blackwell), split-K factor, grid (from the device's SM count), band,
+ * operand packing, the C map; fp8 and the epilogues (scales, bias,
+ * activation) where they run and where they are refused.
  */
 #include <string.h>
 
@@ -73,16 +73,16 @@ static void check_tensor_core_choice(const struct mgpu_device_caps *caps, enum m
             }
 }
 
-/* On Blackwell, inputs TMA cannot read take the portable kernel; on Hopper
- * the persistent kernel packs them. k == 0 is the portable kernel's everywhere. */
-static void check_unaligned_paths(const struct mgpu_device_caps *caps, int packs)
+/* Inputs TMA cannot read: the persistent kernel (`fast`) packs them, on
+ * Hopper and on Blackwell. k == 0 is the portable kernel's everywhere. */
+static void check_unaligned_paths(const struct mgpu_device_caps *caps, enum mgpu_kernel_kind fast)
 {
+    const int packs = 1;
     mgpu_status s;
     struct mgpu_gemm_problem base = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
     struct mgpu_gemm_plan plan;
     const struct mgpu_variant *v;
-    const enum mgpu_kernel_kind fast = packs ? MGPU_KIND_GEMM_SM90_PERSISTENT : MGPU_KIND_GEMM_SM100_TMA;
-    const enum mgpu_kernel_kind unaligned = packs ? MGPU_KIND_GEMM_SM90_PERSISTENT : MGPU_KIND_GEMM_PORTABLE;
+    const enum mgpu_kernel_kind unaligned = fast;
 
     struct mgpu_gemm_problem p = base;
     p.lda = 1001; /* not a multiple of 8 elements */
@@ -234,6 +234,107 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
 
+/* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
+ * CTA pairs (256 x 256 cluster tiles) when m > 128 and the 128-wide tile
+ * columns pair up, lone CTAs otherwise; never split-K; the band is
+ * sqrt(units at once x cluster tile_n / tile_m); D leaves through 32-column
+ * TMA boxes when TMA can address C, else by direct stores. */
+static void check_blackwell_plans(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int pairs, band; int64_t grid; } cases[] = {
+        {8192, 8192, 8192, 1, 2, 9, 148},  /* 32 x 32 cluster tiles, 74 pairs at once: sqrt(74) */
+        {4096, 4096, 4096, 1, 2, 9, 148},
+        {1000, 1000, 1000, 1, 2, 4, 32},   /* 8 tile columns, 16 pair units: sqrt(16) */
+        {1024, 1024, 1024, 32, 2, 4, 148}, /* batched */
+        {32768, 1100, 4096, 1, 2, 9, 148}, /* 9 columns: enough to pair up with one idle CTA */
+        {32768, 600, 4096, 1, 1, 9, 148},  /* 5 columns: an odd few stay lone; sqrt(148 x 128 / 256) */
+        {4096, 128, 8192, 1, 1, 3, 16},    /* skinny n: one tile column */
+        {64, 4096, 4096, 1, 1, 1, 32},     /* small m: lone CTAs, no split-K */
+        {128, 8192, 8192, 1, 1, 1, 64},
+        {1, 4096, 4096, 1, 1, 1, 32},
+        {129, 4096, 4096, 1, 2, 1, 32},    /* just past small m: pairs, one tile row */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int pairs = v->gemm.cluster_m * v->gemm.cluster_n;
+        CHECK(v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && pairs == cases[i].pairs && plan.splits == 1 &&
+                  plan.band == cases[i].band && plan.grid == cases[i].grid && plan.persistent,
+              "sm100 %lldx%lldx%lld batch %lld: got %s, split-k %d, band %d, grid %lld (want cluster %d, band %d, "
+              "grid %lld)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
+              v->name, plan.splits, plan.band, (long long)plan.grid, cases[i].pairs, cases[i].band,
+              (long long)cases[i].grid);
+        CHECK(plan.grid % pairs == 0 && plan.grid <= caps->sm_count, "%s: grid %lld", v->name, (long long)plan.grid);
+        CHECK(v->gemm.tile_m == 256 && v->gemm.tile_n == 128 && v->gemm.tile_k == 64 && v->threads == 192, "%s: tile", v->name);
+        /* A boxes: each CTA of a pair loads half the 256 A rows (K-major here) */
+        CHECK(plan.use_map[MGPU_GEMM_MAP_A] && plan.maps[MGPU_GEMM_MAP_A].box[1] == (uint32_t)(256 / pairs) &&
+                  plan.maps[MGPU_GEMM_MAP_B].box[1] == 128,
+              "%s: operand boxes %u / %u", v->name, plan.maps[MGPU_GEMM_MAP_A].box[1], plan.maps[MGPU_GEMM_MAP_B].box[1]);
+        /* fp32 C, ldc = m: TMA stores when m rows are a multiple of 16 bytes */
+        CHECK(cases[i].m % 4 != 0 ||
+                  (plan.args.c_tma && plan.use_map[MGPU_GEMM_MAP_C] && plan.maps[MGPU_GEMM_MAP_C].box[1] == 32 &&
+                   plan.maps[MGPU_GEMM_MAP_C].box[0] == 32 /* 128 bytes of rows */),
+              "%s: C map box %u x %u", v->name, plan.maps[MGPU_GEMM_MAP_C].box[0], plan.maps[MGPU_GEMM_MAP_C].box[1]);
+        CHECK(plan.args.batch_count == cases[i].batch && plan.args.band == plan.band && plan.args.splits == 1,
+              "%s: kernel arguments", v->name);
+    }
+    /* split-K is not offered on sm_100a, forced or not */
+    struct mgpu_gemm_plan plan = plan_of(64, 1024, 16384, 1, caps, 0);
+    CHECK(plan.splits == 1 && plan.args.split_counters == 0, "sm100 few tiles, long k: split-k %d", plan.splits);
+    plan = plan_of(8192, 8192, 8192, 1, caps, 3);
+    CHECK(plan.splits == 1, "sm100 forced split-k 3: got %d", plan.splits);
+    /* the grid follows the device's SM count, rounded down to whole pairs */
+    struct mgpu_device_caps odd = *caps;
+    odd.sm_count = 147;
+    plan = plan_of(8192, 8192, 8192, 1, &odd, 0);
+    CHECK(plan.grid == 146, "8192^3 on 147 SMs: grid %lld", (long long)plan.grid);
+    /* a forced band is taken, clamped to the cluster tile rows (8192 / 256 = 32) */
+    plan = plan_forced(8192, 8192, 8192, 1, caps, &(struct mgpu_gemm_force){.band = 1000});
+    CHECK(plan.band == 32, "sm100 forced band 1000: got %d", plan.band);
+
+    /* edge shapes: every m, n of the edge list runs on the persistent kernel;
+     * a C that TMA cannot address (m * 4 bytes not a multiple of 16) leaves by
+     * direct stores */
+    const int64_t edges[] = {1, 7, 63, 64, 65, 127, 129, 255, 257, 1000};
+    for (unsigned i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        for (unsigned j = 0; j < sizeof edges / sizeof edges[0]; j++) {
+            plan = plan_of(edges[i], edges[j], 72, 1, caps, 0);
+            const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+            CHECK(v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && plan.args.c_tma == (edges[i] % 4 == 0),
+                  "sm100 %lldx%lld: %s, c_tma %d", (long long)edges[i], (long long)edges[j], v->name,
+                  plan.args.c_tma);
+        }
+
+    /* every layout and 16-bit dtype has both shapes, and forcing either works */
+    const int ops[2] = {MGPU_OP_N, MGPU_OP_T};
+    const int dtypes[2] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int dt = 0; dt < 2; dt++) {
+                struct mgpu_gemm_problem p = problem(ops[ta], ops[tb], dtypes[dt]);
+                mgpu_status s;
+                int found = 0;
+                for (int i = 0; i < mgpu_variant_count; i++) {
+                    const struct mgpu_variant *v = &mgpu_variants[i];
+                    if (v->kind != MGPU_KIND_GEMM_SM100_PERSISTENT || v->dtype != dtypes[dt] ||
+                        v->gemm.a_kmajor != (ops[ta] == MGPU_OP_T) || v->gemm.b_kmajor != (ops[tb] == MGPU_OP_N))
+                        continue;
+                    found |= 1 << (v->gemm.cluster_m * v->gemm.cluster_n - 1);
+                    CHECK(pick(&p, caps, v->name, &s) == v, "forcing %s: %s", v->name, mgpu_status_string(s));
+                }
+                CHECK(found == 3, "%c%c dtype %d: lone and pair variants missing (%d)", "NT"[ta], "NT"[tb],
+                      dtypes[dt], found);
+            }
+    /* alpha == 0 reads neither A nor B: the portable kernel */
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    static const float zero = 0.0f;
+    p.alpha = &zero;
+    mgpu_status s;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "sm100 alpha = 0: got %s", v ? v->name : "none");
+}
+
 static void check_force(const struct mgpu_device_caps *caps)
 {
     mgpu_status s;
@@ -246,7 +347,7 @@ static void check_force(const struct mgpu_device_caps *caps)
         return;
     CHECK(pick(&p, caps, portable->name, &s) == portable, "forcing the portable variant failed");
     CHECK(pick(&p, caps, tc->name, &s) == tc, "forcing the chosen variant failed");
-    if (tc->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
+    if (tc->kind == MGPU_KIND_GEMM_SM90_PERSISTENT || tc->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
         /* the persistent kernel packs what TMA cannot read */
         CHECK(pick(&odd, caps, tc->name, &s) == tc, "forcing the persistent variant on unaligned input: %s",
               mgpu_status_string(s));
@@ -404,16 +505,17 @@ int main(void)
 {
     if (has_cc(9, 0)) {
         check_tensor_core_choice(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
-        check_unaligned_paths(&hopper, 1);
+        check_unaligned_paths(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
         check_force(&hopper);
         check_plans(&hopper);
         check_fp8(&hopper);
         check_epilogue_plans(&hopper);
     }
     if (has_cc(10, 0)) {
-        check_tensor_core_choice(&blackwell, MGPU_KIND_GEMM_SM100_TMA);
-        check_unaligned_paths(&blackwell, 0);
+        check_tensor_core_choice(&blackwell, MGPU_KIND_GEMM_SM100_PERSISTENT);
+        check_unaligned_paths(&blackwell, MGPU_KIND_GEMM_SM100_PERSISTENT);
         check_force(&blackwell);
+        check_blackwell_plans(&blackwell);
         check_extensions_refused(&blackwell);
         /* a Hopper name forced on Blackwell is for the other device: ignored */
         mgpu_status s;

@@ -98,11 +98,14 @@ MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_byte
     return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * 2 * 8192 + 2048;
 }
 
-/* The same for the Blackwell GEMM: `stages` A and B tiles of tile_k 16-bit
- * elements per row, 1 KiB of alignment slack and 1 KiB for the barriers. */
-MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int tile_k, int stages)
+/* The same for the persistent Blackwell GEMM (blackwell/gemm_sm100_persistent.cuh):
+ * `stages` of this CTA's part of the A tile (tile_m / ctas rows: a CTA pair
+ * splits it) and its B tile (tile_n rows), tile_k 16-bit elements per row;
+ * 2 x 4 KiB store buffers for each of the 4 epilogue warps; 1 KiB of
+ * alignment slack (the barriers are static shared memory). */
+MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int tile_k, int stages, int ctas)
 {
-    return stages * (tile_m + tile_n) * tile_k * 2 + 2048;
+    return stages * (tile_m / ctas + tile_n) * tile_k * 2 + 4 * 2 * 4096 + 1024;
 }
 
 /* Arguments of the copy that packs an operand TMA cannot read (odd leading

@@ -38,13 +38,13 @@ namespace sm100 {
  */
 constexpr uint64_t kSmemDescSwizzle128B = 2;
 
-__device__ __forceinline__ uint64_t smem_desc_field(uint32_t bytes)
+__host__ __device__ constexpr uint64_t smem_desc_field(uint32_t bytes)
 {
     return static_cast<uint64_t>((bytes & 0x3FFFFu) >> 4);
 }
 
-__device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes,
-                                                         uint32_t sbo_bytes)
+__host__ __device__ constexpr uint64_t make_smem_desc_sw128(uint32_t smem_addr, uint32_t lbo_bytes,
+                                                            uint32_t sbo_bytes)
 {
     return smem_desc_field(smem_addr) | (smem_desc_field(lbo_bytes) << 16) |
            (smem_desc_field(sbo_bytes) << 32) | (uint64_t{1} << 46) | (kSmemDescSwizzle128B << 61);
@@ -53,7 +53,7 @@ __device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t smem_addr, uin
 /* K-major operand (rows of 128 bytes = 64 K-elements, one row per M/N index):
  * SBO = 1024 bytes between consecutive groups of 8 rows; LBO is unused for
  * swizzled K-major layouts (the ISA says "assumed 1"; we encode 16 bytes). */
-__device__ __forceinline__ uint64_t make_smem_desc_kmajor_sw128(uint32_t smem_addr)
+__host__ __device__ constexpr uint64_t make_smem_desc_kmajor_sw128(uint32_t smem_addr)
 {
     return make_smem_desc_sw128(smem_addr, 16, 1024);
 }
@@ -63,7 +63,7 @@ __device__ __forceinline__ uint64_t make_smem_desc_kmajor_sw128(uint32_t smem_ad
  * LBO = stride between 64-element MN chunks ("from the first swizzle-size/16
  *       rows to the next" in the ISA's 128-bit-normalised terms),
  * SBO = 1024 bytes between consecutive groups of 8 K-rows. */
-__device__ __forceinline__ uint64_t make_smem_desc_mnmajor_sw128(uint32_t smem_addr, uint32_t chunk_bytes)
+__host__ __device__ constexpr uint64_t make_smem_desc_mnmajor_sw128(uint32_t smem_addr, uint32_t chunk_bytes)
 {
     return make_smem_desc_sw128(smem_addr, chunk_bytes, 1024);
 }
@@ -99,11 +99,17 @@ __host__ __device__ constexpr uint32_t f16_kind_type_code()
     return cuda::std::is_same<T, __nv_bfloat16>::value ? 1u : 0u;
 }
 
-template <class T, int kM, int kN, bool kAKMajor, bool kBKMajor>
+/* kCtaGroup 1: M = 64 or 128 on one SM; kCtaGroup 2 (the collective MMA of a
+ * CTA pair, issued by the even CTA): M = 128 or 256 across the pair, each
+ * CTA holding M / 2 rows of A and of D. N is the full N either way (each
+ * CTA of a pair holds N / 2 columns of B, the instruction reads both). */
+template <class T, int kM, int kN, bool kAKMajor, bool kBKMajor, int kCtaGroup = 1>
 __host__ __device__ constexpr uint32_t make_idesc_f16_f32acc()
 {
-    static_assert(kM == 64 || kM == 128, "cta_group::1 MMA has M = 64 or 128");
-    static_assert(kN % 16 == 0 && kN >= 16 && kN <= 256, "M = 128 needs N % 16 == 0, 16 <= N <= 256");
+    static_assert(kCtaGroup == 1 || kCtaGroup == 2, "cta_group::1 or cta_group::2");
+    static_assert(kCtaGroup == 1 ? (kM == 64 || kM == 128) : (kM == 128 || kM == 256),
+                  "cta_group::1 MMA has M = 64 or 128; cta_group::2 has M = 128 or 256");
+    static_assert(kN % 16 == 0 && kN >= 16 && kN <= 256, "M >= 128 needs N % 16 == 0, 16 <= N <= 256");
     return (1u << 4)                           /* D: fp32 */
            | (f16_kind_type_code<T>() << 7)    /* A type */
            | (f16_kind_type_code<T>() << 10)   /* B type */
@@ -116,7 +122,7 @@ __host__ __device__ constexpr uint32_t make_idesc_f16_f32acc()
 /* ---- Tensor memory addresses ------------------------------------------------
  * A TMEM address is (lane << 16) | column. For an M = 128 cta_group::1 MMA the
  * accumulator row i lives in lane i and column j in column base + j. */
-__device__ __forceinline__ uint32_t tmem_addr(uint32_t base, uint32_t lane, uint32_t column)
+__host__ __device__ constexpr uint32_t tmem_addr(uint32_t base, uint32_t lane, uint32_t column)
 {
     return base + (lane << 16) + column;
 }

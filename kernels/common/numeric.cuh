@@ -30,6 +30,18 @@ __device__ __forceinline__ float load_as_float(uint64_t base, int32_t dtype, int
     }
 }
 
+/* One fp16, bf16 or fp32 element as fp32 (the element type known at compile time). */
+template <class T>
+__device__ __forceinline__ float load_float(const T *p)
+{
+    if constexpr (std::is_same_v<T, __half>)
+        return __half2float(*p);
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+        return __bfloat162float(*p);
+    else
+        return *p;
+}
+
 __device__ __forceinline__ int abi_dtype_bytes(int32_t dtype)
 {
     return dtype == MGPU_ABI_F32 ? 4 : dtype == MGPU_ABI_E4M3 || dtype == MGPU_ABI_E5M2 ? 1 : 2;

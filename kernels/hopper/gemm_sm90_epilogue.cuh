@@ -59,12 +59,7 @@ namespace epi {
 template <class OutT>
 __device__ __forceinline__ float load_c(const OutT *p)
 {
-    if constexpr (std::is_same_v<OutT, __half>)
-        return __half2float(*p);
-    else if constexpr (std::is_same_v<OutT, __nv_bfloat16>)
-        return __bfloat162float(*p);
-    else
-        return *p;
+    return load_float(p);
 }
 
 /* Two consecutive elements of a D column into shared memory. */

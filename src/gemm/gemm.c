@@ -93,7 +93,7 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
 }
 
 /* One CTA per tile, launched per chunk of columns and batches (grid y and z
- * limits); the sm_100a TMA kernel takes the A and B maps first. */
+ * limits): the portable kernel, which takes its arguments only. */
 static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_problem *p,
                                 const struct mgpu_gemm_plan *plan)
 {

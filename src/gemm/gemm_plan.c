@@ -2,9 +2,9 @@
  * GEMM argument validation and the complete plan of a call (see gemm_plan.h).
  *
  * Only variants for the device's exact compute capability count (sm_90a and
- * sm_100a images load nowhere else). Where the registry has persistent
- * kernels for the device (sm_90a), a call is planned by shape class, and
- * the variant table (gen/variants.c) says which rows serve each class:
+ * sm_100a images load nowhere else). Both have persistent kernels, and a
+ * call is planned by shape class; the variant table (gen/variants.c) says
+ * which rows serve each class. On sm_90a (compute capability 9.0):
  *   k == 0                -> the portable kernel (D = beta * C);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
  *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
@@ -29,10 +29,22 @@
  * to none); operands that must be packed but do not fit send the call to
  * the portable kernel, which reads any layout directly. The plan says what
  * it gave up (MGPU_LOG).
- * Elsewhere (sm_100a) the first variant in table order that takes the dtype,
- * the layouts and the operand alignment wins: the TMA kernel when TMA can read
- * A and B, else the portable kernel; fp8, scales, bias and activations are
- * NOT_SUPPORTED there (only the sm_90a kernels implement them).
+ * On sm_100a (compute capability 10.0) the persistent kernel
+ * (kernels/blackwell/gemm_sm100_persistent.cuh) has 256 x 128 tiles per CTA
+ * and comes as lone CTAs or CTA pairs sharing a cta_group::2 MMA:
+ *   k == 0, alpha == 0    -> the portable kernel, as above;
+ *   m > SMALL_M and the 128-wide tile columns pair up (even, or >= 8 of
+ *     them)               -> MGPU_GEMM_LARGE_CLUSTER: CTA pairs (256 x 256
+ *                            cluster tiles);
+ *   otherwise             -> MGPU_GEMM_LARGE: lone CTAs (small m, a single or
+ *                            odd few tile columns);
+ *   operands TMA cannot read -> packed into the workspace, as above;
+ *   the band of the tile order as above; no split-K (the kernel has none:
+ *   MGPU_FORCE_SPLIT_K is ignored there).
+ * These thresholds are not measured: no Blackwell GPU has run this library
+ * yet (bench/blackwell_first_run.sh is the first measurement).
+ * fp8, scales, bias and activations are NOT_SUPPORTED on 10.0 (only the
+ * sm_90a kernels implement them).
  */
 #include "gemm_plan.h"
 
@@ -69,6 +81,7 @@
 #define SPLIT_K_BY_DEFAULT 1
 #define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
+#define SM100_EPI_COLS 32  /* the same on sm_100a: one epilogue warp's TMEM lanes */
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
 #define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack kernel */
@@ -267,7 +280,7 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_GEMM_SM100_TMA || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
+    return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
 }
 
 static int is_pack_kind(enum mgpu_kernel_kind k)
@@ -304,7 +317,7 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
     if (v->gemm.b_dtype != MGPU_VARIANT_ANY_DTYPE && v->gemm.b_dtype != p->b_dtype)
         return 0;
     /* fp8, scales, bias and activations: the persistent and portable kernels only */
-    if (mgpu_gemm_needs_extensions(p) && v->kind == MGPU_KIND_GEMM_SM100_TMA)
+    if (mgpu_gemm_needs_extensions(p) && v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT)
         return 0;
     if (v->gemm.a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.a_kmajor != (p->transa == MGPU_OP_T))
         return 0;
@@ -317,18 +330,22 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
             return 4;
         return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
     }
-    if (v->kind == MGPU_KIND_GEMM_SM100_TMA && !f->tma)
-        return 0;
+    if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
+        if (p->k == 0 || !f->persistent_ok)
+            return 0;
+        return v->gemm.shape_class == f->want ? 4 : 3;
+    }
     return 2;
 }
 
 /* The persistent MGPU_GEMM_LARGE variant of p's operand types on the device,
- * or NULL: its tile decides whether clusters pay. */
+ * or NULL: its kind says which policy applies, its tile whether clusters pay. */
 static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
 {
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
-        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == MGPU_GEMM_LARGE &&
+        if ((v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT || v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) &&
+            v->gemm.shape_class == MGPU_GEMM_LARGE &&
             v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->dtype == p->a_dtype &&
             v->gemm.b_dtype == p->b_dtype)
             return v;
@@ -340,6 +357,16 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
     const int fp8 = mgpu_dtype_is_fp8(p->a_dtype);
+    const struct mgpu_variant *large = large_variant(p, caps);
+    if (large && large->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
+        /* sm_100a: CTA pairs (LARGE_CLUSTER) for large m when the tile
+         * columns pair up, lone CTAs (LARGE) otherwise; not yet measured */
+        const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
+        f->want = p->m > SMALL_M && tiles_n >= 2 && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER)
+                      ? MGPU_GEMM_LARGE_CLUSTER
+                      : MGPU_GEMM_LARGE;
+        return;
+    }
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
         return;
@@ -347,7 +374,6 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
      * cluster row idles, which only pays when there are many columns. */
     f->want = MGPU_GEMM_LARGE;
-    const struct mgpu_variant *large = large_variant(p, caps);
     if (!large)
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
@@ -528,7 +554,9 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
      * (docs/decisions/003-split-k-in-one-launch.md). */
     const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
     int64_t splits = 1;
-    if (force_splits > 0) {
+    if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
+        /* no split-K in the sm_100a kernel */
+    } else if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
     } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
         splits = target / (units * cluster);
@@ -630,7 +658,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
                 b.batches, v->gemm.tile_n / v->gemm.cluster_m, v->gemm.tile_k);
     plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
     if (args->c_tma) {
-        /* D as the persistent kernel stores it: {m, n, batch}, box {128 bytes, 64, 1}. */
+        /* D as the persistent kernels store it: {m, n, batch}, box {128 bytes, 64 (sm_90a) or 32
+         * (sm_100a: one epilogue warp's columns) columns, 1}. */
         struct mgpu_tensor_map_desc *c = &plan->maps[MGPU_GEMM_MAP_C];
         const uint64_t esize = (uint64_t)mgpu_dtype_size(p->c_dtype);
         memset(c, 0, sizeof *c);
@@ -643,7 +672,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         c->byte_strides[0] = (uint64_t)p->ldc * esize;
         c->byte_strides[1] = p->batch > 1 ? (uint64_t)p->stride_c * esize : (uint64_t)p->ldc * esize;
         c->box[0] = (uint32_t)(TMA_ROW_BYTES / esize);
-        c->box[1] = EPI_COLS;
+        c->box[1] = v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT ? SM100_EPI_COLS : EPI_COLS;
         c->box[2] = 1;
         c->swizzle_128b = 1;
         plan->use_map[MGPU_GEMM_MAP_C] = 1;
@@ -651,7 +680,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     return 0;
 }
 
-/* One CTA per tile (the portable kernel and the sm_100a TMA kernel). */
+/* One CTA per tile (the portable kernel). */
 static void plan_single(const struct mgpu_gemm_problem *p, int variant, struct mgpu_gemm_plan *plan)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
@@ -661,13 +690,6 @@ static void plan_single(const struct mgpu_gemm_problem *p, int variant, struct m
     plan->grid_x = (unsigned)mgpu_cdiv(p->m, v->gemm.tile_m);
     plan->cols_per_launch = (int64_t)MAX_GRID_Y_TILES * v->gemm.tile_n;
     plan->batches_per_launch = MAX_GRID_Z;
-    if (v->kind == MGPU_KIND_GEMM_SM100_TMA) {
-        operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, p->a, p->transa == MGPU_OP_T, p->m, p->k, p->lda,
-                    p->stride_a, p->batch, v->gemm.tile_m, v->gemm.tile_k);
-        operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb,
-                    p->stride_b, p->batch, v->gemm.tile_n, v->gemm.tile_k);
-        plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
-    }
 }
 
 void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_gemm_problem *p, int64_t col0,
@@ -723,10 +745,19 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     int variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
     if (variant < 0)
         return -1;
-    if (mgpu_variants[variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
+    const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
+    if (kind == MGPU_KIND_GEMM_SM90_PERSISTENT || kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
         const int planned = plan_persistent(p, caps, variant, force, res, plan, status);
         if (planned == 0) {
             const int small_m = p->m <= SMALL_M;
+            const struct mgpu_variant *v = &mgpu_variants[plan->variant];
+            if (kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
+                plan->shape_class = plan->forced                                  ? "forced"
+                                    : v->gemm.shape_class == MGPU_GEMM_LARGE_CLUSTER ? "large, CTA pairs"
+                                    : small_m                          ? "small m"
+                                                                       : "large, lone CTAs";
+                return 0;
+            }
             plan->shape_class = plan->forced      ? "forced"
                                 : plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
                                                    : (small_m ? "small m" : "large");
@@ -747,9 +778,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         plan->degraded = "the portable kernel: the operand copies do not fit the workspace";
     }
     plan_single(p, variant, plan);
-    plan->shape_class = plan->forced ? "forced"
-                        : mgpu_variants[variant].kind == MGPU_KIND_GEMM_PORTABLE ? "portable"
-                                                                                 : "tma";
+    plan->shape_class = plan->forced ? "forced" : "portable";
     return 0;
 }
 

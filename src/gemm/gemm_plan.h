@@ -94,8 +94,7 @@ struct mgpu_gemm_plan {
     const char *shape_class; /* why this plan: for MGPU_LOG */
     const char *degraded;    /* NULL, or what was given up to fit the workspace: for MGPU_LOG */
     /* The kernel's arguments and tensor maps, built here once. The maps
-     * used: A and B for the persistent and the sm_100a TMA kernels, C for the
-     * persistent kernel when c_tma. */
+     * used: A and B for the persistent kernels, C for them when c_tma. */
     struct mgpu_gemm_args args;
     struct mgpu_tensor_map_desc maps[3];
     int use_map[3];

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The first thing to run on a Blackwell GPU (B200 / GB200, compute
+# capability 10.0), from the repository root. Nothing of the sm_100a GEMM
+# has run on hardware before this script: it checks correctness first, then
+# measures.
+#
+#   1. builds ./build-b200 with -Darchs=sm100a (unless B=<dir> names a build)
+#   2. tests/sass_sm100.sh: the instruction mix of every sm_100a GEMM entry
+#   3. every GPU test. test_gemm_gpu runs the planner's own picks and, on
+#      compute capability 10.0, forces every sm_100a GEMM variant through
+#      MGPU_FORCE_VARIANT (both dtypes, all four layouts, lone CTAs and CTA
+#      pairs) over edge shapes, beta, direct stores, batches and broadcasts
+#   4. the same test with MGPU_LOG=1, keeping the variant each call ran
+#   5. compute-sanitizer memcheck, racecheck, synccheck on test_gemm_gpu
+#      (quick shapes, forced variants included)
+#   6. mgpu-bench against cuBLAS (bf16 and f16, all four layouts), with
+#      MGPU_LOG=1 so every timed call names its variant
+# Logs go to $OUT (default ./b200-logs); a short table is printed last.
+# Exit status: 0 when every step passed.
+set -u
+OUT=${OUT:-b200-logs}
+B=${B:-build-b200}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=$PATH:/usr/local/cuda/bin
+summary=()
+status=0
+
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+if ! grep -q ' 10\.0' "$OUT/gpu.txt"; then
+    echo "not a compute capability 10.0 device: the sm_100a kernels cannot run here" | tee -a "$OUT/gpu.txt"
+    exit 2
+fi
+
+run() { # name, command...: log to $OUT/name.log, one summary line
+    local name=$1; shift
+    local t0=$(date +%s)
+    "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 77 ] || status=1
+    summary+=("$(printf '%-44s rc=%-4s %5ss  %s' "$name" "$rc" "$(( $(date +%s) - t0 ))" \
+        "$(tail -n 1 "$OUT/$name.log" | cut -c1-80)")")
+}
+
+if [ ! -f "$B/build.ninja" ]; then
+    run build sh -c "meson setup '$B' -Darchs=sm100a && ninja -C '$B'"
+else
+    run build ninja -C "$B"
+fi
+
+run sass_sm100 tests/sass_sm100.sh "$B/gemm_sm100_ws.cubin"
+
+for t in gemm_gpu gemm_epilogue_gpu gemm_fp8_gpu gather_gpu attention_gpu graph_gpu threads_gpu log_gpu context_gpu; do
+    [ -x "$B/tests/test_$t" ] && run "$t" "$B/tests/test_$t"
+done
+
+run gemm_gpu_logged env MGPU_LOG=1 "$B/tests/test_gemm_gpu"
+summary+=("$(printf '%-44s %s' "sm_100a GEMM entries that ran" \
+    "$(grep -oE 'mgpu_gemm_sm100_ws_[a-z0-9_]+' "$OUT/gemm_gpu_logged.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_' docs/variants.md)")")
+
+for tool in memcheck racecheck synccheck; do
+    run "sanitizer_${tool}" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "$B/tests/test_gemm_gpu"
+done
+summary+=("$(printf '%-44s %s' "sanitizer reports naming mgpu_ kernels" \
+    "$(cat "$OUT"/sanitizer_*.log 2>/dev/null | grep -cE '(Race|Error|Invalid).*mgpu_')")")
+
+for dt in bf16 f16; do
+    for layout in TN NN NT TT; do
+        run "bench_${dt}_${layout}" env MGPU_LOG=1 "$B/bench/mgpu-bench" --dtype $dt --layout $layout \
+            --json "$OUT/bench_${dt}_${layout}.json"
+    done
+done
+
+echo
+echo "== $(head -n 2 "$OUT/gpu.txt" | tail -n 1)   $(git rev-parse --short HEAD 2>/dev/null)   $(date -u +%F)"
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+echo
+for f in "$OUT"/bench_*.log; do
+    [ -f "$f" ] && { echo "-- $(basename "$f" .log)"; grep -vE '^mgpu: ' "$f" | tail -n 25; }
+done
+grep -hE "FAILED|failed:|ERROR SUMMARY: [1-9]" "$OUT"/*.log | head -20
+exit $status

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Build-time check of the sm_100a GEMM cubin, no GPU needed: for every
+# persistent GEMM entry (mgpu_gemm_sm100_ws_*) count, in the SASS that
+# cuobjdump disassembles, the instructions the kernel was written for, and
+# fail when one is missing or when local memory is used:
+#   UTCHMMA       tcgen05.mma kind::f16, a multiple of 4 (4 K = 16 steps per k-tile);
+#                 .2CTA forms only, in CTA-pair entries (_c2), none in lone ones (_c1)
+#   UTMALDG       TMA loads, exactly one per box of a k-tile: 1 per K-major operand
+#                 tile, one per 64-row chunk of an M/N-major one (A: 256 rows per
+#                 lone CTA, 128 per CTA of a pair; B: 128 rows); .2CTA forms
+#                 in pair entries (their bytes complete on the leader's barrier)
+#   UTCBAR        tcgen05.commit (.2CTA.MULTICAST in pair entries)
+#   UTMASTG       TMA stores of the epilogue
+#   LDTM          tcgen05.ld of the epilogue
+#   LDL / STL     none (no spills), and cuobjdump -res-usage LOCAL:0
+# Prints one line of counts per entry.
+#
+#   tests/sass_sm100.sh build/gemm_sm100_ws.cubin
+#
+# Exit 77 (skipped) when the cubin was not built (no sm100a in -Darchs) or no
+# cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
+set -uo pipefail
+
+cubin="${1:-}"
+if [[ -z "$cubin" || ! -f "$cubin" ]]; then
+    echo "sm100a GEMM cubin not built (-Darchs without sm100a): skipped"
+    exit 77
+fi
+cuobjdump="${CUOBJDUMP:-$(command -v cuobjdump || true)}"
+[[ -z "$cuobjdump" && -x /usr/local/cuda/bin/cuobjdump ]] && cuobjdump=/usr/local/cuda/bin/cuobjdump
+if [[ -z "$cuobjdump" ]]; then
+    echo "no cuobjdump (set CUOBJDUMP): skipped"
+    exit 77
+fi
+
+sass="$("$cuobjdump" -sass "$cubin")" || { echo "cuobjdump -sass failed"; exit 1; }
+res="$("$cuobjdump" -res-usage "$cubin")" || { echo "cuobjdump -res-usage failed"; exit 1; }
+entries=$(grep -oE 'Function : mgpu_gemm_sm100_ws_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
+if [[ -z "$entries" ]]; then
+    echo "no mgpu_gemm_sm100_ws_* entry in $cubin"
+    exit 1
+fi
+
+fail=0
+count() { grep -cE "$1" <<<"$body" || true; }
+printf '%-48s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %6s\n' entry UTCHMMA .2CTA UTMALDG .2CTA UTCBAR .MULTICAST UTMASTG LDTM LDL STL LOCAL
+for e in $entries; do
+    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    mma=$(count '[[:space:]]UTCHMMA')
+    mma2=$(count '[[:space:]]UTCHMMA\.2CTA')
+    ldg=$(count '[[:space:]]UTMALDG')
+    ldg2=$(count '[[:space:]]UTMALDG[.A-Z0-9]*\.2CTA')
+    bar=$(count '[[:space:]]UTCBAR')
+    bar2=$(count '[[:space:]]UTCBAR\.2CTA\.MULTICAST')
+    stg=$(count '[[:space:]]UTMASTG')
+    ldtm=$(count '[[:space:]]LDTM')
+    ldl=$(count '[[:space:]]LDL')
+    stl=$(count '[[:space:]]STL')
+    local_bytes=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /LOCAL:[0-9]+/)) print substr($0, RSTART + 6, RLENGTH - 6)}' <<<"$res")
+    printf '%-48s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %6s\n' "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" \
+        "$stg" "$ldtm" "$ldl" "$stl" "${local_bytes:-?}"
+    bad=()
+    (( mma >= 4 && mma % 4 == 0 )) || bad+=("UTCHMMA count $mma")
+    if [[ "$e" == *_c2 ]]; then
+        (( mma2 == mma )) || bad+=("pair entry with non-2CTA MMAs ($mma2 of $mma)")
+        (( ldg2 >= 1 && ldg2 == ldg )) || bad+=("pair entry: TMA loads not all .2CTA ($ldg2 of $ldg)")
+        (( bar2 >= 2 )) || bad+=("pair entry: commits not multicast ($bar2)")
+    else
+        (( mma2 == 0 )) || bad+=("lone entry with 2CTA MMAs")
+        (( ldg2 == 0 )) || bad+=("lone entry with 2CTA TMA loads")
+    fi
+    # layout letters as cuBLAS's: first t -> A K-major, second n -> B K-major
+    layout=$(sed -E 's/^mgpu_gemm_sm100_ws_[a-z0-9]+_([nt]{2})_.*/\1/' <<<"$e")
+    a_rows=$([[ "$e" == *_c2 ]] && echo 128 || echo 256)
+    a_boxes=$([[ "${layout:0:1}" == t ]] && echo 1 || echo $(( a_rows / 64 )))
+    b_boxes=$([[ "${layout:1:1}" == n ]] && echo 1 || echo 2)
+    want_ldg=$(( a_boxes + b_boxes ))
+    (( ldg == want_ldg )) || bad+=("UTMALDG $ldg, want $want_ldg for layout $layout")
+    (( bar >= 2 )) || bad+=("fewer than 2 UTCBAR (stage and accumulator commits)")
+    (( stg >= 1 )) || bad+=("no UTMASTG")
+    (( ldtm >= 1 )) || bad+=("no LDTM")
+    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
+    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    if (( ${#bad[@]} )); then
+        fail=1
+        printf '  FAIL %s: %s\n' "$e" "$(IFS=';'; echo "${bad[*]}")"
+    fi
+done
+exit $fail
