@@ -110,6 +110,13 @@
 #define MGPU_ATTENTION_BWD_SMEM_LIMIT (227 * 1024)
 #define MGPU_ATTENTION_BWD_SCRATCH_ALIGN 256
 
+/* The helpers below are callable from host and device code. */
+#ifdef __CUDACC__
+#define MGPU_ATTENTION_BWD_FN static inline __host__ __device__
+#else
+#define MGPU_ATTENTION_BWD_FN static inline
+#endif
+
 /*
  * Tile table (one entry per head dim). A CTA owns block_n keys of one query
  * head and walks the query blocks (block_m rows) the mask leaves; two consumer
@@ -135,7 +142,7 @@ struct mgpu_attention_bwd_tile {
 };
 
 /* 0 on success, -1 for a head dim without kernels. */
-static inline int mgpu_attention_bwd_tile(int head_dim, struct mgpu_attention_bwd_tile *t)
+MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_attention_bwd_tile *t)
 {
     if (head_dim != 64 && head_dim != 96 && head_dim != 128 && head_dim != 192 && head_dim != 256)
         return -1;
@@ -154,7 +161,7 @@ static inline int mgpu_attention_bwd_tile(int head_dim, struct mgpu_attention_bw
  * of dpsum; 1 KiB of barriers and 1 KiB for aligning the base. 0 for a head
  * dim without kernels.
  */
-static inline int mgpu_attention_bwd_smem_bytes(int head_dim)
+MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
 {
     struct mgpu_attention_bwd_tile t;
     if (mgpu_attention_bwd_tile(head_dim, &t) != 0)
@@ -169,7 +176,7 @@ static inline int mgpu_attention_bwd_smem_bytes(int head_dim)
 /* First row of (sequence b, head h) in a query-side scratch array (h: query
  * head) or, with block_n / k_rows_padded / cu_seqlens_k / heads_kv, in a
  * key-side one (h: kv head). cu_seqlens: 0 for fixed length, else the offsets. */
-static inline int64_t mgpu_attention_bwd_row0(int b, int h, int heads, int block, int64_t rows_padded,
+MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_row0(int b, int h, int heads, int block, int64_t rows_padded,
                                               const int32_t *cu_seqlens)
 {
     if (cu_seqlens == 0)
@@ -185,14 +192,14 @@ struct mgpu_attention_bwd_scratch {
     size_t total; /* bytes the workspace must hold */
 };
 
-static inline size_t mgpu_attention_bwd_align_up_(size_t x)
+MGPU_ATTENTION_BWD_FN size_t mgpu_attention_bwd_align_up_(size_t x)
 {
     return (x + MGPU_ATTENTION_BWD_SCRATCH_ALIGN - 1) / MGPU_ATTENTION_BWD_SCRATCH_ALIGN *
            MGPU_ATTENTION_BWD_SCRATCH_ALIGN;
 }
 
 /* a * b into *out unless it exceeds 2^62 (then -1). */
-static inline int mgpu_attention_bwd_mul_(uint64_t a, uint64_t b, uint64_t *out)
+MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_mul_(uint64_t a, uint64_t b, uint64_t *out)
 {
     const uint64_t limit = (uint64_t)1 << 62;
     if (a != 0 && b > limit / a)
@@ -207,7 +214,7 @@ static inline int mgpu_attention_bwd_mul_(uint64_t a, uint64_t b, uint64_t *out)
  * or -1 for a head dim without kernels, a non-positive count or a size beyond
  * 2^62 bytes.
  */
-static inline int mgpu_attention_bwd_scratch_layout(int head_dim, int batch, int heads_q, int heads_kv,
+MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_scratch_layout(int head_dim, int batch, int heads_q, int heads_kv,
                                                     int64_t seqlen_q, int64_t seqlen_k, int64_t total_q,
                                                     int64_t total_k, int varlen,
                                                     struct mgpu_attention_bwd_scratch *s)
