@@ -95,19 +95,19 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
 template <class Cfg>
 __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
 {
-    attn::wgmma_fence_operands(s);
-    attn::wgmma_fence();
+    wgmma_fence_operands(s);
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kQkSteps; ++kk) {
         constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
         constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
-        const uint64_t da = attn::wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, attn::kSwizzleAtomBytes);
-        const uint64_t db = attn::wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, attn::kSwizzleAtomBytes);
-        attn::WgmmaSS<Cfg::kBlockN>::template mma<Cfg::kBf16>(s, da, db, kk > 0);
+        const uint64_t da = wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, kSwizzleAtomBytes);
+        wgmma_ss<typename Cfg::T, false, false>(s, da, db, kk > 0);
     }
-    attn::wgmma_commit();
-    attn::wgmma_fence_operands(s);
+    wgmma_commit_group();
+    wgmma_fence_operands(s);
 }
 
 /* O += P V: P from registers, V read MN-major (rows are keys, dim contiguous). */
@@ -116,18 +116,18 @@ __device__ __forceinline__ void issue_pv(float (&o)[Cfg::kHeadDim / 2], uint32_t
                                          uint32_t v_tile, bool accumulate)
 {
     constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kSwizzleBytes; /* 16 key rows */
-    attn::wgmma_fence_operands(o);
-    attn::wgmma_fence_operands(pr);
-    attn::wgmma_fence();
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kPvSteps; ++kk) {
-        const uint64_t db = attn::wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, attn::kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, kSwizzleAtomBytes);
         const uint32_t a[4] = {pr[4 * kk + 0], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
-        attn::WgmmaRS<Cfg::kHeadDim>::template mma<Cfg::kBf16>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
+        wgmma_rs<typename Cfg::T, true>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
     }
-    attn::wgmma_commit();
-    attn::wgmma_fence_operands(o);
-    attn::wgmma_fence_operands(pr);
+    wgmma_commit_group();
+    wgmma_fence_operands(o);
+    wgmma_fence_operands(pr);
 }
 
 /* Probabilities (fp32 accumulator layout) -> A fragments of O += P V. */
@@ -203,8 +203,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         named_barrier_sync(my_turn, kTurnThreads);
         issue_qk<Cfg>(s, q_rows, k_tile(g));
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(s);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(g)]);
         scores_to_probs(w.n_block_end - 1);
         convert_p<Cfg>(pr, s);
@@ -217,12 +217,12 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
         issue_pv<Cfg>(o, pr, v_tile(gv), i > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<1>();
-        attn::wgmma_fence_operands(s);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(gk)]);
         scores_to_probs(w.n_block_end - 1 - i);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(o);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
         if constexpr (Cfg::kLazyRescale) {
             /* Warp-uniform: most blocks leave every row's maximum in place. */
@@ -240,8 +240,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         named_barrier_sync(my_turn, kTurnThreads);
         issue_pv<Cfg>(o, pr, v_tile(gv), count > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
-        attn::wgmma_wait<0>();
-        attn::wgmma_fence_operands(o);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
         release(&smem.v_empty[stage_of<Cfg>(gv)]);
     }
 }

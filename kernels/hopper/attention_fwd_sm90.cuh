@@ -57,7 +57,7 @@
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 #include "hopper/warpgroup.cuh"
-#include "hopper/wgmma_attention.cuh"
+#include "hopper/wgmma.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -104,17 +104,17 @@ struct AttnFwdConfig {
     static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes;
     static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
-    static_assert(kKVBlockBytes % attn::kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
+    static_assert(kKVBlockBytes % kSwizzleAtomBytes == 0, "tiles keep 1024-byte alignment");
 
     /* Q is double-buffered where a second tile fits (head dims up to 128), so
      * that a persistent CTA finds the next tile's Q loaded while it stores the
      * previous O. The barriers and the base alignment take 2 KiB. */
     static constexpr int kSmemLimit = MGPU_ATTENTION_FWD_SMEM_LIMIT;
-    static constexpr int kSmemOverhead = 2 * static_cast<int>(attn::kSwizzleAtomBytes);
+    static constexpr int kSmemOverhead = 2 * static_cast<int>(kSwizzleAtomBytes);
     static constexpr int kQStages =
         2 * kQTileBytes + 2 * kStages * kKVTileBytes + kSmemOverhead <= kSmemLimit ? 2 : 1;
 
-    struct alignas(attn::kSwizzleAtomBytes) SharedStorage {
+    struct alignas(kSwizzleAtomBytes) SharedStorage {
         uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
@@ -127,7 +127,7 @@ struct AttnFwdConfig {
         uint64_t v_empty[kStages];
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
-    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + attn::kSwizzleAtomBytes;
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
     static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
 };
 
@@ -223,7 +223,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     using Smem = typename Cfg::SharedStorage;
     extern __shared__ uint8_t attn_smem_raw[];
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
-    Smem &smem = *reinterpret_cast<Smem *>((base + attn::kSwizzleAtomBytes - 1) & ~uintptr_t(attn::kSwizzleAtomBytes - 1));
+    Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
     const AttnTileScheduler<Cfg::kBlockM> scheduler(p.args);
     if (threadIdx.x == 0) {

@@ -4,7 +4,7 @@
  *
  * Each thread holds two rows (row0 = 16 warp + lane / 4 and row1 = row0 + 8) and
  * kBlockN / 4 columns of each, in the wgmma accumulator layout described in
- * wgmma_attention.cuh; the four threads of a quad share a row, so row maxima are
+ * wgmma.cuh; the four threads of a quad share a row, so row maxima are
  * reduced with two shuffles. Row sums stay per-thread partial until finalize().
  *
  * Everything is in base 2: scores are multiplied by scale_log2 = softmax_scale *

@@ -23,7 +23,7 @@
  * head_dim 256 at kBlockN = 80 leaves ptxas ~40 bytes of spills (a few
  * L1-resident reloads per key block) and measured 722 TFLOP/s on H100
  * (B=4, S=4096, H=8, non-causal) against 679 spill-free at kBlockN = 64
- * (attn::WgmmaSS<64> exists for that choice).
+ * (wgmma.cuh has the m64n64k16 shape for that choice).
  */
 #pragma once
 
