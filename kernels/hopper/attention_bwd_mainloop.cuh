@@ -37,12 +37,12 @@
 namespace mgpu {
 namespace sm90 {
 
-/* ---- the wgmma forms this kernel issues (instructions in hopper/wgmma*.cuh) ---- */
+/* ---- the wgmma forms this kernel issues (instructions: hopper/wgmma.cuh) ---- */
 
 template <class Cfg, int kN, bool kTransA, bool kTransB>
 __device__ __forceinline__ void bwd_mma_ss(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate)
 {
-    wgmma_m64_kstep<kN, typename Cfg::T, typename Cfg::T, kTransA, kTransB>(d, desc_a, desc_b, accumulate);
+    wgmma_ss<typename Cfg::T, kTransA, kTransB>(d, desc_a, desc_b, accumulate);
 }
 
 /* A from registers, B MN-major. */
@@ -50,13 +50,7 @@ template <class Cfg, int kN>
 __device__ __forceinline__ void bwd_mma_rs(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t desc_b,
                                            uint32_t accumulate)
 {
-    attn::WgmmaRS<kN>::template mma<Cfg::kBf16>(d, a, desc_b, static_cast<int>(accumulate));
-}
-
-template <int kN>
-__device__ __forceinline__ void bwd_fence_regs(uint32_t (&r)[kN])
-{
-    attn::wgmma_fence_operands(r);
+    wgmma_rs<typename Cfg::T, true>(d, a, desc_b, accumulate);
 }
 
 __device__ __forceinline__ void bwd_tma_load_4d(void *smem_dst, const CUtensorMap *map, uint64_t *bar, int32_t c0,
@@ -239,6 +233,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
         issue_xt<Cfg>(st, k_tile + key0 * Cfg::kSwizzleBytes, q_tile + qcol0 * Cfg::kSwizzleBytes);
         wgmma_commit_group();
         mbar_wait(&smem.do_full[s], parity);
+        wgmma_fence();
         issue_xt<Cfg>(dpt, v_tile + key0 * Cfg::kSwizzleBytes, do_tile + qcol0 * Cfg::kSwizzleBytes);
         wgmma_commit_group();
         wgmma_fence_operands(st);
@@ -292,7 +287,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             issue_kv_rs<Cfg>(dv, pr, do_tile);
             wgmma_commit_group();
             wgmma_fence_operands(dv);
-            bwd_fence_regs(pr);
+            wgmma_fence_operands(pr);
             wgmma_wait_group<1>();
         } else {
             wgmma_wait_group<0>();
@@ -320,7 +315,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             issue_kv_rs<Cfg>(dk, dsr, q_tile);
             wgmma_commit_group();
             wgmma_fence_operands(dk);
-            bwd_fence_regs(dsr);
+            wgmma_fence_operands(dsr);
         }
         fence_smem_to_async();
         bwd_named_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);

@@ -61,7 +61,6 @@
 #include "hopper/attention_fwd_softmax.cuh" /* AttnMask, fast_exp2, fast_tanh */
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
-#include "hopper/wgmma_attention.cuh" /* RS forms, until the one wgmma layer has them */
 
 namespace mgpu {
 namespace sm90 {
