@@ -192,6 +192,13 @@ __device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v)
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
+__device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
+}
+
 template <class Cfg, int kDqCols>
 __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
@@ -251,7 +258,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 #pragma unroll
         for (int j = 0; j < kSN / 8; ++j) {
             const int q = qcol0 + 8 * j + 2 * (lane % 4); /* query within the block, e = 0 */
-            const float2 lse = *reinterpret_cast<const float2 *>(&smem.lse[s][q]);
+            const float2 lse = ld_shared_f32x2(smem_u32(&smem.lse[s][q]));
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 float pv[2];
@@ -299,7 +306,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 #pragma unroll
         for (int j = 0; j < kSN / 8; ++j) {
             const int q = qcol0 + 8 * j + 2 * (lane % 4);
-            const float2 dp_sum = *reinterpret_cast<const float2 *>(&smem.dpsum[s][q]);
+            const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[s][q]));
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
