@@ -2,11 +2,19 @@
  * Hopper attention backward: the producer's TMA loop and the consumers' loop
  * over query blocks.
  *
- * Producer (one thread): K[n], V[n] on kv_full; then per query block m
- * (i = 0, 1, ...; stage s = i % kStages, parity (i / kStages) & 1): wait
+ * Producer (one thread): K[n], V[n] on kv_full; then per query block m,
+ * from the last one the mask leaves down to the first (i = 0, 1, ...;
+ * stage s = i % kStages, parity (i / kStages) & 1): wait
  * q_empty[s], Q[m] + lse_log2[m] on q_full[s]; wait do_empty[s], dO[m] +
  * dpsum[m] on do_full[s]. Empty barriers start "free" (the first round waits
  * for the parity before the first phase).
+ *
+ * Query blocks go from last to first: every key block's CTA then meets a
+ * given query block after the same number of steps from its own start (the
+ * last block is common to all, or later for later key blocks under a
+ * window), so the deterministic mode's in-order dQ adds never make a CTA
+ * wait for another that is many blocks behind (ascending order would
+ * stagger causal CTAs by two blocks per key block).
  *
  * Consumer c, per query block (groups of wgmma committed in this order):
  *
@@ -83,7 +91,7 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
 
     const float *lse = reinterpret_cast<const float *>(p.args.lse_log2) + w.q_row0;
     const float *dpsum = reinterpret_cast<const float *>(p.args.dpsum) + w.q_row0;
-    for (int m = w.m_block_begin, i = 0; m < w.m_block_end; ++m, ++i) {
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         const int q_row = w.q_offset + m * Cfg::kBlockM;
@@ -228,7 +236,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
     if (w.m_block_begin < w.m_block_end)
         mbar_wait(&smem.kv_full, 0);
 
-    for (int m = w.m_block_begin, i = 0; m < w.m_block_end; ++m, ++i) {
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);

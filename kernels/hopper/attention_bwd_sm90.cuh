@@ -7,7 +7,7 @@
  *
  *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
  *     loads K[n] and V[n] once (kv_full), then for every query block m the
- *     mask leaves for this key block, in increasing m, into stage
+ *     mask leaves for this key block, in decreasing m, into stage
  *     s = i % kStages (i counts the blocks): Q[m] with its kBlockM lse_log2
  *     values (waits q_empty[s], arms q_full[s]) and dO[m] with its dpsum
  *     values (do_empty[s] / do_full[s]). TMA tiles (128-byte swizzle) for Q,
