@@ -2,8 +2,10 @@
  * Hopper attention backward: what leaves the consumers for global memory.
  *
  *   - dQ of one query block (fp32, a consumer's column range, wgmma
- *     accumulator layout) is added into dq_accum with vector reductions
- *     (red.global.add.v2.f32), once per (query block, key block).
+ *     accumulator layout) is added into dq_accum once per (query block, key
+ *     block): through the shared dQ buffer and the dQ writer's bulk
+ *     reductions (kDqWriter), or with vector reductions from registers
+ *     (red.global.add.v2.f32).
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
@@ -67,15 +69,16 @@ __device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int co
     bwd_named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
 }
 
-/* After this thread's adds: all consumers fence and meet, then thread 0 hands
- * the turn on. */
+/* After the adds: all consumers meet, then thread 0 hands the turn on (a
+ * release at GPU scope after the barrier covers the other threads' adds). */
 template <class Cfg>
 __device__ __forceinline__ void ordered_release(int *sem, int turn, int consumer_thread)
 {
-    __threadfence();
     bwd_named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
-    if (consumer_thread == 0)
+    if (consumer_thread == 0) {
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         st_release_s32(sem, turn + 1);
+    }
 }
 
 /* Adds a 64-row accumulator fragment (kN columns) into an fp32 row-major
@@ -133,6 +136,72 @@ __device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a
     } else {
         red_fragment<kN, Cfg::kHeadDim>(base, dq, thread);
     }
+}
+
+/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + kN) into
+ * the shared buffer once the writer has read out block i - 1. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0,
+                                                  const float (&dq)[kN / 2])
+{
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int warp = thread / 32, lane = thread % 32;
+    mbar_wait(&smem.dq_empty, (i & 1) ^ 1);
+    const uint32_t base = smem_u32(&smem.dq[16 * warp + lane / 4][col0 + 2 * (lane % 4)]);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t addr = base + (8 * h * Cfg::kDqRowFloats + 8 * j) * 4;
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[4 * j + 2 * h]),
+                         "f"(dq[4 * j + 2 * h + 1])
+                         : "memory");
+        }
+    }
+    fence_smem_to_async(); /* the bulk reductions read it through the async proxy */
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(&smem.dq_full);
+}
+
+/*
+ * The dQ writer (one thread): per query block, in the consumers' order, waits
+ * for the buffer, adds its kBlockM rows into dq_accum (one bulk reduction per
+ * row: the buffer's rows are padded, dq_accum's are not) and frees the buffer
+ * once the reductions have read it. Deterministic: before adding, waits until
+ * dq_semaphore equals this key block's turn; after, waits for the adds to
+ * complete and hands the turn on.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
+                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
+{
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        float *dst = reinterpret_cast<float *>(a.dq_accum) +
+                     (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;
+        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
+        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        if (a.deterministic) {
+            while (ld_acquire_s32(sem) != turn) {
+            }
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
+        mbar_wait(&smem.dq_full, i & 1);
+        for (int r = 0; r < Cfg::kBlockM; ++r)
+            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst + r * Cfg::kHeadDim,
+                                      &smem.dq[r][0], static_cast<uint32_t>(Cfg::kDqRowBytes));
+        ptx::cp_async_bulk_commit_group();
+        if (a.deterministic) {
+            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            st_release_s32(sem, turn + 1);
+        } else {
+            ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        }
+        mbar_arrive(&smem.dq_empty);
+    }
+    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
 /*

@@ -28,7 +28,7 @@
  *   fence.proxy.async; bar(ds)               g4 dQ_c  = dS K_c                     (SS)
  *   g5 dQ_c = dS K_c          (SS)           wait all
  *   wait all
- *   release q_empty[s], do_empty[s]; add dQ_c into dq_accum.
+ *   release q_empty[s], do_empty[s]; dQ_c into the dQ buffer (or dq_accum).
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
@@ -357,7 +357,10 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             mbar_arrive(&smem.q_empty[s]);
             mbar_arrive(&smem.do_empty[s]);
         }
-        attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
+        if constexpr (Cfg::kDqWriter)
+            attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, dq);
+        else
+            attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
     }
 
     attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, Cfg::kSplitDim ? col0 : 0, dk, dv, consumer);

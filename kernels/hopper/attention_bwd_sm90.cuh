@@ -20,9 +20,13 @@
  *       dS^T = P^T (dP^T - dpsum) [1 - tanh^2] -> 16-bit, into shared memory
  *       dK += dS^T Q                           (wgmma)
  *       dQ(m) = dS K                           (wgmma, both consumers' dS)
- *       dQ(m) added into the fp32 dq_accum (red.global.add; deterministic:
- *       in key-block order behind dq_semaphore)
- *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals).
+ *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
+ *     dQ(m) goes to the fp32 dq_accum: head dims <= 128 through a shared
+ *     buffer (wait dq_empty, store, arrive dq_full) that the dQ writer (one
+ *     thread of warpgroup 0, warp 1) adds with bulk reductions, taking the
+ *     deterministic turn (dq_semaphore, key-block order) itself; head dims
+ *     192, 256 with red.global.add from registers (the consumers take the
+ *     turn).
  *     Two layouts of the work between the consumers (AttnBwdTile):
  *       kSplitDim = 0 (head dims <= 128, kBlockN = 128): consumer c owns keys
  *         [64c, 64c + 64): S^T, dP^T are 64 x kBlockM per consumer, P^T and
@@ -119,6 +123,17 @@ struct AttnBwdConfig {
     static constexpr int kRowBytes = kBlockM * 4;                      /* lse_log2 / dpsum of one block */
     static_assert(kRowBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
 
+    /* dQ leaves through shared memory: the consumers store each query block's
+     * dQ (fp32, rows padded by 16 bytes against bank conflicts) and one
+     * thread of the producer warpgroup adds it into dq_accum with bulk
+     * reductions (cp.reduce.async.bulk, one per row), taking the
+     * deterministic turn itself so that the consumers never wait on it.
+     * Head dims 192 and 256 have no shared memory left for the buffer and
+     * add from registers (red.global.add.v2.f32). */
+    static constexpr bool kDqWriter = !kSplitDim;
+    static constexpr int kDqRowFloats = kHeadDim + 4;
+    static constexpr int kDqRowBytes = kHeadDim * 4; /* what one bulk reduction moves */
+
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];
         uint8_t v[kKVTileBytes];
@@ -128,7 +143,10 @@ struct AttnBwdConfig {
         uint8_t p[kSplitDim ? 2 : 1][kSplitDim ? kDsBytes : 16];
         float lse[kStages][kBlockM];
         float dpsum[kStages][kBlockM];
+        alignas(16) float dq[kDqWriter ? kBlockM : 1][kDqWriter ? kDqRowFloats : 4];
         uint64_t kv_full;
+        uint64_t dq_full;  /* the consumers' dQ of a block is in dq (8 warp arrivals) */
+        uint64_t dq_empty; /* the writer has read dq out (1 arrival) */
         uint64_t q_full[kStages];
         uint64_t q_empty[kStages];
         uint64_t do_full[kStages];
@@ -256,6 +274,8 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         tma_prefetch_map(&p.tmap_v);
         tma_prefetch_map(&p.tmap_do);
         mbar_init(&smem.kv_full, 1);
+        mbar_init(&smem.dq_full, Cfg::kConsumerWarps);
+        mbar_init(&smem.dq_empty, 1);
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.q_full[s], 1);
             mbar_init(&smem.do_full[s], 1);
@@ -269,8 +289,14 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
     const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (threadIdx.x == 0)
+        if (threadIdx.x == 0) {
             attn_bwd_producer<Cfg>(p, smem, w);
+        } else {
+            if constexpr (Cfg::kDqWriter) {
+                if (threadIdx.x == 32)
+                    attn_bwd_dq_writer<Cfg>(p.args, smem, w);
+            }
+        }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
         attn_bwd_consumer<Cfg>(p.args, smem, w, warpgroup - 1);
