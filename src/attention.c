@@ -9,30 +9,8 @@
 #include <string.h>
 
 #include "attention_select.h"
+#include "attention/attention_maps.h"
 #include "internal.h"
-
-#define TMA_RANK 4
-
-static mgpu_status encode_map(const struct mgpu_driver *d, int dtype, const struct mgpu_attention_map_shape *m,
-                              const char *what, CUtensorMap *out)
-{
-    cuuint64_t dims[TMA_RANK], strides[TMA_RANK - 1];
-    cuuint32_t box[TMA_RANK], elem_strides[TMA_RANK];
-    for (int i = 0; i < TMA_RANK; i++) {
-        dims[i] = m->dims[i];
-        box[i] = m->box[i];
-        elem_strides[i] = 1;
-    }
-    for (int i = 0; i < TMA_RANK - 1; i++)
-        strides[i] = m->byte_strides[i];
-    CUresult r = d->cuTensorMapEncodeTiled(
-        out, dtype == MGPU_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, TMA_RANK,
-        (void *)m->base, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        return mgpu_driver_fail(d, r, what);
-    return MGPU_STATUS_SUCCESS;
-}
 
 static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_variant *v, const char *force,
                      unsigned grid, int dynamic)
@@ -61,11 +39,11 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
 
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);
-    s = encode_map(d, p->dtype, &plan.q_map, "cuTensorMapEncodeTiled(attention Q)", &params.tmap_q);
+    s = mgpu_attention_encode_map(d, p->dtype, &plan.q_map, "cuTensorMapEncodeTiled(attention Q)", &params.tmap_q);
     if (s == MGPU_STATUS_SUCCESS)
-        s = encode_map(d, p->dtype, &plan.k_map, "cuTensorMapEncodeTiled(attention K)", &params.tmap_k);
+        s = mgpu_attention_encode_map(d, p->dtype, &plan.k_map, "cuTensorMapEncodeTiled(attention K)", &params.tmap_k);
     if (s == MGPU_STATUS_SUCCESS)
-        s = encode_map(d, p->dtype, &plan.v_map, "cuTensorMapEncodeTiled(attention V)", &params.tmap_v);
+        s = mgpu_attention_encode_map(d, p->dtype, &plan.v_map, "cuTensorMapEncodeTiled(attention V)", &params.tmap_v);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     params.args = plan.args;

@@ -13,28 +13,15 @@
 #include "mgpukernels.h"
 #include "registry.h"
 #include "select.h"
+#include "attention/attention_common.h"
 
 #include "../kernels/common/attention_abi.h"
-
-/* One attention forward call after validation: defaults resolved (dense
- * strides, softmax scale), pointers as addresses. */
-struct mgpu_attention_problem {
-    int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
-    int dtype;                  /* mgpu_dtype */
-    float softmax_scale, softcap;
-    int causal, window_left, window_right;
-    int varlen;
-    int64_t total_q, total_k;   /* rows of the seq dimension of Q/O and K/V (fixed length: seqlen) */
-    uintptr_t q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k;
-    mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
-};
 
 /* SUCCESS and *out filled when the call is valid and a kernel could run it,
  * else the status with its message set. A valid problem may be empty
  * (nothing to compute): mgpu_attention_problem_empty() says so. */
 mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, const void *q, const void *k,
                                         const void *v, void *o, float *lse, struct mgpu_attention_problem *out);
-int mgpu_attention_problem_empty(const struct mgpu_attention_problem *p);
 
 /* Picks the variant for a valid, non-empty problem. `force` (may be NULL)
  * names a variant as MGPU_FORCE_VARIANT does; a name that is not an attention
@@ -43,15 +30,6 @@ int mgpu_attention_problem_empty(const struct mgpu_attention_problem *p);
  * NOT_SUPPORTED. */
 int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const struct mgpu_device_caps *caps,
                               const char *force, mgpu_status *status);
-
-/* One rank-4 tensor map to encode: {head_dim, seq rows, heads, nbatch} with
- * byte strides of the three outer dimensions and a box of {64, box_rows, 1, 1}. */
-struct mgpu_attention_map_shape {
-    uintptr_t base;
-    uint64_t dims[4];
-    uint64_t byte_strides[3];
-    uint32_t box[4];
-};
 
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {

@@ -139,6 +139,7 @@ mgpu_status mgpu_destroy(mgpu_handle *h)
     if (h->scratch_pool && mgpu_driver(&d) == MGPU_STATUS_SUCCESS)
         d->cuMemPoolDestroy(h->scratch_pool);
     mgpu_gather_release(h);
+    mgpu_workspace_release(h);
     if (h->counters && mgpu_driver(&d) == MGPU_STATUS_SUCCESS) {
         /* cuMemFree needs the allocation's context current; restore the caller's after. */
         CUcontext previous = NULL;

@@ -83,6 +83,12 @@ struct mgpu_handle {
     /* MGPU_HANDLE_COUNTERS int32 counters that kernels leave at zero (each
      * launch resets what it counted); 0 until the first call that needs them */
     CUdeviceptr counters;
+    /* workspace (attention/workspace_shim.c, provisional): device memory lent
+     * to calls that need scratch; owned (allocated by mgpu_reserve_workspace)
+     * or the caller's (mgpu_set_workspace) */
+    CUdeviceptr workspace;
+    size_t workspace_bytes;
+    int workspace_owned;
 };
 
 /* Checks the handle and that the calling thread's current context is on the
@@ -95,6 +101,14 @@ mgpu_status mgpu_handle_enter(mgpu_handle *h, const struct mgpu_driver **d);
  * mapping it again and without any host synchronisation. */
 mgpu_status mgpu_scratch_alloc(mgpu_handle *h, const struct mgpu_driver *d, size_t bytes, CUdeviceptr *out);
 mgpu_status mgpu_scratch_free(mgpu_handle *h, const struct mgpu_driver *d, CUdeviceptr ptr);
+
+/* ---- attention/workspace_shim.c (provisional): the handle's workspace.
+ * SUCCESS with *out its base when it holds at least `bytes` (bytes == 0:
+ * SUCCESS, *out may be 0), else INSUFFICIENT_WORKSPACE with the message
+ * naming the bytes needed and held. */
+mgpu_status mgpu_handle_workspace(mgpu_handle *h, size_t bytes, CUdeviceptr *out);
+/* Frees an owned workspace (mgpu_destroy). */
+void mgpu_workspace_release(mgpu_handle *h);
 
 /* ---- gather.c: frees the handle's index error word, if any (mgpu_destroy) */
 void mgpu_gather_release(mgpu_handle *h);

@@ -33,6 +33,7 @@ const char *mgpu_status_string(mgpu_status status)
     case MGPU_STATUS_NOT_SUPPORTED: return "MGPU_STATUS_NOT_SUPPORTED";
     case MGPU_STATUS_INDEX_OUT_OF_RANGE: return "MGPU_STATUS_INDEX_OUT_OF_RANGE";
     case MGPU_STATUS_INTERNAL_ERROR: return "MGPU_STATUS_INTERNAL_ERROR";
+    case MGPU_STATUS_INSUFFICIENT_WORKSPACE: return "MGPU_STATUS_INSUFFICIENT_WORKSPACE";
     }
     return "MGPU_STATUS_<unknown>";
 }
