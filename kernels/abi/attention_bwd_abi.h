@@ -127,9 +127,9 @@
  *     dim of dK, dV (and dQ); P and dS go through shared memory.
  *
  *   head_dim  block_m  block_n  stages  split_dim  smem (bytes)
- *        64       64      128       2        0       118 784
- *        96       64      128       2        0       192 512
- *       128       64      128       2        0       200 704
+ *        64       64      128       2        0       101 376
+ *        96       64      128       2        0       166 912
+ *       128       64      128       2        0       166 912
  *       192       64       64       2        1       183 296
  *       256       64       64       2        1       232 448
  * stages: buffers of Q (with its lse_log2 rows) and of dO (with its dpsum rows).
@@ -158,9 +158,8 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
  * its storage fits this): K, V, `stages` Q and dO tiles, every tile's head dim
  * padded to whole 128-byte swizzle rows; two buffers of dS (and of P when
  * split_dim), 16-bit block_n x block_m; per stage block_m fp32 of lse_log2 and
- * of dpsum; when !split_dim a dQ buffer of block_m rows of head_dim + 4 fp32;
- * 1 KiB of barriers and 1 KiB for aligning the base. 0 for a head dim without
- * kernels.
+ * of dpsum; 1 KiB of barriers and 1 KiB for aligning the base. 0 for a head
+ * dim without kernels.
  */
 MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
 {
@@ -171,8 +170,7 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
     const int tiles = dim_rows * 128 * (2 * t.block_n + 2 * t.stages * t.block_m);
     const int ds = 2 * (t.split_dim ? 2 : 1) * t.block_n * t.block_m * 2;
     const int rows = t.stages * 2 * t.block_m * 4;
-    const int dq = t.split_dim ? 0 : t.block_m * (head_dim + 4) * 4;
-    return tiles + ds + rows + dq + 2048;
+    return tiles + ds + rows + 2048;
 }
 
 /* First row of (sequence b, head h) in a query-side scratch array (h: query
