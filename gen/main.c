@@ -17,6 +17,7 @@
  */
 #include "variants.h"
 
+#include "../kernels/abi/attention_bwd_abi.h"
 #include "../kernels/abi/gather_abi.h"
 
 #include <stdarg.h>
@@ -161,6 +162,9 @@ static const char *kernel_header(enum gen_kind k)
     case GEN_GEMM_SM90_PERSISTENT: return "hopper/gemm_sm90_persistent.cuh";
     case GEN_GEMM_PACK: return "portable/gemm_pack.cuh";
     case GEN_ATTENTION_FWD_SM90: return "hopper/attention_fwd_sm90.cuh";
+    case GEN_ATTENTION_BWD_PRE_SM90:
+    case GEN_ATTENTION_BWD_POST_SM90: return "hopper/attention_bwd_prepost.cuh";
+    case GEN_ATTENTION_BWD_SM90: return "hopper/attention_bwd_sm90.cuh";
     }
     return "?";
 }
@@ -266,6 +270,37 @@ static void emit_entry(FILE *f, const struct gen_variant *v, int index)
                 "{\n    mgpu::sm90::attention_fwd<Config%d>(p);\n}\n",
                 v->threads, name, index);
         return;
+    case GEN_ATTENTION_BWD_PRE_SM90:
+    case GEN_ATTENTION_BWD_POST_SM90: {
+        const int pre = v->kind == GEN_ATTENTION_BWD_PRE_SM90;
+        fprintf(f,
+                "\nstatic_assert(mgpu::attn_bwd::kThreads == %d, \"%s: threads differ from gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(%d)\n"
+                "%s(const __grid_constant__ mgpu_attention_bwd_args a)\n"
+                "{\n    mgpu::attn_bwd::%s<%s>(a);\n}\n",
+                v->threads, name, v->threads, name, pre ? "preprocess" : "postprocess", cuda_type(v->dtype));
+        return;
+    }
+    case GEN_ATTENTION_BWD_SM90: {
+        struct mgpu_attention_bwd_tile t;
+        if (mgpu_attention_bwd_tile(v->tile_k, &t) != 0 || t.block_m != v->tile_m || t.block_n != v->tile_n)
+            die("%s: tile %dx%d differs from kernels/abi/attention_bwd_abi.h", name, v->tile_m, v->tile_n);
+        fprintf(f, "\nusing Config%d = mgpu::sm90::AttnBwdConfig<%s, %d>;\n", index, cuda_type(v->dtype), v->tile_k);
+        fprintf(f,
+                "static_assert(Config%d::kThreads == %d && %d == MGPU_ATTENTION_BWD_THREADS, \"%s: threads differ "
+                "from gen/variants.c\");\n"
+                "static_assert(Config%d::kBlockM == %d && Config%d::kBlockN == %d, \"%s: tiles differ from "
+                "gen/variants.c\");\n"
+                "static_assert(Config%d::kSmemBytes <= %d, \"%s: shared memory exceeds gen/variants.c\");\n",
+                index, v->threads, v->threads, name, index, v->tile_m, index, v->tile_n, name, index,
+                gen_smem_bytes(v), name);
+        fprintf(f,
+                "extern \"C\" __global__ void __launch_bounds__(%d, 1)\n"
+                "%s(const __grid_constant__ mgpu_attention_bwd_params p)\n"
+                "{\n    mgpu::sm90::attention_bwd<Config%d>(p);\n}\n",
+                v->threads, name, index);
+        return;
+    }
     }
 }
 
@@ -314,6 +349,9 @@ static const char *kind_enum(enum gen_kind k)
     case GEN_GEMM_SM90_PERSISTENT: return "MGPU_KIND_GEMM_SM90_PERSISTENT";
     case GEN_GEMM_PACK: return "MGPU_KIND_GEMM_PACK";
     case GEN_ATTENTION_FWD_SM90: return "MGPU_KIND_ATTENTION_FWD_SM90";
+    case GEN_ATTENTION_BWD_PRE_SM90: return "MGPU_KIND_ATTENTION_BWD_PRE_SM90";
+    case GEN_ATTENTION_BWD_POST_SM90: return "MGPU_KIND_ATTENTION_BWD_POST_SM90";
+    case GEN_ATTENTION_BWD_SM90: return "MGPU_KIND_ATTENTION_BWD_SM90";
     }
     return "?";
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "../kernels/abi/attention_abi.h"
+#include "../kernels/abi/attention_bwd_abi.h"
 #include "../kernels/abi/gather_abi.h"
 #include "../kernels/abi/gemm_abi.h"
 
@@ -84,6 +85,27 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* Attention backward's preprocess and postprocess: one of each per dtype (the
+ * head dim is a run-time argument), 256 threads (the kernel checks it), no
+ * shared memory. As for the GEMM helpers, the "tile" is the elements one
+ * thread moves at a time: one 16-byte vector of 8 16-bit elements. */
+#define ATTENTION_BWD_PREPOST_THREADS 256
+#define ATTENTION_BWD_HELPER(k, dt)                                                                             \
+    {.kind = k, .arch = GEN_SM90A, .dtype = dt, .a_kmajor = -1, .b_kmajor = -1, .tile_m = 8, .tile_n = 1,       \
+     .tile_k = 1, .stages = 1, .threads = ATTENTION_BWD_PREPOST_THREADS, .index_type = GEN_NO_INDEX}
+#define SM90_ATTENTION_BWD_PREPOST(dt) \
+    ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_PRE_SM90, dt), ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_POST_SM90, dt)
+
+/* Hopper attention backward main kernel: 64 query rows x tile_n keys per step
+ * (kernels/abi/attention_bwd_abi.h's tile table, which the generator checks),
+ * tile_k = head dim, 1 producer + 2 consumer warpgroups. */
+#define SM90_ATTENTION_BWD(dt, head_dim, block_n)                                                                \
+    {.kind = GEN_ATTENTION_BWD_SM90, .arch = GEN_SM90A, .dtype = dt, .a_kmajor = -1, .b_kmajor = -1,          \
+     .tile_m = 64, .tile_n = block_n, .tile_k = head_dim, .stages = 2, .threads = 384, .index_type = GEN_NO_INDEX}
+#define SM90_ATTENTION_BWD_FAMILY(dt)                                                                            \
+    SM90_ATTENTION_BWD(dt, 64, 128), SM90_ATTENTION_BWD(dt, 96, 128), SM90_ATTENTION_BWD(dt, 128, 128),         \
+        SM90_ATTENTION_BWD(dt, 192, 64), SM90_ATTENTION_BWD(dt, 256, 64)
+
 const struct gen_variant gen_variants[] = {
     PORTABLE_GEMM(GEN_SM90A),
     SM90_WS_FAMILY(GEN_F16, TN), SM90_WS_FAMILY(GEN_F16, NN), SM90_WS_FAMILY(GEN_F16, TT), SM90_WS_FAMILY(GEN_F16, NT),
@@ -101,6 +123,9 @@ const struct gen_variant gen_variants[] = {
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
 
     SM90_ATTENTION_FWD_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_FAMILY(GEN_F16)
+
+    SM90_ATTENTION_BWD_PREPOST(GEN_BF16), SM90_ATTENTION_BWD_PREPOST(GEN_F16),
+    SM90_ATTENTION_BWD_FAMILY(GEN_BF16), SM90_ATTENTION_BWD_FAMILY(GEN_F16),
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
@@ -122,6 +147,9 @@ const char *gen_group_name(const struct gen_variant *v)
     case GEN_SCATTER_ADD_SORTED:
     case GEN_GATHER4: return v->arch == GEN_SM90A ? "gather_sm90" : "gather_sm100";
     case GEN_ATTENTION_FWD_SM90: return "attention_fwd_sm90";
+    case GEN_ATTENTION_BWD_PRE_SM90:
+    case GEN_ATTENTION_BWD_POST_SM90:
+    case GEN_ATTENTION_BWD_SM90: return "attention_bwd_sm90";
     }
     return "?";
 }
@@ -218,6 +246,14 @@ void gen_entry_name(const struct gen_variant *v, char *buf, unsigned size)
     case GEN_ATTENTION_FWD_SM90:
         snprintf(buf, size, "mgpu_attention_fwd_sm90_%s_d%d", gen_dtype_tag(v->dtype), v->tile_k);
         return;
+    case GEN_ATTENTION_BWD_PRE_SM90:
+    case GEN_ATTENTION_BWD_POST_SM90:
+        snprintf(buf, size, "mgpu_attention_bwd_%s_sm90_%s", v->kind == GEN_ATTENTION_BWD_PRE_SM90 ? "pre" : "post",
+                 gen_dtype_tag(v->dtype));
+        return;
+    case GEN_ATTENTION_BWD_SM90:
+        snprintf(buf, size, "mgpu_attention_bwd_sm90_%s_d%d", gen_dtype_tag(v->dtype), v->tile_k);
+        return;
     }
     snprintf(buf, size, "?");
 }
@@ -250,6 +286,11 @@ int gen_smem_bytes(const struct gen_variant *v)
         return MGPU_GATHER4_DYNAMIC_SMEM_BYTES;
     case GEN_ATTENTION_FWD_SM90:
         return attention_smem_bytes(v);
+    case GEN_ATTENTION_BWD_PRE_SM90:
+    case GEN_ATTENTION_BWD_POST_SM90:
+        return 0;
+    case GEN_ATTENTION_BWD_SM90:
+        return mgpu_attention_bwd_smem_bytes(v->tile_k);
     case GEN_GEMM_SM90_PERSISTENT:
         return mgpu_gemm_sm90_smem_bytes(v->tile_m, v->tile_n, v->tile_k * operand_bytes(v), v->stages);
     case GEN_GEMM_PACK:

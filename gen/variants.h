@@ -32,6 +32,13 @@ enum gen_kind {
     /* kernels/hopper/attention_fwd_sm90.cuh: FA3-style forward; tile_m x tile_n is
      * the query x key block, tile_k the head dim (the depth of Q K^T) */
     GEN_ATTENTION_FWD_SM90,
+    /* attention backward: kernels/hopper/attention_bwd_prepost.cuh (D = rowsum(dO * O),
+     * scratch zeroing; dQ conversion and GQA sums, per dtype, head dim at run time) */
+    GEN_ATTENTION_BWD_PRE_SM90,
+    GEN_ATTENTION_BWD_POST_SM90,
+    /* kernels/hopper/attention_bwd_sm90.cuh: FA3-style backward main kernel; tile_m x tile_n
+     * is the query x key block (kernels/abi/attention_bwd_abi.h's tile table), tile_k the head dim */
+    GEN_ATTENTION_BWD_SM90,
 };
 
 /* Element types; the first five equal the public mgpu_dtype values. */

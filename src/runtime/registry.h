@@ -20,6 +20,9 @@ enum mgpu_kernel_kind {
     MGPU_KIND_GEMM_SM90_PERSISTENT, /* persistent warp-specialized sm_90a GEMM (A, B, C tensor maps) */
     MGPU_KIND_GEMM_PACK,            /* copies an operand into an aligned workspace */
     MGPU_KIND_ATTENTION_FWD_SM90,   /* flash attention forward; tile_k is the head dim */
+    MGPU_KIND_ATTENTION_BWD_PRE_SM90,  /* attention backward: rowsum(dO * O), scratch zeroing; head dim at run time */
+    MGPU_KIND_ATTENTION_BWD_POST_SM90, /* attention backward: dQ (and GQA dK / dV) to the caller's dtype */
+    MGPU_KIND_ATTENTION_BWD_SM90,      /* attention backward main kernel; tile_k is the head dim */
 };
 
 /* dtype of a variant's A and B, or ANY when the kernel takes it at run time */
