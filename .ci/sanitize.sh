@@ -48,6 +48,7 @@ tests=(
     "validate|tests/test_validate.c||"
     "overflow|tests/test_overflow.c||"
     "attention_select|tests/test_attention_select.c||"
+    "attention_bwd_select|tests/test_attention_bwd_select.c||"
     "gather_select|tests/test_gather_select.c||"
     "includes|tests/test_includes.c||."
     "api|tests/test_api.c||"

@@ -7,6 +7,7 @@
 #include "variants.h"
 
 #include "../kernels/abi/attention_abi.h"
+#include "../kernels/abi/attention_bwd_abi.h"
 #include "../kernels/abi/gather_abi.h"
 #include "../kernels/abi/gemm_abi.h"
 
@@ -54,6 +55,21 @@ static int attention_fwd_smem(const struct gen_variant *v)
     return mgpu_attention_fwd_smem_bytes(a->block_m, a->block_n, a->head_dim, a->stages, q_stages);
 }
 
+static int attention_bwd_smem(const struct gen_variant *v)
+{
+    return mgpu_attention_bwd_smem_bytes(v->attention.head_dim);
+}
+
+/* The backward row's blocks must be those of the ABI's tile table. */
+static const char *attention_bwd_check(const struct gen_variant *v)
+{
+    struct mgpu_attention_bwd_tile t;
+    if (mgpu_attention_bwd_tile(v->attention.head_dim, &t) != 0 || t.block_m != v->attention.block_m ||
+        t.block_n != v->attention.block_n || t.stages != v->attention.stages)
+        return "tile differs from kernels/abi/attention_bwd_abi.h";
+    return NULL;
+}
+
 /* ------------------------------------------------------------ unit texts */
 
 #define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
@@ -64,6 +80,17 @@ static int attention_fwd_smem(const struct gen_variant *v)
     "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"                                     \
     "@name@(const __grid_constant__ mgpu_gather_args args)\n"                                         \
     "{\n    mgpu::portable::" call "(args);\n}\n"
+
+/* Attention backward's pre- and postprocess (kernels/hopper/attention_bwd_prepost.cuh). */
+#define ATTENTION_BWD_PREPOST_KIND(kind_name, text, body, entry_name)                                   \
+    {.name = kind_name, .doc = text, .family = GEN_FAMILY_HELPER, .header = "hopper/attention_bwd_prepost.cuh", \
+     .group = "attention_bwd_sm90", .entry = entry_name,                                                   \
+     .unit = "\nstatic_assert(mgpu::attn_bwd::kThreads == @threads@, \"@name@: threads differ from "         \
+             "gen/variants.c\");\n"                                                                          \
+             "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"                                     \
+             "@name@(const __grid_constant__ mgpu_attention_bwd_args a)\n"                                    \
+             "{\n    mgpu::attn_bwd::" body "<@type@>(a);\n}\n",                                               \
+     .smem_bytes = no_smem}
 
 #define PORTABLE_GATHER_KIND(kind_name, text, body, targs, entry_name)                           \
     {.name = kind_name, .doc = text, .family = GEN_FAMILY_GATHER,                                   \
@@ -179,5 +206,30 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_smem,
+    },
+    [GEN_ATTENTION_BWD_PRE_SM90] = ATTENTION_BWD_PREPOST_KIND(
+        "ATTENTION_BWD_PRE_SM90", "attention backward: rowsum(dO * O), scratch zeroing; head dim at run time",
+        "preprocess", "mgpu_attention_bwd_pre_sm90_@dtype@"),
+    [GEN_ATTENTION_BWD_POST_SM90] = ATTENTION_BWD_PREPOST_KIND(
+        "ATTENTION_BWD_POST_SM90", "attention backward: dQ (and GQA dK / dV) to the caller's dtype", "postprocess",
+        "mgpu_attention_bwd_post_sm90_@dtype@"),
+    [GEN_ATTENTION_BWD_SM90] = {
+        .name = "ATTENTION_BWD_SM90",
+        .doc = "attention backward main kernel, sm_90a (FA3-style: dK, dV per key block, dQ reductions)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_bwd_sm90.cuh",
+        .group = "attention_bwd_sm90",
+        .entry = "mgpu_attention_bwd_sm90_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnBwdConfig<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_BWD_THREADS, "
+                "\"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@, \"@name@: tiles "
+                "differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_bwd_params p)\n"
+                "{\n    mgpu::sm90::attention_bwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_bwd_smem,
+        .check = attention_bwd_check,
     },
 };

@@ -47,6 +47,9 @@ enum gen_kind {
     GEN_GEMM_SM90_PERSISTENT,
     GEN_GEMM_PACK,
     GEN_ATTENTION_FWD_SM90,
+    GEN_ATTENTION_BWD_PRE_SM90,
+    GEN_ATTENTION_BWD_POST_SM90,
+    GEN_ATTENTION_BWD_SM90,
     GEN_KIND_COUNT
 };
 
@@ -61,6 +64,8 @@ struct gen_kind_info {
     const char *entry;      /* template: the extern "C" entry name */
     const char *unit;       /* template: the unit text of one variant */
     int (*smem_bytes)(const struct gen_variant *v); /* dynamic shared memory */
+    /* optional: NULL, or a message when the row disagrees with the ABI */
+    const char *(*check)(const struct gen_variant *v);
 };
 
 extern const struct gen_kind_info gen_kinds[GEN_KIND_COUNT];

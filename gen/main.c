@@ -550,6 +550,15 @@ int main(int argc, char **argv)
     if (strcmp(mode, "units") == 0) {
         if (!outdir || !expected || i != argc)
             usage();
+        for (int v = 0; v < gen_variant_count; v++) {
+            const struct gen_variant *row = &gen_variants[v];
+            const char *problem = gen_kinds[row->kind].check ? gen_kinds[row->kind].check(row) : NULL;
+            if (problem) {
+                char name[NAME_SIZE];
+                entry_name(row, name, sizeof name);
+                die("%s: %s", name, problem);
+            }
+        }
         check_groups(expected, groups, n_groups);
         for (int g = 0; g < n_groups; g++)
             emit_unit(outdir, groups[g]);

@@ -5,6 +5,7 @@
 #include "variants.h"
 
 #include "../kernels/abi/attention_abi.h"
+#include "../kernels/abi/attention_bwd_abi.h"
 #include "../kernels/abi/gather_abi.h"
 
 const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
@@ -85,6 +86,22 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* Attention backward's preprocess and postprocess: one of each per dtype (the
+ * head dim is a run-time argument), 256 threads (the kernel checks it), no
+ * shared memory; one thread moves one 16-byte vector of 8 16-bit elements. */
+#define ATTENTION_BWD_HELPER(k, dt) {k, GEN_SM90A, dt, 256, .helper = {8}}
+#define SM90_ATTENTION_BWD_PREPOST(dt) \
+    ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_PRE_SM90, dt), ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_POST_SM90, dt)
+
+/* Hopper attention backward main kernel: 64 query rows x block_n keys per
+ * step (kernels/abi/attention_bwd_abi.h's tile table, which the generator
+ * checks), 2 stages, 1 producer + 2 consumer warpgroups. */
+#define SM90_ATTENTION_BWD(dt, d, bn) \
+    {GEN_ATTENTION_BWD_SM90, GEN_SM90A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = 2}}
+#define SM90_ATTENTION_BWD_FAMILY(dt)                                                                            \
+    SM90_ATTENTION_BWD(dt, 64, 128), SM90_ATTENTION_BWD(dt, 96, 128), SM90_ATTENTION_BWD(dt, 128, 128),         \
+        SM90_ATTENTION_BWD(dt, 192, 64), SM90_ATTENTION_BWD(dt, 256, 64)
+
 const struct gen_variant gen_variants[] = {
     PORTABLE_GEMM(GEN_SM90A),
     SM90_WS_FAMILY(GEN_F16, TN), SM90_WS_FAMILY(GEN_F16, NN), SM90_WS_FAMILY(GEN_F16, TT), SM90_WS_FAMILY(GEN_F16, NT),
@@ -102,6 +119,9 @@ const struct gen_variant gen_variants[] = {
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
 
     SM90_ATTENTION_FWD_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_FAMILY(GEN_F16)
+
+    SM90_ATTENTION_BWD_PREPOST(GEN_BF16), SM90_ATTENTION_BWD_PREPOST(GEN_F16),
+    SM90_ATTENTION_BWD_FAMILY(GEN_BF16), SM90_ATTENTION_BWD_FAMILY(GEN_F16),
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),

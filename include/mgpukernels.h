@@ -33,6 +33,8 @@
  *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  none yet (ARCH_MISMATCH)
  *                       128, 192, 256; causal,
  *                       windows, soft-cap, GQA, varlen
+ *   mgpu_attention_bwd  as the forward, plus a       none yet (ARCH_MISMATCH)
+ *                       deterministic mode
  *
  * Other compute capabilities get MGPU_STATUS_ARCH_MISMATCH.
  */
@@ -151,7 +153,10 @@ MGPU_API mgpu_status mgpu_destroy(mgpu_handle *handle);
  * The handle allocates 32 MiB at mgpu_create. A call whose best plan needs
  * more takes a plan that fits instead (fewer or no split-K slices; an
  * unaligned operand then goes through the slower kernel that needs no copy)
- * and MGPU_LOG=1 says so; a workspace never makes a GEMM fail.
+ * and MGPU_LOG=1 says so; a workspace never makes a GEMM fail. The
+ * attention backward takes its scratch from it too and has no smaller plan:
+ * with less than mgpu_attention_bwd_workspace_size says, it returns
+ * MGPU_STATUS_INSUFFICIENT_WORKSPACE and writes nothing.
  *
  * mgpu_set_workspace: the handle uses the caller's device memory from now on
  * (as cublasSetWorkspace): `workspace` 256-byte aligned, `bytes` long, owned
@@ -577,6 +582,120 @@ typedef struct mgpu_attention_fwd_desc {
  */
 MGPU_API mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
                                         const void *k, const void *v, void *o, float *lse);
+
+/* ------------------------------------------------------ attention backward */
+
+/*
+ * Flash attention backward (see docs/attention.md): the gradients dQ, dK, dV
+ * of the forward above, given its inputs Q, K, V, its output O, the LSE it
+ * wrote and dO = dLoss/dO. With P the softmax probabilities of the forward
+ * (recomputed from Q, K and the LSE, 0 where the mask removes a key):
+ *
+ *   dV[j]  = sum_i P[i, j] dO[i]                   D[i]  = <dO[i], O[i]>
+ *   dP[i, j] = <dO[i], V[j]>                       dS[i, j] = P[i, j] (dP[i, j] - D[i])
+ *   dQ[i]  = softmax_scale * sum_j dS'[i, j] K[j]  dK[j] = softmax_scale * sum_i dS'[i, j] Q[i]
+ *
+ * per sequence and query head, with dS' = dS, or with softcap > 0 dS times
+ * the soft-cap's derivative 1 - tanh^2(s / softcap). dK and dV of a KV head
+ * are summed over the heads_q / heads_kv query heads that share it (GQA,
+ * MQA). Products accumulate in fp32; dQ, dK, dV are rounded once to dtype.
+ *
+ * The descriptor mirrors mgpu_attention_fwd_desc field for field (same
+ * masks, scale, soft-cap, GQA, varlen and stride conventions; give the
+ * values of the forward call) and adds strides for dO, dQ, dK, dV (all-zero:
+ * dense, dO and dQ like Q, dK and dV like K) and `deterministic`:
+ *
+ *   deterministic = 0: dQ is summed over key blocks (and, for GQA, dK and dV
+ *                      over the query heads of a group) with fp32 atomics,
+ *                      whose order varies, so these may differ in their last
+ *                      bits from run to run;
+ *   deterministic = 1: the key blocks add into dQ in a fixed order: dQ, dK
+ *                      and dV are bitwise identical from run to run (same
+ *                      device, same build, same call), at a small cost in
+ *                      speed.
+ *
+ * `lse` is the fp32 array the forward wrote for the same call (the layout
+ * described above mgpu_attention_fwd_desc); rows whose LSE is +infinity (no
+ * allowed key) get zero gradients. Start from MGPU_ATTENTION_BWD_DESC_INIT.
+ */
+typedef struct mgpu_attention_bwd_desc {
+    size_t struct_size;         /* sizeof(mgpu_attention_bwd_desc), set by MGPU_ATTENTION_BWD_DESC_INIT */
+    int64_t batch;              /* sequences */
+    int64_t seqlen_q, seqlen_k; /* per sequence; varlen: the longest */
+    int64_t heads_q, heads_kv;  /* heads_q a multiple of heads_kv (GQA; MQA: heads_kv = 1) */
+    int64_t head_dim;           /* 64, 96, 128, 192 or 256 */
+    mgpu_dtype dtype;           /* of Q, K, V, O, dO, dQ, dK, dV: MGPU_DTYPE_F16 or MGPU_DTYPE_BF16 */
+    float softmax_scale;        /* > 0; 0 means 1 / sqrt(head_dim) */
+    int causal;                 /* 0 or 1 */
+    int window_left;            /* keys allowed left of the diagonal; -1: unbounded */
+    int window_right;           /* keys allowed right of the diagonal; -1: unbounded */
+    float softcap;              /* logit soft-cap; 0: off */
+    const int32_t *cu_seqlens_q;/* device, batch + 1 offsets, or NULL (fixed length) */
+    const int32_t *cu_seqlens_k;/* device, batch + 1 offsets, or NULL */
+    int64_t total_q, total_k;   /* varlen only: rows of the packed Q / O / dO / dQ and K / V / dK / dV */
+    mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
+    mgpu_attention_strides do_strides, dq_strides, dk_strides, dv_strides;
+    int deterministic;          /* 0 or 1, see above */
+} mgpu_attention_bwd_desc;
+
+#define MGPU_ATTENTION_BWD_DESC_INIT                                                                      \
+    {sizeof(mgpu_attention_bwd_desc), 0, 0, 0, 0, 0, 0, MGPU_DTYPE_BF16, 0.0f, 0, -1, -1, 0.0f, NULL, NULL, \
+     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, 0}
+
+/*
+ * Bytes of handle workspace mgpu_attention_bwd needs for this descriptor on
+ * the handle's device (pointers are not looked at; sizes, dtype, head dim,
+ * GQA, varlen and deterministic are). 0 for a call with nothing to do. Give
+ * the handle at least this much with mgpu_reserve_workspace or
+ * mgpu_set_workspace before the call. The need grows with
+ * batch * heads_q * seqlen_q * head_dim (the fp32 dQ accumulator) and, with
+ * heads_q > heads_kv, batch * heads_q * seqlen_k * head_dim (the per-query-
+ * head dK and dV partials); docs/attention.md gives the formula.
+ *
+ * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc or bytes), the
+ * descriptor statuses of mgpu_attention_bwd (INVALID_VALUE, INVALID_SIZE,
+ * INVALID_LD, UNSUPPORTED_DTYPE, NOT_SUPPORTED), ARCH_MISMATCH, and
+ * INVALID_SIZE when the workspace would exceed SIZE_MAX.
+ */
+MGPU_API mgpu_status mgpu_attention_bwd_workspace_size(mgpu_handle *handle, const mgpu_attention_bwd_desc *desc,
+                                                       size_t *bytes);
+
+/*
+ * dQ, dK, dV of attention(Q, K, V) as described above. q, k, v, o, dout,
+ * dq, dk, dv are device pointers of `dtype`; lse the forward's fp32 LSE
+ * (device). dq, dk and dv are written in full (rows of key positions no
+ * query sees get dK = dV = 0), nothing else of the caller's memory is; they
+ * must not overlap the inputs or each other. Scratch comes from the
+ * handle's workspace (mgpu_attention_bwd_workspace_size). The work is
+ * queued on the handle's stream as three kernels (preprocess, main,
+ * postprocess); it allocates nothing and may be captured in a CUDA graph.
+ * batch == 0, heads_q == 0 or seqlen_q == 0 (varlen: total_q == 0) does
+ * nothing, as for the forward call (dK and dV are then not written); in a
+ * varlen batch, the keys of a sequence without queries get dK = dV = 0.
+ *
+ * The alignment rules of mgpu_attention_fwd apply to all eight tensors (16-
+ * byte aligned bases, strides multiples of 8 elements; lse 4-byte aligned).
+ *
+ * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (desc, or a tensor or lse
+ * when there is work), INVALID_VALUE (struct_size, causal or deterministic
+ * not 0/1, a window below -1, softmax_scale or softcap negative or not
+ * finite, only one of the cu_seqlens given, lse not 4-byte aligned),
+ * INVALID_SIZE (a negative size, seqlen_k == 0 or head_dim <= 0 with queries
+ * to answer, heads_q not a multiple of heads_kv, sizes above 2^31 - 1, a
+ * workspace beyond SIZE_MAX), INVALID_LD (a negative stride, one >= 2^39
+ * elements, or a zero stride along a dimension with more than one entry),
+ * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim,
+ * alignment or stride rules; MGPU_FORCE_VARIANT naming an attention
+ * backward variant that cannot do this call), INSUFFICIENT_WORKSPACE (the
+ * handle's workspace is smaller than mgpu_attention_bwd_workspace_size;
+ * nothing is written), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH
+ * (devices other than compute capability 9.0), DRIVER_ERROR or
+ * LAUNCH_FAILED. Every status but DRIVER_ERROR and LAUNCH_FAILED is
+ * returned before anything is queued.
+ */
+MGPU_API mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_desc *desc, const void *q,
+                                        const void *k, const void *v, const void *o, const void *dout,
+                                        const float *lse, void *dq, void *dk, void *dv);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /*
  * The pure half of mgpu_attention_fwd: descriptor validation, variant
  * selection and the launch plan (kernel arguments, tensor-map shapes, grid)
- * by the rules of kernels/abi/attention_abi.h. Nothing here touches a
+ * by the rules of kernels/abi/attention_abi.h; the checks the backward
+ * shares are in attention_common.c. Nothing here touches a
  * device, so tests run it with made-up device capabilities;
  * attention_fwd.c encodes the tensor maps and launches.
  */
@@ -12,26 +13,14 @@
 
 #include "dispatch.h"
 #include "attention_abi.h"
-
-/* One attention forward call after validation: defaults resolved (dense
- * strides, softmax scale), pointers as addresses. */
-struct mgpu_attention_problem {
-    int64_t batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim;
-    int dtype;                  /* mgpu_dtype */
-    float softmax_scale, softcap;
-    int causal, window_left, window_right;
-    int varlen;
-    int64_t total_q, total_k;   /* rows of the seq dimension of Q/O and K/V (fixed length: seqlen) */
-    uintptr_t q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k;
-    mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
-};
+#include "attention_common.h" /* struct mgpu_attention_problem, the checks shared with the backward */
 
 /* SUCCESS and *out filled when the call is valid and a kernel could run it,
  * else the status with its message set. A valid problem may be empty
- * (nothing to compute): mgpu_attention_problem_empty() says so. */
+ * (nothing to compute): mgpu_attention_problem_empty() (attention_common.h)
+ * says so. */
 mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, const void *q, const void *k,
                                         const void *v, void *o, float *lse, struct mgpu_attention_problem *out);
-int mgpu_attention_problem_empty(const struct mgpu_attention_problem *p);
 
 /* Picks the variant for a valid, non-empty problem. `force` (may be NULL)
  * names a variant as MGPU_FORCE_VARIANT does; a name that is not an attention

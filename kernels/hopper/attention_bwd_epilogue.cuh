@@ -1,0 +1,238 @@
+/*
+ * Hopper attention backward: what leaves the consumers for global memory.
+ *
+ *   - dQ of one query block (fp32, a consumer's column range, wgmma
+ *     accumulator layout) is added into dq_accum once per (query block, key
+ *     block): through the shared dQ buffer and the dQ writer's bulk
+ *     reductions (kDqWriter), or with vector reductions from registers
+ *     (red.global.add.v2.f32).
+ *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
+ *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
+ *     (GQA: every query head of the group adds its part).
+ *   - Deterministic mode orders those adds with a semaphore per destination
+ *     tile: one consumer thread waits (acquire) until the semaphore equals this
+ *     CTA's turn, a named barrier over both consumers releases the others, all
+ *     add, each fences, a second barrier, and the same thread stores turn + 1
+ *     (release). Every element then receives its adds in one fixed order.
+ *
+ * Accumulator fragment (m64nN, fp32) of thread t of a warpgroup: warp w = t / 32,
+ * lane l = t % 32; d[i] sits at row 16 w + l / 4 + 8 ((i / 2) % 2), column
+ * 8 (i / 4) + 2 (l % 4) + (i % 2). Pairs (d[i], d[i + 1]), i even, are adjacent
+ * columns of one row.
+ */
+#pragma once
+
+namespace mgpu {
+namespace sm90 {
+
+__device__ __forceinline__ void red_add_v2_f32(float *addr, float a, float b)
+{
+    asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(a), "f"(b) : "memory");
+}
+
+__device__ __forceinline__ int ld_acquire_s32(const int *addr)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(addr) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_s32(int *addr, int v)
+{
+    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(addr), "r"(v) : "memory");
+}
+
+/* Consumer thread 0 (of both consumers) waits for `turn`; all 256 consumer
+ * threads leave together. */
+template <class Cfg>
+__device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int consumer_thread)
+{
+    if (consumer_thread == 0) {
+        while (ld_acquire_s32(sem) != turn) {
+        }
+    }
+    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+}
+
+/* After the adds: all consumers meet, then thread 0 hands the turn on (a
+ * release at GPU scope after the barrier covers the other threads' adds). */
+template <class Cfg>
+__device__ __forceinline__ void ordered_release(int *sem, int turn, int consumer_thread)
+{
+    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+    if (consumer_thread == 0) {
+        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+        st_release_s32(sem, turn + 1);
+    }
+}
+
+/* Adds a 64-row accumulator fragment (kN columns) into an fp32 row-major
+ * array: element (row, col) at base[row * kRowStride + col]; rows from row0. */
+template <int kN, int kRowStride>
+__device__ __forceinline__ void red_fragment(float *base, const float (&d)[kN / 2], int thread)
+{
+    const int warp = thread / 32, lane = thread % 32;
+    const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float *p = base + static_cast<int64_t>(row + 8 * h) * kRowStride + 8 * j + col;
+            red_add_v2_f32(p, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+    }
+}
+
+/* Stores a 64-row fragment (kN columns) as 16-bit pairs, times `scale`, rows
+ * clipped to `rows`: element (row, col) at base[row * row_stride + col]. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t row_stride, int rows,
+                                               const float (&d)[kN / 2], float scale, int thread)
+{
+    const int warp = thread / 32, lane = thread % 32;
+    const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if (row + 8 * h < rows) {
+            typename Cfg::T *p = base + static_cast<int64_t>(row + 8 * h) * row_stride + col;
+#pragma unroll
+            for (int j = 0; j < kN / 8; ++j)
+                *reinterpret_cast<uint32_t *>(p + 8 * j) =
+                    pack2<typename Cfg::T>(d[4 * j + 2 * h] * scale, d[4 * j + 2 * h + 1] * scale);
+        }
+    }
+}
+
+/* Adds one query block's dQ (this consumer's columns) into dq_accum. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
+                                                int m_block, int col0, const float (&dq)[kN / 2], int consumer)
+{
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
+    float *base = reinterpret_cast<float *>(a.dq_accum) +
+                  (w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM) * Cfg::kHeadDim + col0;
+    if (a.deterministic) {
+        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m_block;
+        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
+        ordered_acquire<Cfg>(sem, turn, consumer_thread);
+        red_fragment<kN, Cfg::kHeadDim>(base, dq, thread);
+        ordered_release<Cfg>(sem, turn, consumer_thread);
+    } else {
+        red_fragment<kN, Cfg::kHeadDim>(base, dq, thread);
+    }
+}
+
+/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + kN) into
+ * the shared buffer once the writer has read out block i - 1. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0,
+                                                  const float (&dq)[kN / 2])
+{
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int warp = thread / 32, lane = thread % 32;
+    mbar_wait(&smem.dq_empty, (i & 1) ^ 1);
+    const uint32_t base = smem_u32(&smem.dq[16 * warp + lane / 4][col0 + 2 * (lane % 4)]);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const uint32_t addr = base + (8 * h * Cfg::kDqRowFloats + 8 * j) * 4;
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[4 * j + 2 * h]),
+                         "f"(dq[4 * j + 2 * h + 1])
+                         : "memory");
+        }
+    }
+    fence_smem_to_async(); /* the bulk reductions read it through the async proxy */
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(&smem.dq_full);
+}
+
+/*
+ * The dQ writer (one thread): per query block, in the consumers' order, waits
+ * for the buffer, adds its kBlockM rows into dq_accum (one bulk reduction per
+ * row: the buffer's rows are padded, dq_accum's are not) and frees the buffer
+ * once the reductions have read it. Deterministic: before adding, waits until
+ * dq_semaphore equals this key block's turn; after, waits for the adds to
+ * complete and hands the turn on.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
+                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
+{
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        float *dst = reinterpret_cast<float *>(a.dq_accum) +
+                     (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;
+        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
+        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        if (a.deterministic) {
+            while (ld_acquire_s32(sem) != turn) {
+            }
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
+        mbar_wait(&smem.dq_full, i & 1);
+        for (int r = 0; r < Cfg::kBlockM; ++r)
+            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst + r * Cfg::kHeadDim,
+                                      &smem.dq[r][0], static_cast<uint32_t>(Cfg::kDqRowBytes));
+        ptx::cp_async_bulk_commit_group();
+        if (a.deterministic) {
+            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            st_release_s32(sem, turn + 1);
+        } else {
+            ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        }
+        mbar_arrive(&smem.dq_empty);
+    }
+    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+}
+
+/*
+ * The key block's dK, dV of this consumer: rows [key0, key0 + 64) of the
+ * block, columns [col0, col0 + kN). dK is multiplied by softmax_scale here.
+ */
+template <class Cfg, int kN>
+__device__ __forceinline__ void attn_bwd_store_dkv(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
+                                                   int key0, int col0, float (&dk)[kN / 2],
+                                                   const float (&dv)[kN / 2], int consumer)
+{
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
+    const int first_key = w.n_block * Cfg::kBlockN + key0; /* within the sequence */
+    if (a.group_size == 1) {
+        const int rows = w.seqlen_k - first_key;
+        const int64_t row = static_cast<int64_t>(w.k_offset) + first_key;
+        const int64_t bk = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dk_batch_stride;
+        const int64_t bv = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dv_batch_stride;
+        typename Cfg::T *dk_base = reinterpret_cast<typename Cfg::T *>(a.dk) + bk + row * a.dk_seq_stride +
+                                   static_cast<int64_t>(w.head_kv) * a.dk_head_stride + col0;
+        typename Cfg::T *dv_base = reinterpret_cast<typename Cfg::T *>(a.dv) + bv + row * a.dv_seq_stride +
+                                   static_cast<int64_t>(w.head_kv) * a.dv_head_stride + col0;
+        store_fragment<Cfg, kN>(dk_base, a.dk_seq_stride, rows, dk, a.softmax_scale, thread);
+        store_fragment<Cfg, kN>(dv_base, a.dv_seq_stride, rows, dv, 1.f, thread);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i)
+        dk[i] *= a.softmax_scale;
+    const int64_t elem = (w.k_row0 + first_key) * Cfg::kHeadDim + col0;
+    float *dk_base = reinterpret_cast<float *>(a.dk_accum) + elem;
+    float *dv_base = reinterpret_cast<float *>(a.dv_accum) + elem;
+    if (a.deterministic) {
+        int *sem = reinterpret_cast<int *>(a.dkv_semaphore) + w.k_row0 / Cfg::kBlockN + w.n_block;
+        const int turn = w.head_q - w.head_kv * a.group_size;
+        /* Both consumers add under one turn; consumer 0's thread 0 takes it. */
+        ordered_acquire<Cfg>(sem, turn, consumer_thread);
+        red_fragment<kN, Cfg::kHeadDim>(dk_base, dk, thread);
+        red_fragment<kN, Cfg::kHeadDim>(dv_base, dv, thread);
+        ordered_release<Cfg>(sem, turn, consumer_thread);
+    } else {
+        red_fragment<kN, Cfg::kHeadDim>(dk_base, dk, thread);
+        red_fragment<kN, Cfg::kHeadDim>(dv_base, dv, thread);
+    }
+}
+
+} // namespace sm90
+} // namespace mgpu

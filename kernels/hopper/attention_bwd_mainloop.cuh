@@ -1,0 +1,373 @@
+/*
+ * Hopper attention backward: the producer's TMA loop and the consumers' loop
+ * over query blocks.
+ *
+ * Producer (one thread): K[n], V[n] on kv_full; then per query block m,
+ * from the last one the mask leaves down to the first (i = 0, 1, ...;
+ * stage s = i % kStages, parity (i / kStages) & 1): wait
+ * q_empty[s], Q[m] + lse_log2[m] on q_full[s]; wait do_empty[s], dO[m] +
+ * dpsum[m] on do_full[s]. Empty barriers start "free" (the first round waits
+ * for the parity before the first phase).
+ *
+ * Query blocks go from last to first: every key block's CTA then meets a
+ * given query block after the same number of steps from its own start (the
+ * last block is common to all, or later for later key blocks under a
+ * window), so the deterministic mode's in-order dQ adds never make a CTA
+ * wait for another that is many blocks behind (ascending order would
+ * stagger causal CTAs by two blocks per key block).
+ *
+ * Consumer c, per query block (groups of wgmma committed in this order):
+ *
+ *   kSplitDim = 0                            kSplitDim = 1
+ *   g1 S^T  = K_c Q^T                        g1 S^T  = K Q_c^T
+ *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
+ *   wait g1; P^T (registers, 16-bit A)       wait g1; P^T -> smem p[i % 2]
+ *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
+ *   wait g2; dS^T (registers + smem ds[i%2]) fence.proxy.async; bar(ds)
+ *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
+ *   fence.proxy.async; bar(ds)               g4 dQ_c  = dS K_c                     (SS)
+ *   g5 dQ_c = dS K_c          (SS)           wait all
+ *   wait all
+ *   release q_empty[s], do_empty[s]; dQ_c into the dQ buffer (or dq_accum).
+ * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
+ * head-dim columns.) The bar(ds) of block i also tells each consumer that the
+ * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
+ * buffers make that one barrier enough.
+ *
+ * Operand layouts (all 128-byte swizzled, 1024-byte aligned tiles):
+ *   K, V, Q, dO  [row][dim] in 64-column blocks (TMA): K-major for S^T / dP^T,
+ *                MN-major (transpose) as the B of dV, dK (dO, Q) and dQ (K).
+ *   P^T, dS^T    [key][query], one 128-byte row per key (kBlockM = 64):
+ *                K-major A of dV, dK (M = keys); MN-major A of dQ (M = queries).
+ */
+#pragma once
+
+namespace mgpu {
+namespace sm90 {
+
+/* ---- the wgmma forms this kernel issues (instructions: hopper/wgmma.cuh) ---- */
+
+template <class Cfg, int kN, bool kTransA, bool kTransB>
+__device__ __forceinline__ void bwd_mma_ss(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate)
+{
+    wgmma_ss<typename Cfg::T, kTransA, kTransB>(d, desc_a, desc_b, accumulate);
+}
+
+/* A from registers, B MN-major. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void bwd_mma_rs(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                           uint32_t accumulate)
+{
+    wgmma_rs<typename Cfg::T, true>(d, a, desc_b, accumulate);
+}
+
+/* One tile (kDimBlocks boxes of 64 head-dim columns) of rows from `row`. */
+template <class Cfg, int kBlockBytes>
+__device__ __forceinline__ void bwd_load_tile(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int row, int head,
+                                              int tma_batch)
+{
+#pragma unroll
+    for (int d = 0; d < Cfg::kDimBlocks; ++d)
+        tma_load_4d(dst + d * kBlockBytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_params &p,
+                                                  typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
+{
+    if (w.m_block_begin >= w.m_block_end)
+        return; /* nothing to load; the consumers write zeros */
+    const int k_row = w.k_offset + w.n_block * Cfg::kBlockN;
+    mbar_arrive_expect_tx(&smem.kv_full, 2 * Cfg::kKVTileBytes);
+    bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k, &p.tmap_k, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
+    bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v, &p.tmap_v, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
+
+    const float *lse = reinterpret_cast<const float *>(p.args.lse_log2) + w.q_row0;
+    const float *dpsum = reinterpret_cast<const float *>(p.args.dpsum) + w.q_row0;
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int s = i % Cfg::kStages;
+        const uint32_t parity = (i / Cfg::kStages) & 1;
+        const int q_row = w.q_offset + m * Cfg::kBlockM;
+        mbar_wait(&smem.q_empty[s], parity ^ 1);
+        mbar_arrive_expect_tx(&smem.q_full[s], Cfg::kQTileBytes + Cfg::kRowBytes);
+        bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[s], &p.tmap_q, &smem.q_full[s], q_row, w.head_q, w.tma_batch);
+        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.lse[s], lse + m * Cfg::kBlockM,
+                           Cfg::kRowBytes, &smem.q_full[s]);
+        mbar_wait(&smem.do_empty[s], parity ^ 1);
+        mbar_arrive_expect_tx(&smem.do_full[s], Cfg::kQTileBytes + Cfg::kRowBytes);
+        bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.dout[s], &p.tmap_do, &smem.do_full[s], q_row, w.head_q,
+                                              w.tma_batch);
+        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.dpsum[s], dpsum + m * Cfg::kBlockM,
+                           Cfg::kRowBytes, &smem.do_full[s]);
+    }
+}
+
+/* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
+ * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. */
+template <class Cfg>
+__device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
+{
+    constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
+    constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kHeadDim / Cfg::kWgmmaK; ++kk) {
+        const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
+        const uint64_t da = wgmma_desc(a_rows + block * Cfg::kKVBlockBytes + within, 16, Cfg::kAtomBytes);
+        const uint64_t db = wgmma_desc(b_rows + block * Cfg::kQBlockBytes + within, 16, Cfg::kAtomBytes);
+        bwd_mma_ss<Cfg, Cfg::kSN, false, false>(d, da, db, kk > 0);
+    }
+}
+
+/* MN-major descriptor of columns [col, ...) of a [row][dim] tile at k-step kk
+ * (16 rows): block stride as the leading byte offset. */
+template <class Cfg, int kBlockBytes>
+__device__ __forceinline__ uint64_t mn_major_desc(uint32_t tile, int col, int kk)
+{
+    const uint32_t addr = tile + (col / Cfg::kSwizzleElems) * kBlockBytes + (col % Cfg::kSwizzleElems) * Cfg::kElementBytes +
+                          kk * Cfg::kWgmmaK * Cfg::kSwizzleBytes;
+    return wgmma_desc(addr, kBlockBytes, Cfg::kAtomBytes);
+}
+
+/* dQ_c = dS K_c: A = dS^T buffer read MN-major (M = queries), B = K MN-major. */
+template <class Cfg, int kN>
+__device__ __forceinline__ void issue_dq(float (&dq)[kN / 2], uint32_t ds, uint32_t k_tile, int col0)
+{
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockN / Cfg::kWgmmaK; ++kk) {
+        const uint64_t da = wgmma_desc(ds + kk * Cfg::kWgmmaK * Cfg::kSwizzleBytes, Cfg::kDsBytes, Cfg::kAtomBytes);
+        const uint64_t db = mn_major_desc<Cfg, Cfg::kKVBlockBytes>(k_tile, col0, kk);
+        bwd_mma_ss<Cfg, kN, true, true>(dq, da, db, kk > 0);
+    }
+}
+
+/* acc_c += X^T Y_c with X^T (64 keys x kBlockM queries) K-major in shared
+ * memory and Y = Q or dO MN-major (kSplitDim: dV += P^T dO, dK += dS^T Q). */
+template <class Cfg, int kN>
+__device__ __forceinline__ void issue_kv_ss(float (&acc)[kN / 2], uint32_t xt, uint32_t y_tile, int col0)
+{
+    constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockM / Cfg::kWgmmaK; ++kk) {
+        const uint64_t da = wgmma_desc(xt + kk * kStepBytes, 16, Cfg::kAtomBytes);
+        const uint64_t db = mn_major_desc<Cfg, Cfg::kQBlockBytes>(y_tile, col0, kk);
+        bwd_mma_ss<Cfg, kN, false, true>(acc, da, db, 1);
+    }
+}
+
+/* acc += X^T Y with X^T from registers (16-bit A fragments over the kBlockM
+ * queries) and Y = Q or dO MN-major, all head-dim columns (kSplitDim = 0). */
+template <class Cfg>
+__device__ __forceinline__ void issue_kv_rs(float (&acc)[Cfg::kHeadDim / 2], uint32_t (&xr)[Cfg::kSN / 4],
+                                            uint32_t y_tile)
+{
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kBlockM / Cfg::kWgmmaK; ++kk) {
+        const uint64_t db = mn_major_desc<Cfg, Cfg::kQBlockBytes>(y_tile, 0, kk);
+        const uint32_t a[4] = {xr[4 * kk + 0], xr[4 * kk + 1], xr[4 * kk + 2], xr[4 * kk + 3]};
+        bwd_mma_rs<Cfg, Cfg::kHeadDim>(acc, a, db, 1);
+    }
+}
+
+/*
+ * [key][query] buffers (P^T, dS^T): one 128-byte row per key, 16-byte chunks
+ * swizzled with the key's row in its 8-row atom. Thread (warp, lane) writes
+ * keys key0 + 16 warp + lane / 4 + 8 h and query pairs 8 j + 2 (lane % 4): its
+ * chunk index is j ^ (lane / 4), so every offset is this thread's base with an
+ * immediate XORed in (kq_offset) and 1024 h added. A warp's 32 stores of one
+ * (j, h) hit 32 distinct banks.
+ */
+__device__ __forceinline__ uint32_t kq_base(int key0, int warp, int lane)
+{
+    const int row = key0 + 16 * warp + lane / 4;
+    return static_cast<uint32_t>(row * 128 + (lane / 4) * 16 + 4 * (lane % 4));
+}
+
+/* j: the query chunk (8 queries) within the 64-query row. */
+__device__ __forceinline__ uint32_t kq_offset(uint32_t base, int j, int h)
+{
+    return (base ^ static_cast<uint32_t>(16 * j)) + 1024 * h;
+}
+
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v)
+{
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
+}
+
+template <class Cfg, int kDqCols>
+__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
+                                                       typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
+                                                       int consumer)
+{
+    constexpr int kSN = Cfg::kSN;
+    constexpr int kKV = Cfg::kSplitDim ? kDqCols : Cfg::kHeadDim; /* dK / dV columns held */
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int warp = thread / 32, lane = thread % 32;
+    const int col0 = consumer == 0 ? 0 : Cfg::kCols0;           /* head-dim columns of dQ (dK, dV if split) */
+    const int key0 = Cfg::kSplitDim ? 0 : Cfg::kSM * consumer; /* S^T rows: keys within the block */
+    const int qcol0 = Cfg::kSplitDim ? kSN * consumer : 0;      /* S^T columns: queries within the block */
+
+    float dk[kKV / 2], dv[kKV / 2];
+#pragma unroll
+    for (int i = 0; i < kKV / 2; ++i)
+        dk[i] = dv[i] = 0.f;
+
+    const float pre = a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f;
+    const float post = a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f;
+    const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
+    const int key_first = w.n_block * Cfg::kBlockN; /* first key of the block in the sequence */
+    /* This thread's keys (S^T rows) h = 0, 1. */
+    const int my_key = key_first + key0 + 16 * warp + lane / 4;
+    const uint32_t kq = kq_base(key0, warp, lane);
+
+    if (w.m_block_begin < w.m_block_end)
+        mbar_wait(&smem.kv_full, 0);
+
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int s = i % Cfg::kStages;
+        const uint32_t parity = (i / Cfg::kStages) & 1;
+        const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
+        const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
+
+        float st[kSN / 2], dpt[kSN / 2];
+        mbar_wait(&smem.q_full[s], parity);
+        wgmma_fence();
+        issue_xt<Cfg>(st, k_tile + key0 * Cfg::kSwizzleBytes, q_tile + qcol0 * Cfg::kSwizzleBytes);
+        wgmma_commit_group();
+        mbar_wait(&smem.do_full[s], parity);
+        wgmma_fence();
+        issue_xt<Cfg>(dpt, v_tile + key0 * Cfg::kSwizzleBytes, do_tile + qcol0 * Cfg::kSwizzleBytes);
+        wgmma_commit_group();
+        wgmma_fence_operands(st);
+        wgmma_fence_operands(dpt);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(st);
+
+        /* P^T = exp2(S^T scale_log2 - lse_log2), masked to 0; st keeps P^T
+         * times the soft-cap derivative for dS. */
+        const int row_first = m * Cfg::kBlockM; /* first query of the block */
+        const bool masked = row_first + Cfg::kBlockM > w.seqlen_q ||
+                            key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
+                            key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
+        uint32_t pr[kSN / 4];
+#pragma unroll
+        for (int j = 0; j < kSN / 8; ++j) {
+            const int q = qcol0 + 8 * j + 2 * (lane % 4); /* query within the block, e = 0 */
+            const float2 lse = ld_shared_f32x2(smem_u32(&smem.lse[s][q]));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float pv[2];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float x = st[4 * j + 2 * h + e];
+                    float grad = 1.f;
+                    if (a.softcap > 0.f) {
+                        const float t = fast_tanh(x * pre);
+                        x = post * t;
+                        grad = 1.f - t * t;
+                    }
+                    float pe = fast_exp2(fmaf(x, a.scale_log2, -(e == 0 ? lse.x : lse.y)));
+                    if (masked) {
+                        const int key = my_key + 8 * h, row = row_first + q + e;
+                        if (row >= w.seqlen_q || key < w.mask.key_begin(row) || key >= w.mask.key_end(row))
+                            pe = 0.f;
+                    }
+                    pv[e] = pe;
+                    st[4 * j + 2 * h + e] = pe * grad;
+                }
+                const uint32_t packed = pack2<typename Cfg::T>(pv[0], pv[1]);
+                if constexpr (Cfg::kSplitDim)
+                    st_shared_b32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), packed);
+                else
+                    pr[2 * j + h] = packed;
+            }
+        }
+
+        if constexpr (!Cfg::kSplitDim) {
+            /* g3: dV += P^T dO */
+            wgmma_fence();
+            issue_kv_rs<Cfg>(dv, pr, do_tile);
+            wgmma_commit_group();
+            wgmma_fence_operands(dv);
+            wgmma_fence_operands(pr);
+            wgmma_wait_group<1>();
+        } else {
+            wgmma_wait_group<0>();
+        }
+        wgmma_fence_operands(dpt);
+
+        /* dS^T = P^T (dP^T - dpsum) [soft-cap derivative], 16-bit, into ds. */
+        uint32_t dsr[kSN / 4];
+#pragma unroll
+        for (int j = 0; j < kSN / 8; ++j) {
+            const int q = qcol0 + 8 * j + 2 * (lane % 4);
+            const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[s][q]));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
+                const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
+                st_shared_b32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
+            }
+        }
+
+        if constexpr (!Cfg::kSplitDim) {
+            /* g4: dK += dS^T Q */
+            wgmma_fence();
+            issue_kv_rs<Cfg>(dk, dsr, q_tile);
+            wgmma_commit_group();
+            wgmma_fence_operands(dk);
+            wgmma_fence_operands(dsr);
+        }
+        fence_smem_to_async();
+        named_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
+        wgmma_fence();
+        if constexpr (Cfg::kSplitDim) {
+            const uint32_t p_buf = smem_u32(smem.p[i % 2]);
+            issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
+            issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
+            wgmma_commit_group();
+            wgmma_fence_operands(dv);
+            wgmma_fence_operands(dk);
+        }
+        float dq[kDqCols / 2];
+        issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
+        wgmma_commit_group();
+        wgmma_fence_operands(dq);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(dq);
+        wgmma_fence_operands(dk);
+        wgmma_fence_operands(dv);
+
+        /* Q and dO of this stage are no longer read (S^T, dP^T, dV, dK done). */
+        if (lane == 0) {
+            mbar_arrive(&smem.q_empty[s]);
+            mbar_arrive(&smem.do_empty[s]);
+        }
+        if constexpr (Cfg::kDqWriter)
+            attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, dq);
+        else
+            attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
+    }
+
+    attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, Cfg::kSplitDim ? col0 : 0, dk, dv, consumer);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
+                                                  const AttnBwdWork &w, int consumer)
+{
+    if (consumer == 0)
+        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+    else
+        attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
+}
+
+} // namespace sm90
+} // namespace mgpu

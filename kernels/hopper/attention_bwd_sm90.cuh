@@ -1,0 +1,311 @@
+/*
+ * Hopper (sm_90a) flash-attention backward: the main kernel's shell.
+ *
+ * Schedule (FlashAttention-3 style). One CTA per (key block n, query head h,
+ * sequence b), key blocks fastest in blockIdx.x (kernels/abi/attention_bwd_abi.h).
+ * 384 threads = 3 warpgroups:
+ *
+ *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
+ *     loads K[n] and V[n] once (kv_full), then for every query block m the
+ *     mask leaves for this key block, in decreasing m, into stage
+ *     s = i % kStages (i counts the blocks): Q[m] with its kBlockM lse_log2
+ *     values (waits q_empty[s], arms q_full[s]) and dO[m] with its dpsum
+ *     values (do_empty[s] / do_full[s]). TMA tiles (128-byte swizzle) for Q,
+ *     K, V, dO; 1-D bulk copies for the two fp32 rows.
+ *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
+ *     query block (attention_bwd_mainloop.cuh has the instruction order):
+ *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
+ *       P^T = exp2(S^T scale_log2 - lse_log2)  (soft-cap, mask: P = 0)
+ *       dV += P^T dO                           (wgmma)
+ *       dS^T = P^T (dP^T - dpsum) [1 - tanh^2] -> 16-bit, into shared memory
+ *       dK += dS^T Q                           (wgmma)
+ *       dQ(m) = dS K                           (wgmma, both consumers' dS)
+ *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
+ *     dQ(m) is added into the fp32 dq_accum with red.global.add.v2.f32 from
+ *     registers; deterministic: consumer thread 0 waits until dq_semaphore
+ *     equals this key block's turn (key-block order), a named barrier lets
+ *     both consumers add, another hands the turn on. (An alternative path,
+ *     AttnBwdConfig::kDqWriter, stages dQ in shared memory for a writer
+ *     thread; measured slower, off.)
+ *     Two layouts of the work between the consumers (AttnBwdTile):
+ *       kSplitDim = 0 (head dims <= 128, kBlockN = 128): consumer c owns keys
+ *         [64c, 64c + 64): S^T, dP^T are 64 x kBlockM per consumer, P^T and
+ *         dS^T stay in registers as the A operand of dV, dK (head_dim / 2 fp32
+ *         accumulators each); only dS^T goes to shared memory, for dQ.
+ *       kSplitDim = 1 (head dims 192, 256, kBlockN = 64): consumer c computes
+ *         the query columns [32c, 32c + 32) of S^T, dP^T for all 64 keys,
+ *         writes P^T and dS^T to shared memory, and owns a column range of
+ *         dV, dK and dQ (dK, dV then fit in registers).
+ *     dQ's columns are split between the consumers in both layouts; a named
+ *     barrier over the 256 consumer threads publishes each dS^T (two buffers,
+ *     so one barrier per query block suffices).
+ *   Epilogue: dK (times softmax_scale) and dV straight from registers: 16-bit
+ *   stores clipped to seqlen_k when group_size == 1, else fp32 adds into
+ *   dk_accum / dv_accum (deterministic: query-head order behind dkv_semaphore).
+ *
+ * Query blocks that the causal / sliding-window mask removes entirely are never
+ * loaded (loop bounds); blocks that straddle a mask edge, the end of the keys or
+ * of the queries are masked in registers.
+ *
+ * A generated unit instantiates one variant:
+ *   extern "C" __global__ void __launch_bounds__(384, 1)
+ *   mgpu_attention_bwd_sm90_bf16_d128(const __grid_constant__ mgpu_attention_bwd_params p)
+ *   { mgpu::sm90::attention_bwd<mgpu::sm90::AttnBwdConfig<__nv_bfloat16, 128>>(p); }
+ */
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "abi/attention_bwd_abi.h"
+#include "common/async_copy.cuh"
+#include "common/barrier.cuh"
+#include "common/numeric.cuh"
+#include "hopper/attention_bwd_tile_size.cuh"
+#include "hopper/attention_fwd_mask.cuh"    /* AttnMask */
+#include "hopper/attention_fwd_softmax.cuh" /* fast_exp2, fast_tanh */
+#include "hopper/warpgroup.cuh"
+#include "hopper/wgmma.cuh"
+
+namespace mgpu {
+namespace sm90 {
+
+template <typename Element, int kHeadDim_>
+struct AttnBwdConfig {
+    using T = Element;
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
+    static constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+    static constexpr int kElementBytes = 2;
+
+    static constexpr int kHeadDim = kHeadDim_;
+    static constexpr int kBlockM = AttnBwdTile<kHeadDim>::kBlockM;
+    static constexpr int kBlockN = AttnBwdTile<kHeadDim>::kBlockN;
+    static constexpr int kStages = AttnBwdTile<kHeadDim>::kStages;
+    static constexpr bool kSplitDim = AttnBwdTile<kHeadDim>::kSplitDim;
+
+    static constexpr int kSwizzleBytes = 128;
+    static constexpr int kSwizzleElems = kSwizzleBytes / kElementBytes;
+    static constexpr int kAtomBytes = 1024; /* 8 swizzled rows */
+    static constexpr int kDimBlocks = (kHeadDim + kSwizzleElems - 1) / kSwizzleElems;
+    static constexpr int kWgmmaK = 16;
+    static_assert(kHeadDim % kWgmmaK == 0, "wgmma K is 16");
+    static_assert(kBlockM == kSwizzleElems, "one dS^T row (kBlockM 16-bit values) is one swizzle row");
+
+    static constexpr int kWarpgroupThreads = 128;
+    static constexpr int kConsumerWarpgroups = 2;
+    static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
+    static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
+    static constexpr int kConsumerWarps = kConsumerThreads / 32;
+    static_assert(kThreads == MGPU_ATTENTION_BWD_THREADS, "ABI thread count");
+
+    /* S^T / dP^T tile of one consumer: kSM (keys, the wgmma M) x kSN (queries). */
+    static constexpr int kSM = 64;
+    static constexpr int kSN = kSplitDim ? kBlockM / kConsumerWarpgroups : kBlockM;
+    static_assert(kSplitDim ? kBlockN == kSM : kBlockN == kSM * kConsumerWarpgroups, "key ownership");
+
+    /* Columns of dQ (and with kSplitDim of dK, dV) per consumer: consumer 0
+     * takes the first kCols0, consumer 1 the rest. A range never crosses a
+     * 64-column block except at its start (so one MN-major descriptor with
+     * the block stride covers it). */
+    static constexpr int kCols0 = kHeadDim <= 64 ? kHeadDim / 2 : (kHeadDim / 2 + 63) / 64 * 64;
+    static constexpr int kCols1 = kHeadDim - kCols0;
+    /* dK / dV accumulator columns per consumer (the larger range when split). */
+    static constexpr int kKVCols = kSplitDim ? kCols0 : kHeadDim;
+
+    /* Registers: 128 * 24 + 256 * 240 = 64512 <= 65536. */
+    static constexpr int kProducerRegisters = 24;
+    static constexpr int kConsumerRegisters = 240;
+
+    static constexpr int kQBlockBytes = kBlockM * kSwizzleBytes;  /* one 64-column block of Q / dO */
+    static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes; /* of K / V */
+    static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
+    static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
+    static constexpr int kDsBytes = kBlockN * kBlockM * kElementBytes; /* [key][query], 128-byte rows */
+    static constexpr int kRowBytes = kBlockM * 4;                      /* lse_log2 / dpsum of one block */
+    static_assert(kRowBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
+
+    /* How dQ reaches dq_accum. kDqWriter = 1: the consumers store each query
+     * block's dQ (fp32, rows padded by 16 bytes against bank conflicts) into
+     * a shared buffer and one thread of the producer warpgroup adds it with
+     * bulk reductions (cp.reduce.async.bulk, one per row), taking the
+     * deterministic turn itself. kDqWriter = 0: the consumers add from
+     * registers (red.global.add.v2.f32) and take the turn themselves.
+     * Measured on H100 (bf16, d128, B=4, S=4096, H=16, main kernel alone),
+     * both correct: writer 276 / 209 TFLOP/s (non-causal / causal), 181 / 172
+     * deterministic; registers 328 / 282, 230 / 206 deterministic. The 64
+     * per-row reductions of one thread and their completion wait stall the
+     * consumers on the buffer, so the register path is the one used; the
+     * writer needs block_m * (head_dim + 4) * 4 more bytes of shared memory
+     * than mgpu_attention_bwd_smem_bytes() gives (head dims <= 128 only). */
+    static constexpr bool kDqWriter = false;
+    static constexpr int kDqRowFloats = kHeadDim + 4;
+    static constexpr int kDqRowBytes = kHeadDim * 4; /* what one bulk reduction moves */
+
+    struct alignas(kAtomBytes) SharedStorage {
+        uint8_t k[kKVTileBytes];
+        uint8_t v[kKVTileBytes];
+        uint8_t q[kStages][kQTileBytes];
+        uint8_t dout[kStages][kQTileBytes];
+        uint8_t ds[2][kDsBytes];
+        uint8_t p[kSplitDim ? 2 : 1][kSplitDim ? kDsBytes : 16];
+        float lse[kStages][kBlockM];
+        float dpsum[kStages][kBlockM];
+        alignas(16) float dq[kDqWriter ? kBlockM : 1][kDqWriter ? kDqRowFloats : 4];
+        uint64_t kv_full;
+        uint64_t dq_full;  /* the consumers' dQ of a block is in dq (8 warp arrivals) */
+        uint64_t dq_empty; /* the writer has read dq out (1 arrival) */
+        uint64_t q_full[kStages];
+        uint64_t q_empty[kStages];
+        uint64_t do_full[kStages];
+        uint64_t do_empty[kStages];
+    };
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kAtomBytes;
+    static_assert(kSmemBytes <= MGPU_ATTENTION_BWD_SMEM_LIMIT, "fits a Hopper CTA");
+};
+
+/* Named barrier ids (0 is __syncthreads). */
+enum AttnBwdBarrier : int {
+    kBwdBarrierDs = 1,      /* both consumers' dS^T (and P^T) of a block are in shared memory */
+    kBwdBarrierOrdered = 2, /* deterministic adds: the turn was taken / the adds are done */
+};
+
+/* One CTA's work: one key block of one query head of one sequence. */
+struct AttnBwdWork {
+    int n_block;
+    int head_q, head_kv;
+    int batch;
+    int tma_batch;   /* batch coordinate of the tensor maps (0 when varlen) */
+    int q_offset;    /* first row of the sequence in the packed Q / dO rows */
+    int k_offset;    /* first row of the sequence in the packed K / V / dK / dV rows */
+    int seqlen_q, seqlen_k;
+    int m_block_begin; /* query blocks [begin, end) see some key of this block */
+    int m_block_end;
+    int64_t q_row0;  /* first row of (sequence, query head) in the query-side scratch */
+    int64_t k_row0;  /* first row of (sequence, kv head) in the key-side scratch */
+    AttnMask mask;
+};
+
+template <class Cfg>
+__device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
+{
+    AttnBwdWork w;
+    w.n_block = tile % a.n_blocks;
+    w.head_q = (tile / a.n_blocks) % a.heads_q;
+    w.batch = tile / (a.n_blocks * a.heads_q);
+    w.head_kv = w.head_q / a.group_size;
+    if (a.cu_seqlens_q != 0) {
+        const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
+        const int32_t *cu_k = reinterpret_cast<const int32_t *>(a.cu_seqlens_k);
+        w.q_offset = cu_q[w.batch];
+        w.seqlen_q = cu_q[w.batch + 1] - w.q_offset;
+        w.k_offset = cu_k[w.batch];
+        w.seqlen_k = cu_k[w.batch + 1] - w.k_offset;
+        w.tma_batch = 0;
+        w.q_row0 = static_cast<int64_t>(w.head_q) * a.q_rows_padded +
+                   (static_cast<int64_t>(w.q_offset) + static_cast<int64_t>(w.batch) * Cfg::kBlockM) /
+                       Cfg::kBlockM * Cfg::kBlockM;
+        w.k_row0 = static_cast<int64_t>(w.head_kv) * a.k_rows_padded +
+                   (static_cast<int64_t>(w.k_offset) + static_cast<int64_t>(w.batch) * Cfg::kBlockN) /
+                       Cfg::kBlockN * Cfg::kBlockN;
+    } else {
+        w.q_offset = 0;
+        w.k_offset = 0;
+        w.seqlen_q = a.seqlen_q;
+        w.seqlen_k = a.seqlen_k;
+        w.tma_batch = w.batch;
+        w.q_row0 = (static_cast<int64_t>(w.batch) * a.heads_q + w.head_q) * a.q_rows_padded;
+        w.k_row0 = (static_cast<int64_t>(w.batch) * a.heads_kv + w.head_kv) * a.k_rows_padded;
+    }
+    w.mask.seqlen_k = w.seqlen_k;
+    w.mask.diag = w.seqlen_k - w.seqlen_q;
+    w.mask.window_left = a.window_left;
+    int right = a.window_right;
+    if (a.causal)
+        right = right < 0 ? 0 : min(right, 0);
+    w.mask.window_right = right;
+
+    /* Rows i that see some key j of [k0, k1): j in [i + diag - left, i + diag + right]. */
+    const int k0 = w.n_block * Cfg::kBlockN;
+    const int k1 = min(k0 + Cfg::kBlockN, w.seqlen_k);
+    int row_lo = w.mask.window_right >= 0 ? k0 - w.mask.diag - w.mask.window_right : 0;
+    int row_hi = w.mask.window_left >= 0 ? k1 - 1 - w.mask.diag + w.mask.window_left : w.seqlen_q - 1;
+    row_lo = max(row_lo, 0);
+    row_hi = min(row_hi, w.seqlen_q - 1);
+    if (k0 >= k1 || row_lo > row_hi) {
+        w.m_block_begin = w.m_block_end = 0;
+    } else {
+        w.m_block_begin = row_lo / Cfg::kBlockM;
+        w.m_block_end = row_hi / Cfg::kBlockM + 1;
+    }
+    return w;
+}
+
+/* The first key block that query block m sees (the deterministic dQ turn is
+ * n_block minus this). Same interval algebra as above, from the rows' side. */
+template <class Cfg>
+__device__ __forceinline__ int attn_bwd_first_n_block(const AttnBwdWork &w, int m_block)
+{
+    return max(0, w.mask.key_begin(m_block * Cfg::kBlockM)) / Cfg::kBlockN;
+}
+
+} // namespace sm90
+} // namespace mgpu
+
+#include "hopper/attention_bwd_epilogue.cuh"
+#include "hopper/attention_bwd_mainloop.cuh"
+
+namespace mgpu {
+namespace sm90 {
+
+template <class Cfg>
+__device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p)
+{
+    using Smem = typename Cfg::SharedStorage;
+    extern __shared__ uint8_t attn_bwd_smem_raw[];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(attn_bwd_smem_raw);
+    Smem &smem = *reinterpret_cast<Smem *>((base + Cfg::kAtomBytes - 1) & ~uintptr_t(Cfg::kAtomBytes - 1));
+
+    const AttnBwdWork w = attn_bwd_work<Cfg>(p.args, static_cast<int>(blockIdx.x));
+    /* Key blocks past this sequence's end (varlen): nothing to compute or write. */
+    if (w.n_block * Cfg::kBlockN >= w.seqlen_k)
+        return;
+
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&p.tmap_q);
+        tma_prefetch_map(&p.tmap_k);
+        tma_prefetch_map(&p.tmap_v);
+        tma_prefetch_map(&p.tmap_do);
+        mbar_init(&smem.kv_full, 1);
+        mbar_init(&smem.dq_full, Cfg::kConsumerWarps);
+        mbar_init(&smem.dq_empty, 1);
+        for (int s = 0; s < Cfg::kStages; ++s) {
+            mbar_init(&smem.q_full[s], 1);
+            mbar_init(&smem.do_full[s], 1);
+            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
+            mbar_init(&smem.do_empty[s], Cfg::kConsumerWarps);
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
+    if (warpgroup == 0) {
+        setmaxnreg_dec<Cfg::kProducerRegisters>();
+        if (threadIdx.x == 0) {
+            attn_bwd_producer<Cfg>(p, smem, w);
+        } else {
+            if constexpr (Cfg::kDqWriter) { /* off, see AttnBwdConfig */
+                if (threadIdx.x == 32)
+                    attn_bwd_dq_writer<Cfg>(p.args, smem, w);
+            }
+        }
+    } else {
+        setmaxnreg_inc<Cfg::kConsumerRegisters>();
+        attn_bwd_consumer<Cfg>(p.args, smem, w, warpgroup - 1);
+    }
+}
+
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,33 @@
+/*
+ * Tile sizes of the Hopper attention backward, per head dim (the table of
+ * kernels/abi/attention_bwd_abi.h, which the runtime and the preprocess use;
+ * the generated units check that both agree).
+ *
+ * A CTA owns kBlockN keys and walks query blocks of kBlockM = 64 rows. Per
+ * consumer thread (240 registers):
+ *   split_dim = 0, kBlockN = 128 (each consumer 64 keys x all head-dim columns):
+ *     dK + dV  2 x head_dim / 2,  S^T + dP^T  2 x 32,  dQ  <= 32,
+ *     16-bit P^T, dS^T  2 x 16            -> head dim 128: 64+64+32+32+32+32
+ *   split_dim = 1, kBlockN = 64 (each consumer all 64 keys x 128 head-dim columns):
+ *     dK + dV  2 x 64,  S^T + dP^T  2 x 16,  dQ 64 (after S^T, dP^T are dead)
+ * Shared memory: K, V (kBlockN rows), kStages of Q and dO (kBlockM rows), two
+ * dS^T (and with split_dim two P^T) buffers; head dims padded to 64-column
+ * (128-byte) swizzle blocks; head dim 256 uses the full 227 KiB.
+ */
+#pragma once
+
+namespace mgpu {
+namespace sm90 {
+
+template <int kHeadDim>
+struct AttnBwdTile {
+    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
+                  "attention backward head dims: 64, 96, 128, 192, 256");
+    static constexpr int kBlockM = 64;
+    static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
+    static constexpr int kStages = 2;
+    static constexpr bool kSplitDim = kHeadDim > 128;
+};
+
+} // namespace sm90
+} // namespace mgpu

@@ -1,0 +1,255 @@
+/*
+ * Validation, kernel choice and launch planning for mgpu_attention_bwd (see
+ * attention_bwd_plan.h). The checks shared with the forward call come from
+ * attention_common.c, in the same order; the backward adds its four
+ * gradient-side tensors, `deterministic`, a required LSE, and limits on its
+ * grids and workspace. Block sizes and the scratch layout come from
+ * kernels/abi/attention_bwd_abi.h, the one place that defines them.
+ */
+#include "attention_bwd_plan.h"
+
+#include <string.h>
+
+#define LSE_ALIGN_BYTES 4
+#define LOG2_E 1.4426950408889634f
+#define TENSORS 8
+
+mgpu_status mgpu_attention_bwd_validate(const mgpu_attention_bwd_desc *desc, const void *q, const void *k,
+                                        const void *v, const void *o, const void *dout, const float *lse, void *dq,
+                                        void *dk, void *dv, int need_pointers, struct mgpu_attention_bwd_problem *out)
+{
+    if (!desc)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
+    if (desc->struct_size != sizeof(mgpu_attention_bwd_desc))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "desc->struct_size is %zu, expected %zu: start from MGPU_ATTENTION_BWD_DESC_INIT",
+                         desc->struct_size, sizeof(mgpu_attention_bwd_desc));
+    if (desc->deterministic != 0 && desc->deterministic != 1)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "deterministic is %d; it must be 0 or 1", desc->deterministic);
+    struct mgpu_attention_bwd_problem p;
+    memset(&p, 0, sizeof p);
+    mgpu_status s = mgpu_attention_check_fields(&MGPU_ATTENTION_FIELDS_OF(desc), &p.a);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    p.a.q = (uintptr_t)q;
+    p.a.k = (uintptr_t)k;
+    p.a.v = (uintptr_t)v;
+    p.a.o = (uintptr_t)o;
+    p.a.lse = (uintptr_t)lse;
+    p.dout = (uintptr_t)dout;
+    p.dq = (uintptr_t)dq;
+    p.dk = (uintptr_t)dk;
+    p.dv = (uintptr_t)dv;
+    p.deterministic = desc->deterministic;
+    *out = p;
+    if (mgpu_attention_problem_empty(&p.a))
+        return MGPU_STATUS_SUCCESS;
+
+    s = mgpu_attention_check_heads(&p.a);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    if (need_pointers && (!q || !k || !v || !o || !dout || !lse || !dq || !dk || !dv))
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER,
+                         "q, k, v, o, dout, lse, dq, dk and dv must not be NULL (q %p, k %p, v %p, o %p, dout %p, "
+                         "lse %p, dq %p, dk %p, dv %p)",
+                         q, k, v, o, dout, (const void *)lse, dq, dk, dv);
+    if (p.a.lse % LSE_ALIGN_BYTES)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "lse must be 4-byte aligned (an fp32 array)");
+
+    p.a.softmax_scale = mgpu_attention_scale(desc->softmax_scale, p.a.head_dim);
+    const struct mgpu_attention_tensor tensors[TENSORS] = {
+        {"q", p.a.q, &desc->q_strides, &p.a.q_strides, 1},
+        {"k", p.a.k, &desc->k_strides, &p.a.k_strides, 0},
+        {"v", p.a.v, &desc->v_strides, &p.a.v_strides, 0},
+        {"o", p.a.o, &desc->o_strides, &p.a.o_strides, 1},
+        {"dout", p.dout, &desc->do_strides, &p.do_strides, 1},
+        {"dq", p.dq, &desc->dq_strides, &p.dq_strides, 1},
+        {"dk", p.dk, &desc->dk_strides, &p.dk_strides, 0},
+        {"dv", p.dv, &desc->dv_strides, &p.dv_strides, 0},
+    };
+    s = mgpu_attention_resolve_strides(&p.a, tensors, TENSORS);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = mgpu_attention_check_kernel_rules(&p.a, tensors, TENSORS);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    *out = p;
+    return MGPU_STATUS_SUCCESS;
+}
+
+static int is_main_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_BWD_SM90;
+}
+
+static int is_pre_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_BWD_PRE_SM90;
+}
+
+static int is_post_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_BWD_POST_SM90;
+}
+
+/* The main kernel of the call's dtype and head dim. */
+static int main_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct mgpu_attention_problem *p = ctx;
+    return v->dtype == p->dtype && v->attention.head_dim == p->head_dim;
+}
+
+/* The preprocess and postprocess take the head dim at run time. */
+static int helper_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct mgpu_attention_problem *p = ctx;
+    return v->dtype == p->dtype;
+}
+
+static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_attention_bwd_tile *t,
+                      struct mgpu_attention_bwd_args *a)
+{
+    const struct mgpu_attention_problem *p = &bp->a;
+    memset(a, 0, sizeof *a);
+    a->batch = (int32_t)p->batch;
+    a->seqlen_q = (int32_t)p->seqlen_q;
+    a->seqlen_k = (int32_t)p->seqlen_k;
+    a->heads_q = (int32_t)p->heads_q;
+    a->heads_kv = (int32_t)p->heads_kv;
+    a->head_dim = (int32_t)p->head_dim;
+    a->group_size = (int32_t)(p->heads_q / p->heads_kv);
+    a->causal = p->causal;
+    a->window_left = p->window_left;
+    a->window_right = p->window_right;
+    a->softmax_scale = p->softmax_scale;
+    a->scale_log2 = p->softmax_scale * LOG2_E;
+    a->softcap = p->softcap;
+    a->deterministic = bp->deterministic;
+    a->n_blocks = (int32_t)mgpu_cdiv(p->seqlen_k, t->block_n);
+    a->o_batch_stride = p->o_strides.batch;
+    a->o_seq_stride = p->o_strides.seq;
+    a->o_head_stride = p->o_strides.head;
+    a->do_batch_stride = bp->do_strides.batch;
+    a->do_seq_stride = bp->do_strides.seq;
+    a->do_head_stride = bp->do_strides.head;
+    a->dq_batch_stride = bp->dq_strides.batch;
+    a->dq_seq_stride = bp->dq_strides.seq;
+    a->dq_head_stride = bp->dq_strides.head;
+    a->dk_batch_stride = bp->dk_strides.batch;
+    a->dk_seq_stride = bp->dk_strides.seq;
+    a->dk_head_stride = bp->dk_strides.head;
+    a->dv_batch_stride = bp->dv_strides.batch;
+    a->dv_seq_stride = bp->dv_strides.seq;
+    a->dv_head_stride = bp->dv_strides.head;
+    a->o = (uint64_t)p->o;
+    a->dout = (uint64_t)bp->dout;
+    a->lse = (uint64_t)p->lse;
+    /* The layout the forward writes (kernels/abi/attention_abi.h). */
+    if (p->varlen) {
+        a->lse_batch_stride = 0;
+        a->lse_head_stride = p->total_q;
+        a->cu_seqlens_q = (uint64_t)p->cu_seqlens_q;
+        a->cu_seqlens_k = (uint64_t)p->cu_seqlens_k;
+    } else {
+        a->lse_batch_stride = p->heads_q * p->seqlen_q;
+        a->lse_head_stride = p->seqlen_q;
+    }
+    a->dq = (uint64_t)bp->dq;
+    a->dk = (uint64_t)bp->dk;
+    a->dv = (uint64_t)bp->dv;
+}
+
+int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
+                            const char *force, struct mgpu_attention_bwd_plan *plan, mgpu_status *status)
+{
+    const struct mgpu_attention_problem *p = &bp->a;
+    memset(plan, 0, sizeof *plan);
+    const struct mgpu_lookup main_q = {.what = "attention backward", .of_op = is_main_kind, .caps = caps,
+                                       .force = force, .fits = main_fits, .ctx = p};
+    plan->main = mgpu_registry_lookup(&main_q, NULL, status);
+    if (plan->main < 0)
+        return -1;
+    const struct mgpu_lookup pre_q = {.what = "attention backward preprocess", .of_op = is_pre_kind, .caps = caps,
+                                      .fits = helper_fits, .ctx = p};
+    const struct mgpu_lookup post_q = {.what = "attention backward postprocess", .of_op = is_post_kind,
+                                       .caps = caps, .fits = helper_fits, .ctx = p};
+    plan->pre = mgpu_registry_lookup(&pre_q, NULL, status);
+    plan->post = plan->pre < 0 ? -1 : mgpu_registry_lookup(&post_q, NULL, status);
+    if (plan->pre < 0 || plan->post < 0) {
+        *status = mgpu_fail(MGPU_STATUS_INTERNAL_ERROR, "the build has an attention backward kernel for compute "
+                            "capability %d.%d but not its preprocess / postprocess",
+                            caps->cc_major, caps->cc_minor);
+        return -1;
+    }
+    if (mgpu_attention_bwd_tile((int)p->head_dim, &plan->tile) != 0) {
+        *status = mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "head_dim %lld has no attention backward tile",
+                            (long long)p->head_dim);
+        return -1;
+    }
+    const struct mgpu_attention_bwd_tile *t = &plan->tile;
+    const struct mgpu_variant *v = &mgpu_variants[plan->main];
+    if (v->attention.block_m != t->block_m || v->attention.block_n != t->block_n) {
+        *status = mgpu_fail(MGPU_STATUS_INTERNAL_ERROR, "%s: registry tile %dx%d differs from the ABI's %dx%d",
+                            v->name, v->attention.block_m, v->attention.block_n, t->block_m, t->block_n);
+        return -1;
+    }
+
+    /* Grids (1-D, CTAs < 2^31): each product checked before it is formed;
+     * heads_kv <= heads_q, so the key tiles of the postprocess are bounded
+     * by the main grid and their sum with the query tiles fits in int64. */
+    const int64_t m_blocks = mgpu_cdiv(p->seqlen_q, t->block_m), n_blocks = mgpu_cdiv(p->seqlen_k, t->block_n);
+    const int64_t group = p->heads_q / p->heads_kv;
+    if (mgpu_attention_product_exceeds(m_blocks, p->heads_q, p->batch, MGPU_ATTENTION_MAX_SIZE) ||
+        mgpu_attention_product_exceeds(n_blocks, p->heads_q, p->batch, MGPU_ATTENTION_MAX_SIZE) ||
+        m_blocks * p->heads_q * p->batch + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0) >
+            MGPU_ATTENTION_MAX_SIZE) {
+        *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
+                            "attention backward grids must stay below 2^31 CTAs: ceil(seqlen_q / %d) * heads_q * "
+                            "batch (+ ceil(seqlen_k / %d) * heads_kv * batch for GQA) and ceil(seqlen_k / %d) * "
+                            "heads_q * batch",
+                            t->block_m, t->block_n, t->block_n);
+        return -1;
+    }
+    const int64_t pre_ctas = m_blocks * p->heads_q * p->batch;
+    const int64_t main_ctas = n_blocks * p->heads_q * p->batch;
+    const int64_t post_ctas = pre_ctas + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0);
+    plan->pre_grid = (unsigned)pre_ctas;
+    plan->main_grid = (unsigned)main_ctas;
+    plan->post_grid = (unsigned)post_ctas;
+
+    if (mgpu_attention_bwd_scratch_layout((int)p->head_dim, (int)p->batch, (int)p->heads_q, (int)p->heads_kv,
+                                          p->seqlen_q, p->seqlen_k, p->total_q, p->total_k, p->varlen,
+                                          &plan->scratch) != 0 ||
+        plan->scratch.total > (uint64_t)SIZE_MAX) {
+        *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
+                            "the attention backward scratch for batch %lld, heads_q %lld, seqlen_q %lld, seqlen_k "
+                            "%lld, head_dim %lld exceeds 2^62 bytes",
+                            (long long)p->batch, (long long)p->heads_q, (long long)p->seqlen_q,
+                            (long long)p->seqlen_k, (long long)p->head_dim);
+        return -1;
+    }
+    plan->workspace_bytes = (size_t)plan->scratch.total;
+
+    fill_args(bp, t, &plan->args);
+    mgpu_attention_map_shape(&plan->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, t->block_m);
+    mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
+    mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);
+    mgpu_attention_map_shape(&plan->do_map, bp->dout, p, p->total_q, p->heads_q, &bp->do_strides, t->block_m);
+    mgpu_attention_bwd_place_scratch(plan, 0);
+    return 0;
+}
+
+void mgpu_attention_bwd_place_scratch(struct mgpu_attention_bwd_plan *plan, uint64_t base)
+{
+    const struct mgpu_attention_bwd_scratch *s = &plan->scratch;
+    struct mgpu_attention_bwd_args *a = &plan->args;
+    const int gqa = a->group_size > 1;
+    a->q_rows_padded = s->q_rows_padded;
+    a->k_rows_padded = s->k_rows_padded;
+    a->lse_log2 = base + s->lse_log2;
+    a->dpsum = base + s->dpsum;
+    a->dq_accum = base + s->dq_accum;
+    a->dq_semaphore = base + s->dq_semaphore;
+    a->dk_accum = gqa ? base + s->dk_accum : 0;
+    a->dv_accum = gqa ? base + s->dv_accum : 0;
+    a->dkv_semaphore = gqa ? base + s->dkv_semaphore : 0;
+}

@@ -1,0 +1,340 @@
+/*
+ * mgpu_attention_bwd's pure half on the CPU: descriptor validation (every
+ * status the header lists for a bad descriptor, the gradient tensors'
+ * strides and alignment, `deterministic`), the choice of the three kernels
+ * with made-up devices (9.0 picks the main variant of the call's dtype and
+ * head dim and the dtype's preprocess / postprocess; 10.0 and 8.0 get
+ * ARCH_MISMATCH), forcing, and the launch plan: grids, tensor-map shapes,
+ * LSE layout, and the workspace size recomputed here from the scratch
+ * layout the ABI describes (fixed length, varlen, GQA, deterministic).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "attention_bwd_plan.h"
+#include "check.h"
+#include "dispatch.h"
+
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
+static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
+
+/* Made-up, suitably aligned device addresses. */
+#define ADDR(i) ((void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)(i) * 0x1000000000ull))
+#define LSE_ADDR ((const float *)ADDR(9))
+
+static mgpu_attention_bwd_desc base_desc(void)
+{
+    mgpu_attention_bwd_desc d = MGPU_ATTENTION_BWD_DESC_INIT;
+    d.batch = 2;
+    d.seqlen_q = 1000;
+    d.seqlen_k = 1500;
+    d.heads_q = 16;
+    d.heads_kv = 4;
+    d.head_dim = 128;
+    d.dtype = MGPU_DTYPE_BF16;
+    return d;
+}
+
+static mgpu_status validate(const mgpu_attention_bwd_desc *d, struct mgpu_attention_bwd_problem *p)
+{
+    return mgpu_attention_bwd_validate(d, ADDR(0), ADDR(1), ADDR(2), ADDR(3), ADDR(4), LSE_ADDR, ADDR(5), ADDR(6),
+                                       ADDR(7), 1, p);
+}
+
+#define EXPECT(field_set, status)                                                                  \
+    do {                                                                                           \
+        mgpu_attention_bwd_desc d_ = base_desc();                                                  \
+        field_set;                                                                                 \
+        CHECK_STATUS(validate(&d_, &p), status);                                                   \
+        CHECK(status == MGPU_STATUS_SUCCESS || mgpu_last_error_message()[0], "no message for %s", #field_set); \
+    } while (0)
+
+static void test_validation(void)
+{
+    struct mgpu_attention_bwd_problem p;
+    EXPECT((void)0, MGPU_STATUS_SUCCESS);
+    CHECK(fabsf(p.a.softmax_scale - 1.0f / sqrtf(128.0f)) < 1e-7f, "default scale %g", (double)p.a.softmax_scale);
+    CHECK(p.do_strides.seq == 16 * 128 && p.dq_strides.batch == 1000 * 16 * 128 && p.dq_strides.head == 128,
+          "dense dO / dQ strides are Q's");
+    CHECK(p.dk_strides.seq == 4 * 128 && p.dv_strides.batch == 1500 * 4 * 128, "dense dK / dV strides are K's");
+    CHECK(p.deterministic == 0, "deterministic default 0");
+    EXPECT(d_.deterministic = 1, MGPU_STATUS_SUCCESS);
+    CHECK(p.deterministic == 1, "deterministic passed");
+
+    CHECK_STATUS(mgpu_attention_bwd_validate(NULL, ADDR(0), ADDR(1), ADDR(2), ADDR(3), ADDR(4), LSE_ADDR, ADDR(5),
+                                             ADDR(6), ADDR(7), 1, &p),
+                 MGPU_STATUS_NULL_POINTER);
+    /* a forward descriptor's size is not a backward one's */
+    EXPECT(d_.struct_size = sizeof(mgpu_attention_fwd_desc), MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.deterministic = 2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.deterministic = -1, MGPU_STATUS_INVALID_VALUE);
+    /* the checks shared with the forward */
+    EXPECT(d_.dtype = MGPU_DTYPE_F32, MGPU_STATUS_UNSUPPORTED_DTYPE);
+    EXPECT(d_.causal = 2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.window_left = -2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softmax_scale = NAN, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.softcap = -1.0f, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.cu_seqlens_k = (const int32_t *)(uintptr_t)0x1000, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.batch = -1, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.seqlen_k = (int64_t)1 << 31, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.heads_kv = 3, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.seqlen_k = 0, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.head_dim = 0, MGPU_STATUS_INVALID_SIZE);
+    EXPECT(d_.head_dim = 80, MGPU_STATUS_NOT_SUPPORTED);
+
+    /* every tensor's pointer, strides and alignment */
+    {
+        mgpu_attention_bwd_desc d = base_desc();
+        void *ptrs[9] = {ADDR(0), ADDR(1), ADDR(2), ADDR(3), ADDR(4), ADDR(9), ADDR(5), ADDR(6), ADDR(7)};
+        static const char *names[9] = {"q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv"};
+        for (int i = 0; i < 9; i++) {
+            void *saved = ptrs[i];
+            ptrs[i] = NULL;
+            CHECK_STATUS(mgpu_attention_bwd_validate(&d, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+                                                     ptrs[6], ptrs[7], ptrs[8], 1, &p),
+                         MGPU_STATUS_NULL_POINTER);
+            /* the workspace query does not look at pointers */
+            CHECK_STATUS(mgpu_attention_bwd_validate(&d, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+                                                     ptrs[6], ptrs[7], ptrs[8], 0, &p),
+                         MGPU_STATUS_SUCCESS);
+            ptrs[i] = (char *)saved + (i == 5 ? 2 : 8); /* misaligned */
+            const mgpu_status want = i == 5 ? MGPU_STATUS_INVALID_VALUE : MGPU_STATUS_NOT_SUPPORTED;
+            CHECK_STATUS(mgpu_attention_bwd_validate(&d, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+                                                     ptrs[6], ptrs[7], ptrs[8], 1, &p),
+                         want);
+            CHECK(i == 5 || strstr(mgpu_last_error_message(), names[i]), "%s: message names it: %s", names[i],
+                  mgpu_last_error_message());
+            ptrs[i] = saved;
+        }
+    }
+    EXPECT(d_.do_strides.seq = -8, MGPU_STATUS_INVALID_LD);
+    EXPECT((d_.dq_strides.seq = 16 * 128, d_.dq_strides.head = 128), MGPU_STATUS_INVALID_LD); /* batch 0, batch 2 */
+    EXPECT((d_.dk_strides.seq = 4 * 128, d_.dk_strides.batch = 1 << 30), MGPU_STATUS_INVALID_LD); /* head 0 */
+    EXPECT((d_.dv_strides.batch = (int64_t)1 << 40, d_.dv_strides.seq = 512, d_.dv_strides.head = 128),
+           MGPU_STATUS_INVALID_LD);
+    EXPECT((d_.dq_strides.batch = 1000 * 16 * 136, d_.dq_strides.seq = 16 * 136, d_.dq_strides.head = 136),
+           MGPU_STATUS_SUCCESS);
+    CHECK(p.dq_strides.seq == 16 * 136, "given dQ strides kept");
+    EXPECT((d_.dk_strides.batch = 1500 * 4 * 130, d_.dk_strides.seq = 4 * 130, d_.dk_strides.head = 130),
+           MGPU_STATUS_NOT_SUPPORTED);
+    CHECK(strstr(mgpu_last_error_message(), "dk strides"), "stride message: %s", mgpu_last_error_message());
+    EXPECT((d_.do_strides.batch = 1000 * 16 * 129, d_.do_strides.seq = 16 * 129, d_.do_strides.head = 129),
+           MGPU_STATUS_NOT_SUPPORTED);
+
+    /* nothing to do: pointers may be NULL */
+    {
+        mgpu_attention_bwd_desc d = base_desc();
+        d.batch = 0;
+        d.head_dim = 80; /* not even looked at */
+        CHECK_STATUS(mgpu_attention_bwd_validate(&d, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, &p),
+                     MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_problem_empty(&p.a), "batch = 0 is empty");
+        d = base_desc();
+        d.seqlen_q = 0;
+        CHECK_STATUS(mgpu_attention_bwd_validate(&d, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1, &p),
+                     MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_problem_empty(&p.a), "seqlen_q = 0 is empty");
+    }
+    /* varlen: batch strides ignored */
+    EXPECT((d_.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000, d_.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000,
+            d_.total_q = 3000, d_.total_k = 2000, d_.dq_strides.batch = 3, d_.dq_strides.seq = 16 * 128,
+            d_.dq_strides.head = 128),
+           MGPU_STATUS_SUCCESS);
+}
+
+static int64_t round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* The workspace the ABI's layout asks for, recomputed independently: six
+ * arrays (three for MHA), each padded to 256 bytes. */
+static uint64_t expected_workspace(int64_t batch, int64_t hq, int64_t hkv, int64_t sq, int64_t sk, int64_t d,
+                                   int varlen, int64_t total_q, int64_t total_k)
+{
+    const int64_t bm = 64, bn = d <= 128 ? 128 : 64;
+    const int64_t q_rows = varlen ? hq * round_up(total_q + batch * bm, bm) : batch * hq * round_up(sq, bm);
+    const int64_t k_rows = varlen ? hkv * round_up(total_k + batch * bn, bn) : batch * hkv * round_up(sk, bn);
+    int64_t total = 2 * round_up(q_rows * 4, 256) + round_up(q_rows * d * 4, 256) + round_up(q_rows / bm * 4, 256);
+    if (hq != hkv)
+        total += 2 * round_up(k_rows * d * 4, 256) + round_up(k_rows / bn * 4, 256);
+    return (uint64_t)total;
+}
+
+/* 1 when the registry holds the main kernel of this head dim and dtype. */
+static int variant_built(int head_dim, mgpu_dtype dt)
+{
+    for (int i = 0; i < mgpu_variant_count; i++)
+        if (mgpu_variants[i].kind == MGPU_KIND_ATTENTION_BWD_SM90 && mgpu_variants[i].attention.head_dim == head_dim &&
+            mgpu_variants[i].dtype == (int)dt)
+            return 1;
+    return 0;
+}
+
+static void test_selection(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    struct mgpu_attention_bwd_problem p;
+    struct mgpu_attention_bwd_plan plan;
+    mgpu_status s;
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++)
+            for (int det = 0; det < 2; det++) {
+                mgpu_attention_bwd_desc d = base_desc();
+                d.dtype = dtypes[t];
+                d.head_dim = dims[i];
+                d.deterministic = det;
+                CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+                if (!variant_built(dims[i], dtypes[t])) { /* a build without this head dim: refused cleanly */
+                    CHECK(dims[i] != 128, "head dim 128 must always be built");
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                          "d=%d without a variant: NOT_SUPPORTED", dims[i]);
+                    continue;
+                }
+                CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "9.0 d=%d: %s", dims[i],
+                      mgpu_last_error_message());
+                const struct mgpu_variant *m = &mgpu_variants[plan.main], *pre = &mgpu_variants[plan.pre],
+                                          *post = &mgpu_variants[plan.post];
+                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0};
+                CHECK(mgpu_attention_bwd_tile(dims[i], &tile) == 0, "ABI tile for d=%d", dims[i]);
+                CHECK(m->kind == MGPU_KIND_ATTENTION_BWD_SM90 && m->dtype == (int)dtypes[t] && m->attention.head_dim == dims[i] &&
+                          m->cc_major == 9 && m->cc_minor == 0 && m->threads == MGPU_ATTENTION_BWD_THREADS,
+                      "main %s", m->name);
+                CHECK(m->attention.block_m == tile.block_m && m->attention.block_n == tile.block_n &&
+                          m->smem_bytes == mgpu_attention_bwd_smem_bytes(dims[i]) &&
+                          m->smem_bytes <= hopper.max_smem_per_block,
+                      "%s: tiles / shared memory from the ABI", m->name);
+                CHECK(pre->kind == MGPU_KIND_ATTENTION_BWD_PRE_SM90 && pre->dtype == (int)dtypes[t] &&
+                          post->kind == MGPU_KIND_ATTENTION_BWD_POST_SM90 && post->dtype == (int)dtypes[t],
+                      "helpers %s / %s", pre->name, post->name);
+                /* forcing: its own name, another head dim's, a forward or GEMM name (ignored) */
+                CHECK(mgpu_attention_bwd_plan(&p, &hopper, m->name, &plan, &s) == 0 &&
+                          &mgpu_variants[plan.main] == m,
+                      "forcing %s", m->name);
+                const char *other = dims[i] == 128 ? "mgpu_attention_bwd_sm90_f16_d128" : "mgpu_attention_bwd_sm90_bf16_d128";
+                if (dtypes[t] == MGPU_DTYPE_F16 && dims[i] == 128)
+                    other = "mgpu_attention_bwd_sm90_bf16_d128";
+                CHECK(mgpu_attention_bwd_plan(&p, &hopper, other, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                      "forcing %s for d=%d", other, dims[i]);
+                CHECK(mgpu_attention_bwd_plan(&p, &hopper, "mgpu_attention_fwd_sm90_bf16_d128", &plan, &s) == 0 &&
+                          &mgpu_variants[plan.main] == m,
+                      "a forward name is not for the backward");
+                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                      "10.0 must be ARCH_MISMATCH");
+                CHECK(mgpu_attention_bwd_plan(&p, &ampere, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                      "8.0 must be ARCH_MISMATCH");
+            }
+}
+
+static void test_plan(void)
+{
+    struct mgpu_attention_bwd_problem p;
+    struct mgpu_attention_bwd_plan plan;
+    mgpu_status s;
+
+    /* GQA 4:1, fixed length */
+    mgpu_attention_bwd_desc d = base_desc();
+    d.causal = 1;
+    d.window_left = 256;
+    d.softcap = 30.0f;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    const struct mgpu_attention_bwd_args *a = &plan.args;
+    CHECK(plan.tile.block_m == 64 && plan.tile.block_n == 128, "d=128 tile 64x128");
+    CHECK(plan.main_grid == 12 * 16 * 2, "main grid %u: ceil(1500 / 128) * 16 heads * 2", plan.main_grid);
+    CHECK(plan.pre_grid == 16 * 16 * 2, "pre grid %u: ceil(1000 / 64) * 16 * 2", plan.pre_grid);
+    CHECK(plan.post_grid == 16 * 16 * 2 + 12 * 4 * 2, "post grid %u: query tiles + GQA key tiles", plan.post_grid);
+    CHECK(a->n_blocks == 12 && a->group_size == 4 && a->causal == 1 && a->window_left == 256 &&
+              a->window_right == -1 && a->softcap == 30.0f && a->deterministic == 0,
+          "args");
+    CHECK(fabsf(a->scale_log2 - a->softmax_scale * 1.44269504f) < 1e-6f, "scale_log2");
+    CHECK(a->lse_head_stride == 1000 && a->lse_batch_stride == 16 * 1000, "lse [b][h][sq]");
+    CHECK(a->o == (uint64_t)(uintptr_t)ADDR(3) && a->dout == (uint64_t)(uintptr_t)ADDR(4) &&
+              a->lse == (uint64_t)(uintptr_t)LSE_ADDR && a->dq == (uint64_t)(uintptr_t)ADDR(5) &&
+              a->dk == (uint64_t)(uintptr_t)ADDR(6) && a->dv == (uint64_t)(uintptr_t)ADDR(7),
+          "pointers");
+    CHECK(a->do_seq_stride == 16 * 128 && a->dk_seq_stride == 4 * 128 && a->dv_batch_stride == 1500 * 4 * 128,
+          "strides");
+    CHECK(plan.q_map.box[1] == 64 && plan.do_map.box[1] == 64 && plan.k_map.box[1] == 128 && plan.v_map.box[1] == 128,
+          "boxes");
+    CHECK(plan.do_map.base == (uintptr_t)ADDR(4) && plan.do_map.dims[1] == 1000 && plan.do_map.dims[2] == 16 &&
+              plan.k_map.dims[1] == 1500 && plan.k_map.dims[2] == 4 && plan.q_map.dims[3] == 2,
+          "map dims");
+    CHECK(plan.workspace_bytes == expected_workspace(2, 16, 4, 1000, 1500, 128, 0, 0, 0),
+          "GQA workspace %zu, want %llu", plan.workspace_bytes,
+          (unsigned long long)expected_workspace(2, 16, 4, 1000, 1500, 128, 0, 0, 0));
+    CHECK(plan.workspace_bytes == 29624832, "GQA workspace %zu (worked by hand: 29624832)", plan.workspace_bytes);
+    mgpu_attention_bwd_place_scratch(&plan, 0x100000);
+    CHECK(a->lse_log2 == 0x100000 && a->dq_accum % 256 == 0 && a->dk_accum > a->dq_semaphore &&
+              a->dkv_semaphore > a->dv_accum && a->dv_accum > a->dk_accum && a->q_rows_padded == 1024 &&
+              a->k_rows_padded == 1536,
+          "placed scratch");
+
+    /* MHA: no dK / dV accumulators, postprocess converts dQ only; deterministic */
+    d = base_desc();
+    d.heads_kv = 16;
+    d.deterministic = 1;
+    d.head_dim = variant_built(256, MGPU_DTYPE_BF16) ? 256 : 128;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(plan.tile.block_n == (d.head_dim == 256 ? 64 : 128) &&
+              plan.main_grid == (unsigned)(1500 + plan.tile.block_n - 1) / plan.tile.block_n * 16 * 2 &&
+              plan.post_grid == plan.pre_grid,
+          "d=%lld MHA grids %u %u %u", (long long)d.head_dim, plan.main_grid, plan.pre_grid, plan.post_grid);
+    CHECK(plan.workspace_bytes == expected_workspace(2, 16, 16, 1000, 1500, d.head_dim, 0, 0, 0),
+          "MHA workspace %zu", plan.workspace_bytes);
+    mgpu_attention_bwd_place_scratch(&plan, 0x100000);
+    CHECK(plan.args.dk_accum == 0 && plan.args.dv_accum == 0 && plan.args.dkv_semaphore == 0 &&
+              plan.args.deterministic == 1,
+          "MHA: no key-side scratch");
+
+    /* varlen, MQA */
+    d = base_desc();
+    d.heads_kv = 1;
+    d.head_dim = variant_built(64, MGPU_DTYPE_BF16) ? 64 : 128;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = 1800;
+    d.total_k = 2500;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(plan.q_map.dims[1] == 1800 && plan.q_map.dims[3] == 1 && plan.k_map.dims[1] == 2500, "varlen map dims");
+    CHECK(plan.args.lse_head_stride == 1800 && plan.args.lse_batch_stride == 0, "lse [h][total_q]");
+    CHECK(plan.args.cu_seqlens_q == 0x1000 && plan.args.cu_seqlens_k == 0x2000, "offsets passed");
+    CHECK(plan.main_grid == 12 * 16 * 2, "varlen main grid uses the longest sequence: %u", plan.main_grid);
+    CHECK(plan.workspace_bytes == expected_workspace(2, 16, 1, 1000, 1500, d.head_dim, 1, 1800, 2500),
+          "varlen workspace %zu, want %llu", plan.workspace_bytes,
+          (unsigned long long)expected_workspace(2, 16, 1, 1000, 1500, d.head_dim, 1, 1800, 2500));
+
+    /* grids of 2^31 CTAs or more, and products that would overflow int64 */
+    d = base_desc();
+    d.batch = d.seqlen_q = d.seqlen_k = INT32_MAX; /* varlen: the batch strides are not used */
+    d.heads_q = d.heads_kv = 1024;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = d.total_k = 1000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
+          "2^25 * 2^10 * 2^31 CTAs: %s", mgpu_last_error_message());
+    d = base_desc();
+    /* dense strides beyond int64: INVALID_SIZE, as for the forward (tests/test_overflow.c) */
+    d.batch = d.seqlen_q = d.seqlen_k = d.heads_q = d.heads_kv = INT32_MAX;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE);
+    d = base_desc();
+    d.batch = 1 << 20;
+    d.heads_q = d.heads_kv = 1 << 10;
+    d.seqlen_q = d.seqlen_k = 1 << 10;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
+          "huge grid: %s", mgpu_last_error_message());
+}
+
+int main(void)
+{
+    test_validation();
+    test_selection();
+    test_plan();
+    return check_exit();
+}
