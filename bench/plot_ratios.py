@@ -31,6 +31,7 @@ OPERATIONS = [
     ("gemm_lt", "GEMM fp8, bias + GELU", "cuBLASLt"),
     ("gather", "Gather", "index_select"),
     ("attention", "Attention forward", "cuDNN"),
+    ("attention_bwd", "Attention backward", "cuDNN"),
 ]
 
 BAR_W = 12          # px per bar
@@ -80,6 +81,11 @@ def attention_bars(doc):
         label = "%s %d×%d h%d/%d d%d%s" % (short.get(r["dtype"], r["dtype"]), r["B"], r["S"], r["Hq"], r["Hkv"],
                                           r["D"], " causal" if r["causal"] else "")
         out.append(("attention", label, r.get("cudnn_ratio"), r.get("flash_ratio")))
+    for r in doc.get("rows", []):
+        if r.get("cudnn_bwd_ratio") is not None:
+            label = "%s %d×%d h%d/%d d%d%s" % (short.get(r["dtype"], r["dtype"]), r["B"], r["S"], r["Hq"],
+                                              r["Hkv"], r["D"], " causal" if r["causal"] else "")
+            out.append(("attention_bwd", label, r["cudnn_bwd_ratio"], None))
     return out
 
 
