@@ -143,15 +143,10 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
     a->o = (uint64_t)p->o;
     a->dout = (uint64_t)bp->dout;
     a->lse = (uint64_t)p->lse;
-    /* The layout the forward writes (kernels/abi/attention_abi.h). */
+    mgpu_attention_lse_strides(p, &a->lse_batch_stride, &a->lse_head_stride);
     if (p->varlen) {
-        a->lse_batch_stride = 0;
-        a->lse_head_stride = p->total_q;
         a->cu_seqlens_q = (uint64_t)p->cu_seqlens_q;
         a->cu_seqlens_k = (uint64_t)p->cu_seqlens_k;
-    } else {
-        a->lse_batch_stride = p->heads_q * p->seqlen_q;
-        a->lse_head_stride = p->seqlen_q;
     }
     a->dq = (uint64_t)bp->dq;
     a->dk = (uint64_t)bp->dk;

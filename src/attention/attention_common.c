@@ -242,3 +242,10 @@ void mgpu_attention_map_shape(struct mgpu_tensor_map_desc *m, uintptr_t base, co
     m->box[2] = 1;
     m->box[3] = 1;
 }
+
+void mgpu_attention_lse_strides(const struct mgpu_attention_problem *p, int64_t *batch_stride,
+                                int64_t *head_stride)
+{
+    *batch_stride = p->varlen ? 0 : p->heads_q * p->seqlen_q;
+    *head_stride = p->varlen ? p->total_q : p->seqlen_q;
+}

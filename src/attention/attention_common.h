@@ -68,6 +68,12 @@ mgpu_status mgpu_attention_check_heads(const struct mgpu_attention_problem *p);
 /* softmax_scale of the call: the descriptor's, or 1 / sqrt(head_dim) for 0. */
 float mgpu_attention_scale(float given, int64_t head_dim);
 
+/* The LSE layout the forward writes and the backward reads, in elements
+ * (kernels/abi/attention_abi.h): [batch][heads_q][seqlen_q], or
+ * [heads_q][total_q] for varlen calls. */
+void mgpu_attention_lse_strides(const struct mgpu_attention_problem *p, int64_t *batch_stride,
+                                int64_t *head_stride);
+
 /* One tensor of the call: its base, the strides the descriptor gave, where
  * the resolved strides go, and whether it has the query side's heads and
  * rows (Q, O, dO, dQ) or the key side's (K, V, dK, dV). */

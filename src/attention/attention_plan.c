@@ -133,14 +133,10 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
     a->o_head_stride = p->o_strides.head;
     a->o = (uint64_t)p->o;
     a->lse = (uint64_t)p->lse;
+    mgpu_attention_lse_strides(p, &a->lse_batch_stride, &a->lse_head_stride);
     if (p->varlen) {
-        a->lse_batch_stride = 0;
-        a->lse_head_stride = p->total_q;
         a->cu_seqlens_q = (uint64_t)p->cu_seqlens_q;
         a->cu_seqlens_k = (uint64_t)p->cu_seqlens_k;
-    } else {
-        a->lse_batch_stride = p->heads_q * p->seqlen_q;
-        a->lse_head_stride = p->seqlen_q;
     }
     mgpu_attention_map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, v->attention.block_m);
     mgpu_attention_map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, v->attention.block_n);
