@@ -215,7 +215,7 @@ static void check_workspace_query(void)
     mgpu_handle *h = NULL;
     CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
     /* aligned, enough tiles: nothing */
-    CHECK(gemm_need(h, MGPU_OP_T, 1024, 1024, 1024, 1024, 1024) == 0, "aligned GEMM wants workspace");
+    CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 1024, 1024, 1024) == 0, "aligned GEMM wants workspace");
     /* A (T: k contiguous) unreadable by TMA: its copy, k = 999 rounded to 1000 */
     CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000) == packed_bf16(999, 4096), "A pack: %zu",
           gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000));
