@@ -82,6 +82,61 @@ static mgpu_status run_mgpu(mgpu_handle *h, struct shape s, mgpu_dtype t, mgpu_o
     return mgpu_gemm(h, ta, tb, s.m, s.n, s.k, &one, A, t, lda, B, t, ldb, &zero, C, t, ldc);
 }
 
+/* What a user following docs/api.md does before timing (or capturing) a
+ * call: ask for the workspace its preferred plan wants and reserve it when
+ * the handle has less. The handle starts with 32 MiB. */
+static size_t bench_workspace = (size_t)32 << 20;
+
+static void reserve_for(mgpu_handle *h, mgpu_status st, size_t need)
+{
+    if (st != MGPU_STATUS_SUCCESS) {
+        fprintf(stderr, "mgpu-bench: workspace query: %s: %s\n", mgpu_status_string(st), mgpu_last_error_message());
+        return;
+    }
+    if (need <= bench_workspace)
+        return;
+    st = mgpu_reserve_workspace(h, need);
+    if (st != MGPU_STATUS_SUCCESS) {
+        fprintf(stderr, "mgpu-bench: mgpu_reserve_workspace(%zu): %s: %s\n", need, mgpu_status_string(st),
+                mgpu_last_error_message());
+        return;
+    }
+    bench_workspace = need;
+    printf("workspace reserved: %.1f MiB\n", (double)need / (1 << 20));
+}
+
+static void reserve_mgpu(mgpu_handle *h, struct shape s, mgpu_dtype t, mgpu_operation ta, mgpu_operation tb,
+                         const void *A, int64_t lda, const void *B, int64_t ldb, const void *C, int64_t ldc)
+{
+    size_t need = 0;
+    mgpu_status st;
+    if (s.batch > 1) {
+        mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+        d.transa = ta;
+        d.transb = tb;
+        d.m = s.m;
+        d.n = s.n;
+        d.k = s.k;
+        d.A = A;
+        d.a_type = t;
+        d.lda = lda;
+        d.stride_a = s.m * s.k;
+        d.B = B;
+        d.b_type = t;
+        d.ldb = ldb;
+        d.stride_b = s.k * s.n;
+        d.C = (void *)C;
+        d.c_type = t;
+        d.ldc = ldc;
+        d.stride_c = s.m * s.n;
+        d.batch_count = s.batch;
+        st = mgpu_gemm_ex_workspace_size(h, &d, &need);
+    } else {
+        st = mgpu_gemm_workspace_size(h, ta, tb, s.m, s.n, s.k, A, t, lda, B, t, ldb, C, t, ldc, &need);
+    }
+    reserve_for(h, st, need);
+}
+
 static void run_cublas(cublasHandle_t cb, struct shape s, cudaDataType ct, cublasOperation_t ta,
                        cublasOperation_t tb, const void *A, int64_t lda, const void *B, int64_t ldb, void *C,
                        int64_t ldc)
@@ -184,6 +239,7 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
     const cublasOperation_t cta = ta == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
     const cublasOperation_t ctb = tb == MGPU_OP_N ? CUBLAS_OP_N : CUBLAS_OP_T;
 
+    reserve_mgpu(h, s, t, ta, tb, A[0], lda, B[0], ldb, C[0], ldc);
     /* check first */
     poison(C[0], c_bytes);
     mgpu_status st = run_mgpu(h, s, t, ta, tb, A[0], lda, B[0], ldb, C[0], ldc);
@@ -301,7 +357,8 @@ static void lt_run(const struct lt_problem *p, const struct lt_buffers *x)
                    p->workspace, LT_WORKSPACE_BYTES, 0);
 }
 
-static mgpu_status mgpu_run_lt(mgpu_handle *h, const struct lt_problem *p, const struct lt_buffers *x)
+static mgpu_status mgpu_run_lt_query(mgpu_handle *h, const struct lt_problem *p, const struct lt_buffers *x,
+                                     size_t *need)
 {
     mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
     const mgpu_dtype in = p->kind == LT_FP8 ? MGPU_DTYPE_E4M3 : MGPU_DTYPE_BF16;
@@ -328,7 +385,13 @@ static mgpu_status mgpu_run_lt(mgpu_handle *h, const struct lt_problem *p, const
         d.bias_mode = MGPU_BIAS_PER_ROW;
         d.activation = MGPU_ACTIVATION_GELU;
     }
-    return mgpu_gemm_ex(h, &d);
+    return need ? mgpu_gemm_ex_workspace_size(h, &d, need) : mgpu_gemm_ex(h, &d);
+}
+
+/* mgpu_gemm_ex on one problem (need NULL), or its workspace query. */
+static mgpu_status mgpu_run_lt(mgpu_handle *h, const struct lt_problem *p, const struct lt_buffers *x)
+{
+    return mgpu_run_lt_query(h, p, x, NULL);
 }
 
 /* Random normal values of dtype t written to the device. */
@@ -388,6 +451,8 @@ static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shap
     /* check first: the same call of both libraries, bf16 outputs */
     struct lt_buffers ref = x[0];
     ref.d = dalloc(d_bytes);
+    size_t need = 0;
+    reserve_for(h, mgpu_run_lt_query(h, &p, &x[0], &need), need);
     poison(x[0].d, d_bytes);
     mgpu_status st = mgpu_run_lt(h, &p, &x[0]);
     if (st != MGPU_STATUS_SUCCESS) {

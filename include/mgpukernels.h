@@ -240,6 +240,33 @@ MGPU_API mgpu_status mgpu_gemm(mgpu_handle *handle, mgpu_operation transa, mgpu_
                                const float *beta, void *C, mgpu_dtype c_type, int64_t ldc);
 
 /*
+ * Bytes of handle workspace the preferred plan of this mgpu_gemm call wants
+ * (0 when it wants none), as cublasLt's workspace query: the aligned copies
+ * of operands TMA cannot read (an A or B whose base is not 16-byte aligned
+ * or whose leading dimension is not a multiple of 16 bytes) and the fp32
+ * split-K partials of shapes with too few tiles for the device. The
+ * arguments are mgpu_gemm's without alpha, beta and the data: pointers are
+ * not read, but their alignment decides the copies, so pass the ones the
+ * call will use. alpha is taken as nonzero (alpha == 0 needs nothing).
+ * MGPU_FORCE_VARIANT / MGPU_FORCE_SPLIT_K count as they count for the call.
+ * Call mgpu_reserve_workspace(handle, bytes) (outside graph capture) when
+ * the handle has less; a call that does not get it still runs, on a slower
+ * plan (see mgpu_set_workspace). For strided batches, use
+ * mgpu_gemm_ex_workspace_size with batch_count in the descriptor.
+ *
+ * Returns SUCCESS, INVALID_HANDLE, NULL_POINTER (bytes, or a NULL A, B or
+ * C as mgpu_gemm), the argument statuses of mgpu_gemm (INVALID_SIZE,
+ * INVALID_LD, INVALID_VALUE, UNSUPPORTED_DTYPE, DTYPE_MISMATCH), and from
+ * the plan ARCH_MISMATCH or NOT_SUPPORTED as mgpu_gemm would. Checks run in
+ * mgpu_gemm's order. *bytes is written only on SUCCESS.
+ */
+MGPU_API mgpu_status mgpu_gemm_workspace_size(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb,
+                                              int64_t m, int64_t n, int64_t k,
+                                              const void *A, mgpu_dtype a_type, int64_t lda,
+                                              const void *B, mgpu_dtype b_type, int64_t ldb,
+                                              const void *C, mgpu_dtype c_type, int64_t ldc, size_t *bytes);
+
+/*
  * batch_count independent products, as cublasGemmStridedBatchedEx: matrix i
  * of each operand starts stride elements after matrix i - 1. Strides may be 0
  * for A and B (broadcast); stride_c must keep the C matrices apart
@@ -360,6 +387,14 @@ typedef struct mgpu_gemm_desc {
 /* D = scale_d * act(alpha * scale_a * scale_b * op(A) op(B) + beta * C + bias)
  * as described above the mgpu_activation enum; statuses are listed there. */
 MGPU_API mgpu_status mgpu_gemm_ex(mgpu_handle *handle, const mgpu_gemm_desc *desc);
+
+/* Bytes of handle workspace the preferred plan of mgpu_gemm_ex(handle,
+ * desc) wants (0: none), as mgpu_gemm_workspace_size, for any batch_count
+ * and the descriptor's alpha (0 needs nothing). Returns SUCCESS,
+ * INVALID_HANDLE, NULL_POINTER (desc or bytes), what mgpu_gemm_ex returns
+ * for the descriptor before it launches, and INVALID_SIZE when the need
+ * would exceed 2^63 bytes. *bytes is written only on SUCCESS. */
+MGPU_API mgpu_status mgpu_gemm_ex_workspace_size(mgpu_handle *handle, const mgpu_gemm_desc *desc, size_t *bytes);
 
 /* ------------------------------------------------------- gather / scatter */
 

@@ -11,6 +11,8 @@
  *     attention) is queued without an allocation or a synchronisation;
  *   - the workspace calls, and a GEMM that degrades instead of failing when
  *     the workspace is too small;
+ *   - the GEMM workspace queries: their exact needs, the plan they restore,
+ *     and the statuses of mgpu_gemm for bad arguments;
  *   - the order of argument checks (handle first), empty gathers with any
  *     strides, alpha == 0 reading neither A nor B, n beyond one launch's grid.
  * Kernels do not run: the fake records what was launched.
@@ -191,6 +193,131 @@ static void check_workspace(void)
     CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
 }
 
+static size_t gemm_need(mgpu_handle *h, mgpu_operation ta, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb)
+{
+    size_t bytes = 12345;
+    CHECK_STATUS(mgpu_gemm_workspace_size(h, ta, MGPU_OP_N, m, n, k, A_ADDR, MGPU_DTYPE_BF16, lda, B_ADDR,
+                                          MGPU_DTYPE_BF16, ldb, C_ADDR, MGPU_DTYPE_BF16, m, &bytes),
+                 MGPU_STATUS_SUCCESS);
+    return bytes;
+}
+
+/* Bytes of one bf16 operand's aligned copy: rows (contiguous) rounded up to
+ * 8 elements (16 bytes), times cols, rounded up to 256 bytes. */
+static size_t packed_bf16(int64_t rows, int64_t cols)
+{
+    const size_t b = (size_t)((rows + 7) / 8 * 8) * (size_t)cols * 2;
+    return (b + 255) / 256 * 256;
+}
+
+static void check_workspace_query(void)
+{
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    /* aligned, enough tiles: nothing */
+    CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 1024, 1024, 1024) == 0, "aligned GEMM wants workspace");
+    /* A (T: k contiguous) unreadable by TMA: its copy, k = 999 rounded to 1000 */
+    CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000) == packed_bf16(999, 4096), "A pack: %zu",
+          gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000));
+    /* both unreadable, with the 256-byte rounding: 1001 x 1000 copies */
+    CHECK(gemm_need(h, MGPU_OP_T, 1001, 8192, 1000, 1001, 1001) == packed_bf16(1000, 1001) + packed_bf16(1000, 8192),
+          "A and B packs: %zu", gemm_need(h, MGPU_OP_T, 1001, 8192, 1000, 1001, 1001));
+    CHECK(packed_bf16(1000, 1001) == 2002176u, "the 256-byte rounding");
+    /* 8191^3 NN: 268 MB of copies, over the default 32 MiB: portable until reserved */
+    const size_t big = gemm_need(h, MGPU_OP_N, 8191, 8191, 8191, 8191, 8191);
+    CHECK(big == 2 * packed_bf16(8191, 8191) && big == 268402688u, "8191^3: %zu", big);
+    CHECK_STATUS(mgpu_gemm(h, MGPU_OP_N, MGPU_OP_N, 8191, 8191, 8191, &one, A_ADDR, MGPU_DTYPE_BF16, 8191, B_ADDR,
+                           MGPU_DTYPE_BF16, 8191, &zero, C_ADDR, MGPU_DTYPE_BF16, 8191),
+                 MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "portable") != NULL, "8191^3 in 32 MiB ran %s", stats().last_kernel);
+    CHECK_STATUS(mgpu_reserve_workspace(h, big), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gemm(h, MGPU_OP_N, MGPU_OP_N, 8191, 8191, 8191, &one, A_ADDR, MGPU_DTYPE_BF16, 8191, B_ADDR,
+                           MGPU_DTYPE_BF16, 8191, &zero, C_ADDR, MGPU_DTYPE_BF16, 8191),
+                 MGPU_STATUS_SUCCESS);
+    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "8191^3 with its workspace ran %s", stats().last_kernel);
+
+    /* split-K (small m, long k): the partials; exactly that much keeps every
+     * slice (the grid of an unlimited workspace), one byte less gives some up */
+    const size_t split = gemm_need(h, MGPU_OP_T, 64, 4096, 4096, 4096, 4096);
+    CHECK(split > 0 && split % 256 == 0, "split-K need %zu", split);
+    void *const ws = (void *)(uintptr_t)0x7e0000000000;
+    CHECK_STATUS(mgpu_set_workspace(h, ws, (size_t)1 << 30), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    const unsigned full_grid = stats().last_grid[0];
+    CHECK_STATUS(mgpu_set_workspace(h, ws, split), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK(stats().last_grid[0] == full_grid, "with the queried workspace: grid %u, not %u", stats().last_grid[0],
+          full_grid);
+    CHECK_STATUS(mgpu_set_workspace(h, ws, split - 1), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK(stats().last_grid[0] < full_grid, "one byte short: grid %u, full %u", stats().last_grid[0], full_grid);
+
+    /* the _ex query: batches, alpha == 0, and the same answer for batch 1 */
+    mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+    d.transa = MGPU_OP_T;
+    d.m = d.n = 4096;
+    d.k = 999;
+    d.A = A_ADDR, d.B = B_ADDR, d.C = C_ADDR;
+    d.lda = 999, d.ldb = 1000, d.ldc = 4096;
+    size_t ex = 0;
+    CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, &d, &ex), MGPU_STATUS_SUCCESS);
+    CHECK(ex == packed_bf16(999, 4096), "ex, batch 1: %zu", ex);
+    d.batch_count = 3, d.stride_a = 999 * 4096, d.stride_b = 1000 * 4096, d.stride_c = 4096 * 4096;
+    CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, &d, &ex), MGPU_STATUS_SUCCESS);
+    CHECK(ex == (3 * (size_t)1000 * 4096 * 2 + 255) / 256 * 256, "ex, 3 batches: %zu", ex);
+    d.alpha = 0.0f;
+    CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, &d, &ex), MGPU_STATUS_SUCCESS);
+    CHECK(ex == 0, "alpha = 0 wants %zu", ex);
+
+    /* bad arguments: the statuses of mgpu_gemm, in its order */
+    size_t bytes = 77;
+    CHECK_STATUS(mgpu_gemm_workspace_size(NULL, MGPU_OP_N, MGPU_OP_N, 64, 64, 64, A_ADDR, MGPU_DTYPE_BF16, 64, B_ADDR,
+                                          MGPU_DTYPE_BF16, 64, C_ADDR, MGPU_DTYPE_BF16, 64, &bytes),
+                 MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_gemm_workspace_size(h, MGPU_OP_N, MGPU_OP_N, 64, 64, 64, A_ADDR, MGPU_DTYPE_BF16, 64, B_ADDR,
+                                          MGPU_DTYPE_BF16, 64, C_ADDR, MGPU_DTYPE_BF16, 64, NULL),
+                 MGPU_STATUS_NULL_POINTER);
+    CHECK_STATUS(mgpu_gemm_ex_workspace_size(NULL, NULL, &bytes), MGPU_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, NULL, &bytes), MGPU_STATUS_NULL_POINTER);
+    static const struct {
+        int64_t m, n, k, lda, ldb, ldc;
+        mgpu_dtype a, b, c;
+        int ta, null_a, null_c;
+    } bad[] = {
+        {-1, 64, 64, 64, 64, 64, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 0, 0},
+        {64, 64, 64, 63, 64, 64, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 0, 0},
+        {64, 64, 64, 64, 64, 32, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 0, 0},
+        {64, 64, 64, 64, 64, 64, MGPU_DTYPE_F16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 0, 0},
+        {64, 64, 64, 64, 64, 64, (mgpu_dtype)99, (mgpu_dtype)99, MGPU_DTYPE_BF16, 0, 0, 0},
+        {64, 64, 64, 64, 64, 64, MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, MGPU_DTYPE_BF16, 0, 0, 0}, /* fp8 NN */
+        {64, 64, 64, 64, 64, 64, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 7, 0, 0},
+        {64, 64, 64, 64, 64, 64, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 1, 0},
+        {64, 64, 64, 64, 64, 64, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16, 0, 0, 1},
+        {(int64_t)1 << 31, 64, 64, (int64_t)1 << 31, 64, (int64_t)1 << 31, MGPU_DTYPE_BF16, MGPU_DTYPE_BF16,
+         MGPU_DTYPE_BF16, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const mgpu_operation ta = (mgpu_operation)bad[i].ta;
+        const void *a = bad[i].null_a ? NULL : A_ADDR;
+        void *c = bad[i].null_c ? NULL : C_ADDR;
+        const mgpu_status want = mgpu_gemm(h, ta, MGPU_OP_N, bad[i].m, bad[i].n, bad[i].k, &one, a, bad[i].a,
+                                           bad[i].lda, B_ADDR, bad[i].b, bad[i].ldb, &zero, c, bad[i].c, bad[i].ldc);
+        CHECK(want != MGPU_STATUS_SUCCESS, "bad case %zu succeeded", i);
+        bytes = 77;
+        CHECK_STATUS(mgpu_gemm_workspace_size(h, ta, MGPU_OP_N, bad[i].m, bad[i].n, bad[i].k, a, bad[i].a, bad[i].lda,
+                                              B_ADDR, bad[i].b, bad[i].ldb, c, bad[i].c, bad[i].ldc, &bytes),
+                     want);
+        CHECK(bytes == 77, "bad case %zu wrote *bytes", i);
+    }
+    /* empty: 0 */
+    bytes = 77;
+    CHECK_STATUS(mgpu_gemm_workspace_size(h, MGPU_OP_N, MGPU_OP_N, 0, 64, 64, A_ADDR, MGPU_DTYPE_BF16, 1, B_ADDR,
+                                          MGPU_DTYPE_BF16, 64, C_ADDR, MGPU_DTYPE_BF16, 1, &bytes),
+                 MGPU_STATUS_SUCCESS);
+    CHECK(bytes == 0, "empty GEMM wants %zu", bytes);
+    CHECK_STATUS(mgpu_destroy(h), MGPU_STATUS_SUCCESS);
+}
+
 static void check_argument_order(void)
 {
     mgpu_handle *h = NULL;
@@ -240,6 +367,7 @@ int main(void)
     check_dead_handles();
     check_graph_safe();
     check_workspace();
+    check_workspace_query();
     check_argument_order();
     return check_exit();
 }

@@ -17,7 +17,7 @@ from .errors import (ArchMismatchError, DeviceUnavailableError, DriverError, Dty
                      LaunchError, LibraryNotFoundError, MgpuError, NoDeviceError, NoDriverError,
                      NotSupportedError, OutOfMemoryError, WrongDeviceError)
 from .ops import (Call, Handle, attention_bwd, attention_bwd_supported, attention_fwd, check_index_errors,
-                  default_handle, gather, gemm, gemm_ex, scatter_add)
+                  default_handle, gather, gemm, gemm_ex, gemm_workspace_size, scatter_add)
 
 __version__ = "0.1.0"
 
@@ -29,7 +29,7 @@ def library_version():
 
 __all__ = [
     "Handle", "Call", "default_handle", "library", "library_version",
-    "gemm", "gemm_ex", "gather", "scatter_add", "check_index_errors",
+    "gemm", "gemm_ex", "gemm_workspace_size", "gather", "scatter_add", "check_index_errors",
     "attention_fwd", "attention_bwd", "attention_bwd_supported",
     "MgpuError", "LibraryNotFoundError", "InvalidArgumentError", "DtypeError", "WrongDeviceError",
     "DeviceUnavailableError", "NoDriverError", "NoDeviceError", "NotSupportedError", "ArchMismatchError",

@@ -137,6 +137,9 @@ _PROTOTYPES = {
     "mgpu_reserve_workspace": ([_H, c_size_t], True),
     "mgpu_attention_bwd_workspace_size": ([_H, POINTER(AttentionBwdDesc), POINTER(c_size_t)], True),
     "mgpu_attention_bwd": ([_H, POINTER(AttentionBwdDesc), _P, _P, _P, _P, _P, _P, _P, _P, _P], True),
+    "mgpu_gemm_workspace_size": ([_H, c_int, c_int, c_int64, c_int64, c_int64, _P, c_int, c_int64,
+                                  _P, c_int, c_int64, _P, c_int, c_int64, POINTER(c_size_t)], True),
+    "mgpu_gemm_ex_workspace_size": ([_H, POINTER(GemmDesc), POINTER(c_size_t)], True),
 }
 _RESTYPES = {"mgpu_version": c_int, "mgpu_status_string": c_char_p, "mgpu_last_error_message": c_char_p}
 

@@ -224,6 +224,22 @@ def gemm(a, b, c, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, handle=N
     return _run("mgpu_gemm_strided_batched", args, (arrays, al, be), prepare)
 
 
+def gemm_workspace_size(a, b, c, *, trans_a=False, trans_b=False, handle=None):
+    """Bytes of handle workspace the preferred plan of gemm(a, b, c, ...) wants (0: none): aligned
+    copies of operands TMA cannot read, split-K partials (mgpu_gemm_ex_workspace_size). Give the
+    handle that much with handle.reserve_workspace(n) before capturing a graph; with less, the call
+    runs on a slower plan."""
+    h = handle or default_handle()
+    a, b, c = (describe(x, h.stream) for x in (a, b, c))
+    p, _ = _gemm_problem(a, b, c, trans_a, trans_b)
+    desc = _capi.new_desc(_capi.GemmDesc, alpha=1.0, beta=0.0, **p)
+    lib = library()
+    need = ctypes.c_size_t()
+    lib.check(lib.mgpu_gemm_ex_workspace_size(h.ptr, ctypes.byref(desc), ctypes.byref(need)),
+              "mgpu_gemm_ex_workspace_size")
+    return need.value
+
+
 def gemm_ex(a, b, c, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, scale_a=None, scale_b=None,
             scale_d=None, bias=None, bias_per="column", activation="none", handle=None, prepare=False):
     """c = scale_d * act(alpha * scale_a * scale_b * op(a) @ op(b) + beta * c + bias) (mgpu_gemm_ex).

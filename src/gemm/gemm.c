@@ -26,6 +26,7 @@
  */
 #include "runtime.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "gemm_plan.h"
@@ -60,10 +61,16 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
              plan->shape_class, plan->splits, (long long)plan->grid, plan->band, v->gemm.cluster_m, v->gemm.cluster_n,
              plan->pack_a ? ", A packed" : "", plan->pack_b ? ", B packed" : "",
              plan->persistent && !plan->args.c_tma ? ", direct stores" : "");
-    if (plan->degraded)
-        mgpu_log("gemm: %s (the best plan wants %zu bytes of workspace, the handle has %zu; "
-                 "mgpu_reserve_workspace gives it more)",
-                 plan->degraded, plan->workspace_wanted, h->workspace_bytes);
+    if (plan->degraded) {
+        char wanted[32];
+        if (plan->workspace_wanted == MGPU_GEMM_WANTED_OVER_LIMIT)
+            snprintf(wanted, sizeof wanted, "over the limit");
+        else
+            snprintf(wanted, sizeof wanted, "%zu bytes", plan->workspace_wanted);
+        mgpu_log("gemm: %s (the best plan wants %s of workspace, the handle has %zu bytes; "
+                 "mgpu_gemm_workspace_size says how much, mgpu_reserve_workspace gives it)",
+                 plan->degraded, wanted, h->workspace_bytes);
+    }
 }
 
 static const char *const map_names[3] = {"GEMM A", "GEMM B", "GEMM C"};
@@ -122,6 +129,57 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
     return s;
 }
 
+/* The force settings of the environment, as every plan takes them. */
+static struct mgpu_gemm_force env_force(void)
+{
+    const struct mgpu_env *env = mgpu_env();
+    const struct mgpu_gemm_force force = {
+        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band};
+    return force;
+}
+
+/* The workspace queries: the handle, then the problem (validated as the
+ * call validates it; the BLAS-style query takes alpha and beta as 1), then the plan made with an
+ * unlimited workspace. */
+static mgpu_status workspace_size(mgpu_handle *h, const mgpu_gemm_desc *desc, const struct mgpu_gemm_problem *given,
+                                  size_t *bytes)
+{
+    const struct mgpu_driver *d;
+    mgpu_status s = mgpu_handle_enter(h, &d);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    if (!bytes)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "bytes is NULL");
+    struct mgpu_gemm_problem p;
+    if (desc) {
+        s = mgpu_gemm_problem_from_desc(desc, &p);
+        if (s != MGPU_STATUS_SUCCESS)
+            return s;
+    } else if (given) {
+        p = *given;
+    } else {
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
+    }
+    static const float one = 1.0f;
+    if (!desc)
+        p.alpha = p.beta = &one;
+    s = mgpu_gemm_validate(&p);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    if (mgpu_gemm_problem_empty(&p)) {
+        *bytes = 0;
+        return MGPU_STATUS_SUCCESS;
+    }
+    const struct mgpu_gemm_force force = env_force();
+    size_t wanted;
+    if (mgpu_gemm_workspace_wanted(&p, &h->caps, &force, &wanted, &s) < 0)
+        return s;
+    if (wanted == MGPU_GEMM_WANTED_OVER_LIMIT)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "the GEMM's workspace would exceed 2^63 bytes");
+    *bytes = wanted;
+    return MGPU_STATUS_SUCCESS;
+}
+
 /* Handle first, then the problem, then the plan and its launches. */
 static mgpu_status gemm(mgpu_handle *h, const mgpu_gemm_desc *desc, const struct mgpu_gemm_problem *given)
 {
@@ -143,9 +201,7 @@ static mgpu_status gemm(mgpu_handle *h, const mgpu_gemm_desc *desc, const struct
     if (s != MGPU_STATUS_SUCCESS || mgpu_gemm_problem_empty(p))
         return s;
 
-    const struct mgpu_env *env = mgpu_env();
-    const struct mgpu_gemm_force force = {
-        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band};
+    const struct mgpu_gemm_force force = env_force();
     struct mgpu_gemm_resources res = {
         .workspace_bytes = h->workspace_bytes,
         .split_counters = mgpu_handle_counter(h, MGPU_COUNTERS_SPLIT_K),
@@ -197,4 +253,23 @@ mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operation transa
 mgpu_status mgpu_gemm_ex(mgpu_handle *handle, const mgpu_gemm_desc *desc)
 {
     return gemm(handle, desc, NULL);
+}
+
+mgpu_status mgpu_gemm_workspace_size(mgpu_handle *handle, mgpu_operation transa, mgpu_operation transb, int64_t m,
+                                     int64_t n, int64_t k, const void *A, mgpu_dtype a_type, int64_t lda,
+                                     const void *B, mgpu_dtype b_type, int64_t ldb, const void *C,
+                                     mgpu_dtype c_type, int64_t ldc, size_t *bytes)
+{
+    const struct mgpu_gemm_problem p = {
+        .transa = transa, .transb = transb, .m = m, .n = n, .k = k, .batch = 1,
+        .a_dtype = a_type, .b_dtype = b_type, .c_dtype = c_type,
+        .a = (uintptr_t)A, .b = (uintptr_t)B, .c = (uintptr_t)C,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+    };
+    return workspace_size(handle, NULL, &p, bytes);
+}
+
+mgpu_status mgpu_gemm_ex_workspace_size(mgpu_handle *handle, const mgpu_gemm_desc *desc, size_t *bytes)
+{
+    return workspace_size(handle, desc, NULL, bytes);
 }

@@ -584,7 +584,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     int64_t wanted = packed, partials = 0;
     if (splits > 1 && !(per_split >= 0 && mgpu_mul_ok(per_split, splits, &partials) && mgpu_add_ok(wanted, partials, &wanted)))
         wanted = INT64_MAX;
-    plan->workspace_wanted = (size_t)wanted;
+    plan->workspace_wanted = wanted == INT64_MAX ? MGPU_GEMM_WANTED_OVER_LIMIT : (size_t)wanted;
     plan->pack_variant = -1;
     if (a.pack || b.pack) {
         const struct mgpu_lookup q = {.what = "GEMM operand pack", .of_op = is_pack_kind, .caps = caps,
@@ -603,7 +603,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         return plan->forced ? -1 : PACKS_DO_NOT_FIT;
     }
     plan->degraded = NULL;
-    if (splits > 1 && wanted > capacity) {
+    if (splits > 1 && (wanted == INT64_MAX || wanted > capacity)) {
         /* give up K slices until the partials fit */
         const int64_t fit = per_split > 0 ? (capacity - packed) / per_split : 0;
         splits = fit >= 2 ? (fit < splits ? fit : splits) : 1;
@@ -779,6 +779,17 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     }
     plan_single(p, variant, plan);
     plan->shape_class = plan->forced ? "forced" : "portable";
+    return 0;
+}
+
+int mgpu_gemm_workspace_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                               const struct mgpu_gemm_force *force, size_t *wanted, mgpu_status *status)
+{
+    struct mgpu_gemm_plan plan;
+    const struct mgpu_gemm_resources unlimited = {0, SIZE_MAX, 0};
+    if (mgpu_plan_gemm(p, caps, force, &unlimited, &plan, status) < 0)
+        return -1;
+    *wanted = plan.workspace_wanted;
     return 0;
 }
 

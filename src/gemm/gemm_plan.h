@@ -78,6 +78,9 @@ struct mgpu_gemm_pack_launch {
 #define MGPU_GEMM_MAP_B 1
 #define MGPU_GEMM_MAP_C 2
 
+/* workspace_wanted of a plan whose preferred workspace does not fit in an int64_t */
+#define MGPU_GEMM_WANTED_OVER_LIMIT SIZE_MAX
+
 /* How one GEMM call runs. */
 struct mgpu_gemm_plan {
     int variant;          /* the GEMM kernel: index into mgpu_variants */
@@ -90,7 +93,8 @@ struct mgpu_gemm_plan {
     int pack_a, pack_b;   /* 1: that operand is copied into the workspace first */
     struct mgpu_gemm_pack_launch pack[2]; /* [0] A, [1] B, where packed */
     size_t workspace_bytes;  /* used by this plan: packed operands, then split-K partials */
-    size_t workspace_wanted; /* what the preferred plan wanted (more than available when degraded) */
+    size_t workspace_wanted; /* what the preferred plan wanted (more than available when degraded);
+                              * MGPU_GEMM_WANTED_OVER_LIMIT when its size overflows */
     const char *shape_class; /* why this plan: for MGPU_LOG */
     const char *degraded;    /* NULL, or what was given up to fit the workspace: for MGPU_LOG */
     /* The kernel's arguments and tensor maps, built here once. The maps
@@ -111,6 +115,13 @@ struct mgpu_gemm_plan {
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                    const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
                    struct mgpu_gemm_plan *plan, mgpu_status *status);
+
+/* The workspace mgpu_plan_gemm's preferred plan wants for a valid,
+ * non-empty problem (0: none; MGPU_GEMM_WANTED_OVER_LIMIT: beyond int64):
+ * the plan made with an unlimited workspace. Returns 0, or -1 with *status
+ * set (as mgpu_plan_gemm). */
+int mgpu_gemm_workspace_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                               const struct mgpu_gemm_force *force, size_t *wanted, mgpu_status *status);
 
 /* The variant mgpu_plan_gemm picks with an unlimited workspace (tests). */
 int mgpu_select_gemm(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, const char *force,
