@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Attention benchmark: libmgpukernels against PyTorch SDPA (cuDNN and flash), forward and backward.
 
-Loads build/libmgpukernels.so through ctypes beside PyTorch on the GPU machine
-and times, in one process on one stream, mgpu_attention_fwd and
+Calls the library through the Python package mgpukernels (python/; the
+repository's copy is used when none is installed; --lib sets MGPU_LIBRARY,
+the library the package loads) beside PyTorch on the GPU machine and times,
+in one process, context and stream, with prepared calls (the timed call is
+the C call alone), mgpu_attention_fwd and
 mgpu_attention_bwd against torch.nn.functional.scaled_dot_product_attention
 with the cuDNN backend and with the flash backend, bf16 and fp16, for the
 shapes of issue 4, causal and not. Every tensor is (batch, seq, heads, dim) in
@@ -21,9 +24,9 @@ peer time / mgpu time (> 1: mgpu faster).
 Run: python3 bench/attention_bench.py [--lib build/libmgpukernels.so] [--json out.json] [--passes fwd,bwd]
 """
 import argparse
-import ctypes
 import json
 import math
+import os
 import statistics
 import sys
 
@@ -34,7 +37,6 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 WARMUP = 5
 RUNS = 30
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs per forward FLOP (5 matrix products against 2)
-DTYPE_CODES = {torch.float16: 0, torch.bfloat16: 1}  # mgpu_dtype values
 # (B, Sq=Sk, Hq, Hkv, D) of issue 4
 SHAPES = [
     (4, 4096, 16, 16, 128),
@@ -46,83 +48,15 @@ SHAPES = [
 ]
 
 
-class Strides(ctypes.Structure):
-    _fields_ = [("batch", ctypes.c_int64), ("seq", ctypes.c_int64), ("head", ctypes.c_int64)]
-
-
-class AttentionFwdDesc(ctypes.Structure):
-    """Mirror of mgpu_attention_fwd_desc (include/mgpukernels.h)."""
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t),
-        ("batch", ctypes.c_int64), ("seqlen_q", ctypes.c_int64), ("seqlen_k", ctypes.c_int64),
-        ("heads_q", ctypes.c_int64), ("heads_kv", ctypes.c_int64), ("head_dim", ctypes.c_int64),
-        ("dtype", ctypes.c_int), ("softmax_scale", ctypes.c_float), ("causal", ctypes.c_int),
-        ("window_left", ctypes.c_int), ("window_right", ctypes.c_int), ("softcap", ctypes.c_float),
-        ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
-        ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64),
-        ("q_strides", Strides), ("k_strides", Strides), ("v_strides", Strides), ("o_strides", Strides),
-    ]
-
-
-class AttentionBwdDesc(ctypes.Structure):
-    """Mirror of mgpu_attention_bwd_desc (include/mgpukernels.h)."""
-    _fields_ = AttentionFwdDesc._fields_ + [
-        ("do_strides", Strides), ("dq_strides", Strides), ("dk_strides", Strides), ("dv_strides", Strides),
-        ("deterministic", ctypes.c_int),
-    ]
-
-
-class Mgpu:
-    def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        self.lib.mgpu_status_string.restype = ctypes.c_char_p
-        self.lib.mgpu_last_error_message.restype = ctypes.c_char_p
-        self.lib.mgpu_attention_fwd.argtypes = [ctypes.c_void_p, ctypes.POINTER(AttentionFwdDesc)] + [ctypes.c_void_p] * 5
-        self.lib.mgpu_attention_bwd.argtypes = [ctypes.c_void_p, ctypes.POINTER(AttentionBwdDesc)] + [ctypes.c_void_p] * 9
-        self.lib.mgpu_attention_bwd_workspace_size.argtypes = [ctypes.c_void_p, ctypes.POINTER(AttentionBwdDesc),
-                                                               ctypes.POINTER(ctypes.c_size_t)]
-        self.lib.mgpu_reserve_workspace.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        self.handle = ctypes.c_void_p()
-        self.check(self.lib.mgpu_create(ctypes.byref(self.handle)))
-        self.check(self.lib.mgpu_set_stream(self.handle, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)))
-
-    def check(self, status):
-        if status != 0:
-            raise RuntimeError("%s: %s" % (self.lib.mgpu_status_string(status).decode(),
-                                           self.lib.mgpu_last_error_message().decode()))
-
-    def attention_fwd(self, q, k, v, o, lse, causal):
-        b, s, hq, d = q.shape
-        desc = AttentionFwdDesc(struct_size=ctypes.sizeof(AttentionFwdDesc), batch=b, seqlen_q=s, seqlen_k=k.shape[1],
-                                heads_q=hq, heads_kv=k.shape[2], head_dim=d, dtype=DTYPE_CODES[q.dtype],
-                                softmax_scale=0.0, causal=int(causal), window_left=-1, window_right=-1)
-        for name, t in (("q_strides", q), ("k_strides", k), ("v_strides", v), ("o_strides", o)):
-            setattr(desc, name, Strides(t.stride(0), t.stride(1), t.stride(2)))
-        self.check(self.lib.mgpu_attention_fwd(self.handle, ctypes.byref(desc), q.data_ptr(), k.data_ptr(),
-                                               v.data_ptr(), o.data_ptr(), lse.data_ptr()))
-
-
-    def bwd_desc(self, q, k, v, o, do, dq, dk, dv, causal, deterministic):
-        b, s, hq, d = q.shape
-        desc = AttentionBwdDesc(struct_size=ctypes.sizeof(AttentionBwdDesc), batch=b, seqlen_q=s,
-                                seqlen_k=k.shape[1], heads_q=hq, heads_kv=k.shape[2], head_dim=d,
-                                dtype=DTYPE_CODES[q.dtype], softmax_scale=0.0, causal=int(causal), window_left=-1,
-                                window_right=-1, deterministic=int(deterministic))
-        for name, t in (("q_strides", q), ("k_strides", k), ("v_strides", v), ("o_strides", o), ("do_strides", do),
-                        ("dq_strides", dq), ("dk_strides", dk), ("dv_strides", dv)):
-            setattr(desc, name, Strides(t.stride(0), t.stride(1), t.stride(2)))
-        return desc
-
-    def reserve_bwd_workspace(self, desc):
-        need = ctypes.c_size_t()
-        self.check(self.lib.mgpu_attention_bwd_workspace_size(self.handle, ctypes.byref(desc), ctypes.byref(need)))
-        self.check(self.lib.mgpu_reserve_workspace(self.handle, need.value))
-        return need.value
-
-    def attention_bwd(self, desc, q, k, v, o, do, lse, dq, dk, dv):
-        self.check(self.lib.mgpu_attention_bwd(self.handle, ctypes.byref(desc), q.data_ptr(), k.data_ptr(),
-                                               v.data_ptr(), o.data_ptr(), do.data_ptr(), lse.data_ptr(),
-                                               dq.data_ptr(), dk.data_ptr(), dv.data_ptr()))
+def import_mgpukernels(lib_path):
+    """The package mgpukernels, loading lib_path; the repository's python/ when none is installed."""
+    os.environ["MGPU_LIBRARY"] = os.path.abspath(lib_path)
+    try:
+        import mgpukernels
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+        import mgpukernels
+    return mgpukernels
 
 
 def median_ms(fn):
@@ -183,8 +117,8 @@ def geomeans(rows, peers, suffix):
                 name, math.exp(sum(math.log(x) for x in ratios) / len(ratios)), len(ratios)))
 
 
-def bench_fwd(mgpu, peers, row, q, k, v, o, lse, causal, flops):
-    run_mgpu = lambda: mgpu.attention_fwd(q, k, v, o, lse, causal)
+def bench_fwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
+    run_mgpu = mk.attention_fwd(q, k, v, o, lse, causal=causal, handle=handle, prepare=True)
     run_mgpu()
     torch.cuda.synchronize()
     for name, backend in peers:
@@ -204,13 +138,17 @@ def bench_fwd(mgpu, peers, row, q, k, v, o, lse, causal, flops):
         row[name + "_ratio"] = ms / row["mgpu_ms"] if ms else None
 
 
-def bench_bwd(mgpu, peers, row, q, k, v, o, lse, causal, flops):
+def bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
     """Backward: needs O and the LSE of mgpu's forward (already in o, lse)."""
     do = torch.randn_like(q)
     dq, dk, dv = (torch.full_like(t, float("nan")) for t in (q, k, v))
-    descs = {det: mgpu.bwd_desc(q, k, v, o, do, dq, dk, dv, causal, det) for det in (0, 1)}
-    row["mgpu_bwd_workspace_bytes"] = max(mgpu.reserve_bwd_workspace(d) for d in descs.values())
-    runs = {det: (lambda d=descs[det]: mgpu.attention_bwd(d, q, k, v, o, do, lse, dq, dk, dv)) for det in (0, 1)}
+    args = (q, k, v, o, do, lse, dq, dk, dv)
+    row["mgpu_bwd_workspace_bytes"] = max(
+        mk.attention_bwd_workspace_size(*args, causal=causal, deterministic=bool(det), handle=handle)
+        for det in (0, 1))
+    # Preparing reserves each mode's workspace on the handle (before any timing).
+    runs = {det: mk.attention_bwd(*args, causal=causal, deterministic=bool(det), handle=handle, prepare=True)
+            for det in (0, 1)}
     runs[0]()
     torch.cuda.synchronize()
     mine = (dq.clone(), dk.clone(), dv.clone())
@@ -241,7 +179,9 @@ def main():
     args = ap.parse_args()
     passes = set(args.passes.split(","))
     torch.manual_seed(0)
-    mgpu = Mgpu(args.lib)
+    torch.zeros(1, device="cuda")  # the primary context is now current: the handle binds to it
+    mk = import_mgpukernels(args.lib)
+    handle = mk.Handle(stream=torch.cuda.current_stream())
     peers = [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
     rows = []
     print("device: %s, torch %s, cuDNN %s" % (torch.cuda.get_device_name(), torch.__version__,
@@ -257,14 +197,14 @@ def main():
                 flops = 4.0 * b * hq * s * s * d / (2 if causal else 1)
                 row = {"dtype": str(dtype).split(".")[-1], "B": b, "S": s, "Hq": hq, "Hkv": hkv, "D": d,
                        "causal": causal}
-                bench_fwd(mgpu, peers if "fwd" in passes else [], row, q, k, v, o, lse, causal, flops)
+                bench_fwd(mk, handle, peers if "fwd" in passes else [], row, q, k, v, o, lse, causal, flops)
                 if "bwd" in passes:
                     try:
-                        bench_bwd(mgpu, peers, row, q, k, v, o, lse, causal, BWD_FLOP_FACTOR * flops)
+                        bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, BWD_FLOP_FACTOR * flops)
                     except RuntimeError as e:  # mgpu refused (e.g. a head dim not built yet)
                         row["mgpu_bwd_error"] = str(e).splitlines()[0][:160]
                 rows.append(row)
-                del q, k, v, o, lse
+                del q, k, v, o, lse  # the prepared calls held them too: gone with bench_fwd / bench_bwd
                 torch.cuda.empty_cache()
     if "fwd" in passes:
         print("\nforward")
@@ -310,6 +250,7 @@ def main():
     bad += [r for r in rows if "bwd" in passes and r.get("mgpu_bwd_error")]
     print("cross-check: %d of %d configs within 1e-2 (O) / 2e-2 (dQ, dK, dV) of SDPA" % (len(rows) - len(bad),
                                                                                          len(rows)))
+    handle.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "passes": sorted(passes),

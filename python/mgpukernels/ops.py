@@ -393,14 +393,9 @@ def attention_bwd_supported():
     return library().has("mgpu_attention_bwd")
 
 
-def attention_bwd(q, k, v, out, dout, lse, dq, dk, dv, *, causal=False, softmax_scale=None, window=(-1, -1),
-                  softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
-                  deterministic=False, handle=None, prepare=False):
-    """dq, dk, dv of attention_fwd (mgpu_attention_bwd) given its q, k, v, out, lse and dout; the mask
-    arguments must be those of the forward call. Reserves the handle workspace the call needs
-    (synchronously, so run one call before capturing a graph). NotImplementedError when the loaded
-    library has no attention backward."""
-    h = handle or default_handle()
+def _attention_bwd_desc(h, q, k, v, out, dout, lse, dq, dk, dv, causal, softmax_scale, window, softcap,
+                        cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic):
+    """(AttentionBwdDesc, the described arrays) of an attention_bwd call."""
     arrays = (q, k, v, out, dout, lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k)
     aq, ak, av, ao, ado, al, adq, adk, adv, cq, ck = (None if x is None else describe(x, h.stream) for x in arrays)
     f = _attention_fields(aq, ak, av, ao, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k)
@@ -408,10 +403,40 @@ def attention_bwd(q, k, v, out, dout, lse, dq, dk, dv, *, causal=False, softmax_
     desc = _capi.new_desc(_capi.AttentionBwdDesc, deterministic=int(bool(deterministic)),
                           do_strides=_strides(ado, "dout", varlen), dq_strides=_strides(adq, "dq", varlen),
                           dk_strides=_strides(adk, "dk", varlen), dv_strides=_strides(adv, "dv", varlen), **f)
+    return desc, (aq, ak, av, ao, ado, al, adq, adk, adv)
+
+
+def _attention_bwd_need(h, desc):
     lib = library()
     need = ctypes.c_size_t()
     lib.check(lib.mgpu_attention_bwd_workspace_size(h.ptr, ctypes.byref(desc), ctypes.byref(need)),
               "mgpu_attention_bwd_workspace_size")
-    h.reserve_workspace(need.value)
+    return need.value
+
+
+def attention_bwd_workspace_size(q, k, v, out, dout, lse, dq, dk, dv, *, causal=False, softmax_scale=None,
+                                 window=(-1, -1), softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None,
+                                 max_seqlen_q=None, max_seqlen_k=None, deterministic=False, handle=None):
+    """Bytes of handle workspace attention_bwd with these arguments needs
+    (mgpu_attention_bwd_workspace_size); attention_bwd reserves them itself."""
+    h = handle or default_handle()
+    desc, _ = _attention_bwd_desc(h, q, k, v, out, dout, lse, dq, dk, dv, causal, softmax_scale, window, softcap,
+                                  cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, deterministic)
+    return _attention_bwd_need(h, desc)
+
+
+def attention_bwd(q, k, v, out, dout, lse, dq, dk, dv, *, causal=False, softmax_scale=None, window=(-1, -1),
+                  softcap=0.0, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                  deterministic=False, handle=None, prepare=False):
+    """dq, dk, dv of attention_fwd (mgpu_attention_bwd) given its q, k, v, out, lse and dout; the mask
+    arguments must be those of the forward call. Reserves the handle workspace the call needs
+    (synchronously, so run one call before capturing a graph; with prepare=True the reservation
+    is made when preparing). NotImplementedError when the loaded library has no attention backward."""
+    h = handle or default_handle()
+    arrays = (q, k, v, out, dout, lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k)
+    desc, (aq, ak, av, ao, ado, al, adq, adk, adv) = _attention_bwd_desc(
+        h, q, k, v, out, dout, lse, dq, dk, dv, causal, softmax_scale, window, softcap, cu_seqlens_q, cu_seqlens_k,
+        max_seqlen_q, max_seqlen_k, deterministic)
+    h.reserve_workspace(_attention_bwd_need(h, desc))
     args = [h.ptr, ctypes.byref(desc), aq.ptr, ak.ptr, av.ptr, ao.ptr, ado.ptr, al.ptr, adq.ptr, adk.ptr, adv.ptr]
     return _run("mgpu_attention_bwd", args, (arrays, desc), prepare)

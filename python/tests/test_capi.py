@@ -238,3 +238,55 @@ def test_rows_of_tables():
     _, bad = _host((10, 4), (1, 10), {})
     with pytest.raises(ValueError, match="contiguous"):
         ops._rows(bad, "t")
+
+
+# ------------------------------------------------------------ attention backward (no device)
+
+class _FakeLib:
+    """Stands for the library: records the backward calls, asks for 4096 bytes of workspace."""
+
+    def __init__(self):
+        self.calls = []
+
+    def check(self, status, call=None):
+        assert status == 0, call
+
+    def mgpu_attention_bwd_workspace_size(self, h, desc, need):
+        d = desc._obj
+        self.calls.append(("size", d.deterministic, d.causal, d.batch, d.seqlen_q, d.heads_q, d.heads_kv))
+        need._obj.value = 4096 * (1 + d.deterministic)
+        return 0
+
+    def mgpu_attention_bwd(self, h, desc, *ptrs):
+        self.calls.append(("bwd", desc._obj.deterministic) + ptrs)
+        return 0
+
+
+class _FakeHandle:
+    stream = 0
+    ptr = ctypes.c_void_p(1)
+
+    def __init__(self):
+        self.reserved = []
+
+    def reserve_workspace(self, n):
+        self.reserved.append(n)
+
+
+def test_attention_bwd_workspace_and_prepared_call(monkeypatch):
+    lib = _FakeLib()
+    monkeypatch.setattr(ops, "library", lambda: lib)
+    h = _FakeHandle()
+    b, s, hq, hkv, d = 2, 64, 4, 2, 128
+    q, o, do, dq = (_CAI(0x1000 * (i + 1), (b, s, hq, d), "<f2") for i in range(4))
+    k, v, dk, dv = (_CAI(0x10000 * (i + 1), (b, s, hkv, d), "<f2") for i in range(4))
+    lse = _CAI(0x100000, (b, hq, s), "<f4")
+    args = (q, k, v, o, do, lse, dq, dk, dv)
+    assert mk.attention_bwd_workspace_size(*args, causal=True, deterministic=True, handle=h) == 8192
+    assert lib.calls[-1] == ("size", 1, 1, b, s, hq, hkv)
+    call = mk.attention_bwd(*args, causal=True, handle=h, prepare=True)
+    assert isinstance(call, mk.Call) and h.reserved == [4096]
+    assert lib.calls[-1][0] == "size"  # prepared, not run
+    call()
+    assert lib.calls[-1] == ("bwd", 0, 0x1000, 0x10000, 0x20000, 0x2000, 0x3000, 0x100000, 0x4000, 0x30000,
+                             0x40000)
