@@ -6,8 +6,9 @@
 torch.ops.mgpukernels.attention_fwd / attention_bwd are custom operators
 (torch.library.custom_op, with fake implementations for shapes), so
 torch.compile graphs hold them without breaking; AttentionFunction is the
-torch.autograd.Function over them. Backward needs a library with
-mgpu_attention_bwd: with an older one it raises NotImplementedError.
+torch.autograd.Function over them. The backward runs mgpu_attention_bwd,
+first giving the handle the workspace mgpu_attention_bwd_workspace_size asks
+for (a library without mgpu_attention_bwd raises NotImplementedError).
 
 Calls run on the current PyTorch stream of the tensors' device, each
 (thread, device, stream) with its own library handle, created on first use.
@@ -66,13 +67,17 @@ def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
                   lse: torch.Tensor, causal: bool = False, softmax_scale: float = 0.0, window_left: int = -1,
                   window_right: int = -1, softcap: float = 0.0,
                   deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(dq, dk, dv) of attention_fwd; NotImplementedError without mgpu_attention_bwd in the library."""
+    """(dq, dk, dv) of attention_fwd (mgpu_attention_bwd); NotImplementedError when the loaded library
+    has no mgpu_attention_bwd."""
     if not ops.attention_bwd_supported():
-        raise NotImplementedError("attention backward: the loaded libmgpukernels has no mgpu_attention_bwd yet")
+        raise NotImplementedError("attention backward: the loaded libmgpukernels has no mgpu_attention_bwd")
+    h = handle_for(q.device)
+    dout = dout.contiguous()
     dq, dk, dv = (torch.empty(x.shape, dtype=x.dtype, device=x.device) for x in (q, k, v))
-    ops.attention_bwd(q, k, v, out, dout.contiguous(), lse, dq, dk, dv, causal=causal,
-                      softmax_scale=softmax_scale, window=(window_left, window_right), softcap=softcap,
-                      deterministic=deterministic, handle=handle_for(q.device))
+    # ops.attention_bwd asks mgpu_attention_bwd_workspace_size for the scratch this call needs and
+    # reserves it on the handle (synchronous, grows only) before running mgpu_attention_bwd.
+    ops.attention_bwd(q, k, v, out, dout, lse, dq, dk, dv, causal=causal, softmax_scale=softmax_scale,
+                      window=(window_left, window_right), softcap=softcap, deterministic=deterministic, handle=h)
     return dq, dk, dv
 
 
@@ -84,7 +89,7 @@ def _(dout, q, k, v, out, lse, causal=False, softmax_scale=0.0, window_left=-1, 
 
 class AttentionFunction(torch.autograd.Function):
     """Flash attention with autograd: forward through mgpukernels::attention_fwd, backward through
-    mgpukernels::attention_bwd (NotImplementedError until the library has mgpu_attention_bwd)."""
+    mgpukernels::attention_bwd (mgpu_attention_bwd on the saved q, k, v, out and lse)."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal, softmax_scale, window_left, window_right, softcap, deterministic):
@@ -97,8 +102,6 @@ class AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout, _dlse):
-        if not ops.attention_bwd_supported():
-            raise NotImplementedError("attention backward: the loaded libmgpukernels has no mgpu_attention_bwd yet")
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = torch.ops.mgpukernels.attention_bwd(dout, q, k, v, out, lse, *ctx.args)
         return dq, dk, dv, None, None, None, None, None, None

@@ -1,7 +1,8 @@
 """The bindings on a GPU against PyTorch: gemm (row-major, transposed views, batches, beta),
 gemm_ex (bias, activations, fp8), gather and scatter_add (with bad indices), attention forward
-against scaled_dot_product_attention (causal, GQA, LSE), the torch integration (autograd,
-custom operators under torch.compile), prepared calls, and arrays of CuPy / JAX when present.
+against scaled_dot_product_attention (causal, GQA, LSE), the torch integration (autograd, the
+backward against SDPA's, custom operators under torch.compile), prepared calls, and arrays of
+CuPy / JAX when present.
 Skipped without PyTorch, a CUDA device, or a device the library has kernels for (cc 9.0)."""
 import math
 
@@ -230,6 +231,32 @@ def test_torch_attention_autograd_and_ops():
     r.backward(do.float())
     for got, want in ((q.grad, qr.grad), (k.grad, kr.grad), (v.grad, vr.grad)):
         assert rel_err(got, want) < 2e-2
+
+
+@needs_hopper
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 256, 4, 4), (1, 200, 4, 2)])  # (batch, seq, heads_q, heads_kv), GQA
+def test_torch_attention_backward_against_sdpa(shape, causal):
+    """dQ, dK, dV of mgpukernels.torch.attention (bf16, head dim 128) against the backward of
+    scaled_dot_product_attention on the same inputs in fp32 (K, V heads repeated for GQA)."""
+    if not mk.attention_bwd_supported():
+        pytest.skip("the loaded library has no mgpu_attention_bwd")
+    from mgpukernels.torch import attention
+    b, s, hq, hkv = shape
+    d = 128
+    q = randn(b, s, hq, d).requires_grad_()
+    k, v = (randn(b, s, hkv, d).requires_grad_() for _ in range(2))
+    do = randn(b, s, hq, d)
+    attention(q, k, v, causal=causal).backward(do)
+    qr, kr, vr = (x.detach().float().requires_grad_() for x in (q, k, v))
+    groups = hq // hkv
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        qr.transpose(1, 2), kr.transpose(1, 2).repeat_interleave(groups, 1),
+        vr.transpose(1, 2).repeat_interleave(groups, 1), is_causal=causal).transpose(1, 2)
+    ref.backward(do.float())
+    for name, got, want in (("dq", q.grad, qr.grad), ("dk", k.grad, kr.grad), ("dv", v.grad, vr.grad)):
+        assert got.dtype == torch.bfloat16 and got.shape == want.shape
+        assert rel_err(got, want) < 2e-2, name
 
 
 @needs_hopper
