@@ -8,11 +8,17 @@
  *   u   = gelu(h W1 + b1)             mgpu_gemm_ex: bias and GELU fused
  *   y   = h + u W2                    mgpu_gemm with beta = 1
  *
+ * and then one backward step of the attention: given dO (here random, as
+ * if from the loss), mgpu_attention_bwd gives dQ, dK and dV from q, k, v,
+ * o and the LSE the forward saved, with its scratch in the handle's
+ * workspace (sized by mgpu_attention_bwd_workspace_size).
+ *
  * Activations are row-major (token, feature) as frameworks store them. The
  * library is column-major like cuBLAS; a row-major Y = X W is the
  * column-major Y^T = W^T X^T, so row-major callers pass W first and X second
  * with m = columns of Y and n = rows of Y; nothing is transposed in memory.
- * One attention output row is checked against a CPU computation.
+ * One attention output row and one row of dV are checked against CPU
+ * computations.
  *
  * Build:  cc transformer_block.c $(pkg-config --cflags --libs mgpukernels) -lcudart -lm
  * Run:    ./transformer_block    exits 0 (checked), 77 (no GPU) or 1 (error)
@@ -80,6 +86,42 @@ static double check_row(const uint16_t *qkv, const uint16_t *o, int b, int i, in
         const double got = bf16_to_f32(o[((size_t)b * SEQ + i) * MODEL + head * HEAD_DIM + d]);
         err += (got - ref) * (got - ref);
         norm += ref * ref;
+    }
+    return sqrt(err / (norm > 0.0 ? norm : 1.0));
+}
+
+/* p[j] = softmax(q_i k_j^T / sqrt(d)) over the keys j <= i (causal) of (b, head), from qkv. */
+static void softmax_row(const uint16_t *qkv, int b, int i, int head, double *p)
+{
+    const uint16_t *q = qkv + ((size_t)b * SEQ + i) * 3 * MODEL + head * HEAD_DIM;
+    double mx = -INFINITY, sum = 0.0;
+    for (int j = 0; j <= i; j++) {
+        const uint16_t *k = qkv + ((size_t)b * SEQ + j) * 3 * MODEL + MODEL + head * HEAD_DIM;
+        p[j] = 0.0;
+        for (int d = 0; d < HEAD_DIM; d++)
+            p[j] += (double)bf16_to_f32(q[d]) * bf16_to_f32(k[d]);
+        p[j] /= sqrt((double)HEAD_DIM);
+        mx = p[j] > mx ? p[j] : mx;
+    }
+    for (int j = 0; j <= i; j++)
+        sum += p[j] = exp(p[j] - mx);
+    for (int j = 0; j <= i; j++)
+        p[j] /= sum;
+}
+
+/* Checks dV[b, j, head, :] = sum over queries i >= j of P[i, j] dO[i, head, :] (dense dO, dV). */
+static double check_dv_row(const uint16_t *qkv, const uint16_t *dout, const uint16_t *dv, int b, int j, int head)
+{
+    double p[SEQ], ref[HEAD_DIM] = {0}, err = 0.0, norm = 0.0;
+    for (int i = j; i < SEQ; i++) { /* causal: the queries that see key j */
+        softmax_row(qkv, b, i, head, p);
+        for (int d = 0; d < HEAD_DIM; d++)
+            ref[d] += p[j] * bf16_to_f32(dout[((size_t)b * SEQ + i) * MODEL + head * HEAD_DIM + d]);
+    }
+    for (int d = 0; d < HEAD_DIM; d++) {
+        const double got = bf16_to_f32(dv[((size_t)b * SEQ + j) * MODEL + head * HEAD_DIM + d]);
+        err += (got - ref[d]) * (got - ref[d]);
+        norm += ref[d] * ref[d];
     }
     return sqrt(err / (norm > 0.0 ? norm : 1.0));
 }
@@ -154,31 +196,67 @@ int main(void)
     CUDA_CHECK(cudaMemcpy(y, hid, (size_t)TOKENS * MODEL * bf, cudaMemcpyDeviceToDevice));
     linear(h, u, w_2, y, TOKENS, FFN, MODEL, 1.0f);
 
-    /* ---- backward step: joins here once the library has mgpu_attention_bwd ----
-     * (dO from the loss; then dWo, dO', dQKV with mgpu_gemm and
-     * mgpu_attention_bwd reading q, k, v, o and lse kept above). */
+    /* ---- backward step of the attention ----
+     * In training dO comes from the loss through the layers above; here it
+     * is random. The descriptor repeats the forward's fields (same strides
+     * into qkv); dO, dQ, dK and dV are dense (strides left 0). */
+    void *dout = random_bf16((size_t)TOKENS * MODEL, 1.0f), *dq, *dk, *dv;
+    CUDA_CHECK(cudaMalloc(&dq, (size_t)TOKENS * MODEL * bf));
+    CUDA_CHECK(cudaMalloc(&dk, (size_t)TOKENS * MODEL * bf));
+    CUDA_CHECK(cudaMalloc(&dv, (size_t)TOKENS * MODEL * bf));
+    mgpu_attention_bwd_desc bwd = MGPU_ATTENTION_BWD_DESC_INIT;
+    bwd.batch = att.batch;
+    bwd.seqlen_q = att.seqlen_q;
+    bwd.seqlen_k = att.seqlen_k;
+    bwd.heads_q = att.heads_q;
+    bwd.heads_kv = att.heads_kv;
+    bwd.head_dim = att.head_dim;
+    bwd.dtype = att.dtype;
+    bwd.causal = att.causal;
+    bwd.q_strides = bwd.k_strides = bwd.v_strides = in_qkv;
+    /* The scratch (fp32 dQ accumulator and row statistics) lives in the
+     * handle's workspace: ask for its size and reserve it once, outside any
+     * graph capture; the call itself allocates nothing. */
+    size_t need = 0;
+    MGPU_CHECK(mgpu_attention_bwd_workspace_size(h, &bwd, &need));
+    MGPU_CHECK(mgpu_reserve_workspace(h, need));
+    MGPU_CHECK(mgpu_attention_bwd(h, &bwd, q, q + MODEL, q + 2 * MODEL, o, dout, lse, dq, dk, dv));
 
     CUDA_CHECK(cudaDeviceSynchronize());
     uint16_t *qkv_h = malloc((size_t)TOKENS * 3 * MODEL * bf), *o_h = malloc((size_t)TOKENS * MODEL * bf),
-             *y_h = malloc((size_t)TOKENS * MODEL * bf);
-    if (!qkv_h || !o_h || !y_h)
+             *y_h = malloc((size_t)TOKENS * MODEL * bf), *do_h = malloc((size_t)TOKENS * MODEL * bf),
+             *grad_h = malloc((size_t)3 * TOKENS * MODEL * bf); /* dQ, dK, dV one after another */
+    if (!qkv_h || !o_h || !y_h || !do_h || !grad_h)
         return 1;
     CUDA_CHECK(cudaMemcpy(qkv_h, qkv, (size_t)TOKENS * 3 * MODEL * bf, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(o_h, o, (size_t)TOKENS * MODEL * bf, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(y_h, y, (size_t)TOKENS * MODEL * bf, cudaMemcpyDeviceToHost));
-    int finite = 1;
-    for (size_t i = 0; i < (size_t)TOKENS * MODEL; i++)
+    CUDA_CHECK(cudaMemcpy(do_h, dout, (size_t)TOKENS * MODEL * bf, cudaMemcpyDeviceToHost));
+    const size_t n = (size_t)TOKENS * MODEL;
+    CUDA_CHECK(cudaMemcpy(grad_h, dq, n * bf, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(grad_h + n, dk, n * bf, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(grad_h + 2 * n, dv, n * bf, cudaMemcpyDeviceToHost));
+    int finite = 1, grads_finite = 1;
+    for (size_t i = 0; i < n; i++)
         finite &= isfinite(bf16_to_f32(y_h[i]));
+    for (size_t i = 0; i < 3 * n; i++)
+        grads_finite &= isfinite(bf16_to_f32(grad_h[i]));
     const double err = fmax(check_row(qkv_h, o_h, 1, SEQ - 1, 2), check_row(qkv_h, o_h, 0, 5, 0));
+    const double dv_err = fmax(check_dv_row(qkv_h, do_h, grad_h + 2 * n, 1, 3, 1),
+                               check_dv_row(qkv_h, do_h, grad_h + 2 * n, 0, SEQ - 1, 3));
     printf("transformer block: %d tokens, output %s, attention rows vs CPU: relative error %.2e\n", TOKENS,
            finite ? "finite" : "NOT finite", err);
+    printf("attention backward: workspace %zu bytes, dQ dK dV %s, dV rows vs CPU: relative error %.2e\n", need,
+           grads_finite ? "finite" : "NOT finite", dv_err);
 
-    void *bufs[] = {x, w_qkv, w_o, w_1, w_2, b_1, qkv, o, hid, u, y, lse};
+    void *bufs[] = {x, w_qkv, w_o, w_1, w_2, b_1, qkv, o, hid, u, y, lse, dout, dq, dk, dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         CUDA_CHECK(cudaFree(bufs[i]));
     free(qkv_h);
     free(o_h);
     free(y_h);
+    free(do_h);
+    free(grad_h);
     MGPU_CHECK(mgpu_destroy(h));
-    return finite && err < 2e-2 ? 0 : 1;
+    return finite && err < 2e-2 && grads_finite && dv_err < 2e-2 ? 0 : 1;
 }
