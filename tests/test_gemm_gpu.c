@@ -5,7 +5,7 @@
  * Frobenius error, the max abs error, that no NaN came out, and that no byte
  * of C outside the m x n matrices changed. Skips (77) without a GPU.
  *
- * The cases walk every path of the planner (src/select.c): the persistent
+ * The cases walk every path of the planner (src/gemm/gemm_plan.c): the persistent
  * kernel with and without 2-CTA clusters (odd tile-column counts included),
  * TMA stores and the direct-store fallback (odd ldc), split-K (heuristic and
  * forced through MGPU_FORCE_SPLIT_K, bitwise reproducible), the operand pack

@@ -169,7 +169,7 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
 static void check_plans(const struct mgpu_device_caps *caps)
 {
     /* 2-CTA clusters for the large tiles when there are many of them and
-     * the tile columns pair up (src/select.c says why); split-K fills the SMs
+     * the tile columns pair up (src/gemm/gemm_plan.c says why); split-K fills the SMs
      * when the tiles alone use at most half of them. The band is
      * sqrt(units at once x tile_n / tile_m) cluster tile rows, at most the
      * tile rows of a batch entry. */

@@ -72,7 +72,7 @@
  * so any grid.x >= 1 is correct. Use
  *   grid  = {min(tiles, SMs), 1, 1} (persistent) for fixed-length calls without
  *           window masks, with short key loops (the runtime's threshold,
- *           src/attention_select.c), on variants with q_stages = 2 (see above),
+ *           src/attention/attention_plan.c), on variants with q_stages = 2 (see above),
  *           causal ones with tile_counter and lpt_group set; otherwise
  *           {tiles, 1, 1} (one tile per CTA, the hardware hands CTAs out as
  *           SMs free up). tiles < 2^31.
@@ -90,7 +90,7 @@
  *   - seqlen_q >= 1, seqlen_k >= 1 (fixed length); total sizes < 2^31
  *   - softmax_scale > 0 finite; softcap >= 0 (0 = off); scale_log2 = softmax_scale * log2(e)
  *   - cu_seqlens_q and cu_seqlens_k both given or both 0, 4-byte aligned
- * src/attention_select.c does all of this; inputs that break the alignment
+ * src/attention/attention_plan.c does all of this; inputs that break the alignment
  * rules get MGPU_STATUS_NOT_SUPPORTED there (docs/attention.md) and never
  * reach the kernel.
  */

@@ -9,7 +9,7 @@
  *
  * with D written over C (C is read only when beta != 0). The tensor-core kernels
  * read A and B through two TMA tensor maps built by the runtime (see
- * src/gemm.c: one rank-3 map per operand, dimensions {contiguous, strided,
+ * src/gemm/gemm.c: one rank-3 map per operand, dimensions {contiguous, strided,
  * batch}); the portable kernel reads them through the raw pointers below.
  *
  * Operand "majorness" seen from the kernel:

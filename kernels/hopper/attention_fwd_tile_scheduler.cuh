@@ -10,12 +10,13 @@
  * (consumers read it after q_full), and -1 when it has no more; the
  * consumers never compute tile indices themselves.
  *
- * Grid choice (src/attention_select.c): one tile per CTA where tiles are long
+ * Grid choice (src/attention/attention_plan.c): one tile per CTA where tiles are long
  * (the hardware hands CTAs to SMs as they free up), a persistent grid of
  * min(tiles, SMs) for short key loops with Q double-buffered, which hides
  * each tile's Q load, pipeline fill and O store behind its neighbours
- * (docs/performance.md, Attention forward). Causal tiles differ in length,
- * so their persistent grid takes tiles dynamically.
+ * (docs/decisions/007-attention-persistent-grid-short-loops.md). Causal
+ * tiles differ in length, so their persistent grid takes tiles dynamically
+ * (docs/decisions/005-causal-attention-dynamic-tiles.md).
  *
  * Order. Default: query block fastest, then head, then batch; consecutive
  * tiles share a head, so the CTAs running at one moment read the K/V of only
