@@ -218,13 +218,7 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_ar
         w.q_row0 = (static_cast<int64_t>(w.batch) * a.heads_q + w.head_q) * a.q_rows_padded;
         w.k_row0 = (static_cast<int64_t>(w.batch) * a.heads_kv + w.head_kv) * a.k_rows_padded;
     }
-    w.mask.seqlen_k = w.seqlen_k;
-    w.mask.diag = w.seqlen_k - w.seqlen_q;
-    w.mask.window_left = a.window_left;
-    int right = a.window_right;
-    if (a.causal)
-        right = right < 0 ? 0 : min(right, 0);
-    w.mask.window_right = right;
+    w.mask = AttnMask::make(w.seqlen_q, w.seqlen_k, a.window_left, a.window_right, a.causal);
 
     /* Rows i that see some key j of [k0, k1): j in [i + diag - left, i + diag + right]. */
     const int k0 = w.n_block * Cfg::kBlockN;

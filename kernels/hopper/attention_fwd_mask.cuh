@@ -32,6 +32,16 @@ struct AttnMask {
             end = min(end, row + diag + window_right + 1);
         return end;
     }
+
+    /* The mask of one sequence from the call's arguments: causal is
+     * bottom-right aligned and folds into the right window (at most 0). */
+    static __device__ __forceinline__ AttnMask make(int seqlen_q, int seqlen_k, int window_left, int window_right,
+                                                    int causal)
+    {
+        if (causal)
+            window_right = window_right < 0 ? 0 : min(window_right, 0);
+        return AttnMask{seqlen_k, seqlen_k - seqlen_q, window_left, window_right};
+    }
 };
 
 /*

@@ -134,13 +134,7 @@ __device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_ar
         w.seqlen_k = a.seqlen_k;
         w.tma_batch = w.batch;
     }
-    w.mask.seqlen_k = w.seqlen_k;
-    w.mask.diag = w.seqlen_k - w.seqlen_q;
-    w.mask.window_left = a.window_left;
-    int right = a.window_right;
-    if (a.causal)
-        right = right < 0 ? 0 : min(right, 0);
-    w.mask.window_right = right;
+    w.mask = AttnMask::make(w.seqlen_q, w.seqlen_k, a.window_left, a.window_right, a.causal);
 
     /* Keys any row of this tile may see. */
     const int row_first = w.m_block * Cfg::kBlockM;
