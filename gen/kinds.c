@@ -70,6 +70,24 @@ static const char *attention_bwd_check(const struct gen_variant *v)
     return NULL;
 }
 
+/* sm_100a: no second Q buffer, the formula of the ABI's Blackwell paragraph. */
+static int attention_fwd_sm100_smem(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    return mgpu_attention_fwd_sm100_smem_bytes(a->block_m, a->block_n, a->head_dim, a->stages);
+}
+
+/* The sm_100a forward row's tiles and threads must be the ABI's. */
+static const char *attention_fwd_sm100_check(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    if (a->block_m != MGPU_ATTENTION_FWD_SM100_BLOCK_M(a->head_dim) ||
+        a->block_n != MGPU_ATTENTION_FWD_SM100_BLOCK_N(a->head_dim) || a->stages != MGPU_ATTENTION_FWD_SM100_STAGES ||
+        v->threads != MGPU_ATTENTION_FWD_SM100_THREADS(a->head_dim))
+        return "tile or threads differ from kernels/abi/attention_abi.h (Blackwell)";
+    return NULL;
+}
+
 /* ------------------------------------------------------------ unit texts */
 
 #define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
@@ -231,5 +249,24 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::attention_bwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_bwd_smem,
         .check = attention_bwd_check,
+    },
+    [GEN_ATTENTION_FWD_SM100] = {
+        .name = "ATTENTION_FWD_SM100",
+        .doc = "flash attention forward, sm_100a (FA4-style: TMA, MMA, softmax and correction warps; S, P, O in TMEM)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "blackwell/attention_fwd_sm100.cuh",
+        .group = "attention_fwd_sm100",
+        .entry = "mgpu_attention_fwd_sm100_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::AttnFwdSm100Config<@type@, @head_dim@>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm100::attention_fwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_sm100_smem,
+        .check = attention_fwd_sm100_check,
     },
 };

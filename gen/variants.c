@@ -86,6 +86,15 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* Blackwell attention forward: one variant per head dim, tiles and threads
+ * from the ABI's Blackwell paragraph (256 query rows as two 128-row Q tiles
+ * up to head dim 192, 128 rows at 256; 128 or 64 keys per block; 2 stages). */
+#define SM100_ATTENTION_FWD(dt, d)                                                                         \
+    {GEN_ATTENTION_FWD_SM100, GEN_SM100A, dt, MGPU_ATTENTION_FWD_SM100_THREADS(d),                         \
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_SM100_BLOCK_M(d),                          \
+                   .block_n = MGPU_ATTENTION_FWD_SM100_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_SM100_STAGES}},
+#define SM100_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM100_ATTENTION_FWD, dt)
+
 /* Attention backward's preprocess and postprocess: one of each per dtype (the
  * head dim is a run-time argument), 256 threads (the kernel checks it), no
  * shared memory; one thread moves one 16-byte vector of 8 16-bit elements. */
@@ -125,6 +134,8 @@ const struct gen_variant gen_variants[] = {
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
+
+    SM100_ATTENTION_FWD_FAMILY(GEN_BF16) SM100_ATTENTION_FWD_FAMILY(GEN_F16)
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

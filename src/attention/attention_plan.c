@@ -73,7 +73,14 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
 
 static int is_attention_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_FWD_SM90;
+    return k == MGPU_KIND_ATTENTION_FWD_SM90 || k == MGPU_KIND_ATTENTION_FWD_SM100;
+}
+
+/* The sm_100a forward runs one work tile per CTA (attention_abi.h, its
+ * Blackwell paragraph): no persistent grid, no dynamic tiles. */
+static int variant_takes_persistent_grid(const struct mgpu_variant *v)
+{
+    return v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
 }
 
 static int attention_fits(const struct mgpu_variant *v, const void *ctx)
@@ -150,7 +157,7 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
     const int short_loop = mgpu_cdiv(p->seqlen_k, v->attention.block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
     const int q_stages = mgpu_attention_fwd_q_stages(v->attention.block_m, v->attention.block_n, v->attention.head_dim, v->attention.stages);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
-    const int persistent = unwindowed && short_loop && q_stages == 2 && sms < tiles;
+    const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 && sms < tiles;
     out->grid = (unsigned)(persistent ? sms : tiles);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
