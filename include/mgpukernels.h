@@ -30,9 +30,10 @@
  *                                                    yet run on hardware
  *   mgpu_scatter_add    fp32/bf16/fp16, atomic or    same kernels
  *                       deterministic (sorted)
- *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  none yet (ARCH_MISMATCH)
- *                       128, 192, 256; causal,
- *                       windows, soft-cap, GQA, varlen
+ *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features (FA4-style tcgen05
+ *                       128, 192, 256; causal,       kernel, S / P / O in tensor memory).
+ *                       windows, soft-cap, GQA,      NOT YET RUN ON HARDWARE: compiled
+ *                       varlen, LSE                  and SASS-checked only
  *   mgpu_attention_bwd  as the forward, plus a       none yet (ARCH_MISMATCH)
  *                       deterministic mode
  *
@@ -613,7 +614,8 @@ typedef struct mgpu_attention_fwd_desc {
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment
  * or stride rules above; MGPU_FORCE_VARIANT naming an attention variant that
  * cannot do this call), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH
- * (devices other than compute capability 9.0), DRIVER_ERROR or LAUNCH_FAILED.
+ * (devices other than compute capability 9.0 and 10.0), DRIVER_ERROR or
+ * LAUNCH_FAILED.
  */
 MGPU_API mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
                                         const void *k, const void *v, void *o, float *lse);
