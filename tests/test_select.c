@@ -234,6 +234,112 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
 
+/* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
+ * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
+ * two CTAs per SM run, at least 8 steps of 32 per slice, at most 32 slices;
+ * one counter per column block and batch entry; partials in the workspace. */
+static void check_small_m_plans(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int splits; } cases[] = {
+        {1, 8192, 8192, 1, 4},    /* 64 column blocks of 128: 264 / 64 */
+        {16, 8192, 8192, 1, 4},
+        {1, 4096, 4096, 1, 8},    /* 32 blocks: 264 / 32 */
+        {16, 4096, 4096, 1, 8},
+        {8, 4096, 14336, 1, 8},
+        {16, 1024, 4096, 1, 16},  /* 8 blocks: 33, capped by 128 steps / 8 */
+        {16, 128, 256, 1, 1},     /* 8 steps: one slice */
+        {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
+        {4, 1000, 2048, 3, 8},    /* 8 blocks x 3 entries: 264 / 24 = 11, capped by 64 steps / 8 */
+        {16, 128, 65536, 1, 32},  /* capped at 32 slices */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int64_t blocks = (cases[i].n + 127) / 128;
+        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent &&
+                  plan.splits == cases[i].splits && plan.grid_x == blocks && plan.grid_y == (unsigned)cases[i].splits &&
+                  plan.grid_z == cases[i].batch,
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d, grid %u x %u x %u (want the m16 kernel, split-k %d)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch, v->name,
+              plan.splits, plan.grid_x, plan.grid_y, plan.grid_z, cases[i].splits);
+        const size_t partials = (size_t)blocks * 128 * 16 * 4 * (size_t)cases[i].batch * (size_t)cases[i].splits;
+        CHECK(plan.workspace_bytes == (cases[i].splits > 1 ? partials : 0) &&
+                  plan.args.split_counters == (cases[i].splits > 1 ? ample.split_counters : 0) &&
+                  plan.args.splits == cases[i].splits,
+              "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
+              (long long)cases[i].k, plan.workspace_bytes, cases[i].splits > 1 ? partials : 0);
+    }
+    /* what the kernel cannot read as it is goes to the persistent kernel */
+    struct mgpu_gemm_plan plan = plan_of(17, 4096, 4096, 1, caps, 0);
+    CHECK(!plan.small_m && mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 17: %s",
+          mgpu_variants[plan.variant].name);
+    plan = plan_of(16, 4096, 4100, 1, caps, 0);
+    CHECK(!plan.small_m, "k = 4100 (not a multiple of 8): small-m kernel chosen");
+    mgpu_status s;
+    const int layouts[3][2] = {{MGPU_OP_N, MGPU_OP_N}, {MGPU_OP_T, MGPU_OP_T}, {MGPU_OP_N, MGPU_OP_T}};
+    for (int l = 0; l < 3; l++) {
+        struct mgpu_gemm_problem p = problem(layouts[l][0], layouts[l][1], MGPU_DTYPE_BF16);
+        p.m = 8;
+        p.lda = layouts[l][0] == MGPU_OP_N ? p.m : p.k;
+        p.ldc = p.m;
+        const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+        CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 8, layout %d: got %s", l, v ? v->name : "none");
+    }
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
+    p.m = 16;
+    p.n = 4096;
+    p.k = 4096;
+    p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
+          v ? v->name : "none");
+    struct mgpu_gemm_problem odd = p;
+    odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "odd lda: %s", v ? v->name : "none");
+    odd = p;
+    odd.b += 2;
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes: %s", v ? v->name : "none");
+    /* forcing: the m <= 64 rows run only when forced, and only where m fits */
+    struct mgpu_gemm_problem m40 = p;
+    m40.m = 40;
+    m40.ldc = 40;
+    CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m64", &s) != NULL, "forcing the m64 kernel at m = 40: %s",
+          mgpu_status_string(s));
+    CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m16", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+          "forcing the m16 kernel at m = 40: %s", mgpu_status_string(s));
+    v = pick(&m40, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 40 by default: %s", v ? v->name : "none");
+    /* forced split factors are taken, clamped to the 32-element steps */
+    plan = plan_of(16, 4096, 4096, 1, caps, 3);
+    CHECK(plan.small_m && plan.splits == 3 && plan.grid_y == 3, "forced split-k 3: %d", plan.splits);
+    plan = plan_of(16, 4096, 64, 1, caps, 100);
+    CHECK(plan.small_m && plan.splits == 2, "forced split-k 100 with 2 steps: %d", plan.splits);
+    /* the split follows the SM count */
+    struct mgpu_device_caps fewer = *caps;
+    fewer.sm_count = 78;
+    plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
+    CHECK(plan.small_m && plan.splits == 4, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
+    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
+    struct mgpu_gemm_problem q = p;
+    struct mgpu_gemm_resources small = ample;
+    small.workspace_bytes = (size_t)3 << 18;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
+              plan.degraded && plan.workspace_wanted == (size_t)8 << 18,
+          "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
+    small.workspace_bytes = 1000;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&
+              plan.workspace_bytes == 0 && plan.degraded,
+          "tiny workspace: split-k %d", plan.splits);
+    /* fp8 keeps the persistent kernel */
+    struct mgpu_gemm_problem f8 = p;
+    f8.a_dtype = f8.b_dtype = MGPU_DTYPE_E4M3;
+    v = pick(&f8, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "fp8 m = 16: %s", v ? v->name : "none");
+}
+
 /* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
  * CTA pairs (256 x 256 cluster tiles) when m > 128 and the 128-wide tile
  * columns pair up, lone CTAs otherwise; never split-K; the band is
@@ -508,6 +614,7 @@ int main(void)
         check_unaligned_paths(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
         check_force(&hopper);
         check_plans(&hopper);
+        check_small_m_plans(&hopper);
         check_fp8(&hopper);
         check_epilogue_plans(&hopper);
     }

@@ -276,11 +276,55 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
            tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, mgpu_dtype_size(p->c_dtype));
 }
 
+/* ------------------------------------------------------------ small m (decode)
+ *
+ * The small-m kernel (kernels/hopper/gemm_sm90_small_m.cuh) streams B into
+ * registers and runs mma.sync on 16 (or 64) rows of D; it takes K-major
+ * 16-bit operands (TN) that it can read with 16-byte loads. The planner
+ * sends m <= DECODE_MAX_M there (decode_wanted) and splits K so that the
+ * CTAs fill the SMs, DECODE_CTAS_PER_SM each (two fit by registers), with
+ * at least DECODE_MIN_STEPS 32-element steps of K per slice (plan_small_m).
+ * The m <= 64 rows run only when forced (MGPU_FORCE_VARIANT). */
+#define DECODE_MAX_M 16
+#define DECODE_CTAS_PER_SM 2
+#define DECODE_MIN_STEPS 8
+#define DECODE_MAX_SPLITS 32
+#define DECODE_STEP_K 32
+
+/* 1 when the small-m row v can compute p as it is. */
+static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
+{
+    const int64_t vec = 16 / 2; /* 16-bit elements per 16-byte load */
+    if (mgpu_dtype_is_fp8(p->a_dtype) || p->a_dtype != v->dtype || p->b_dtype != v->dtype)
+        return 0;
+    if (p->transa != MGPU_OP_T || p->transb != MGPU_OP_N || p->m > v->gemm.tile_m || p->k == 0 || p->k % vec)
+        return 0;
+    if (p->a % 16 || p->b % 16 || p->lda % vec || p->ldb % vec || p->batch > MAX_GRID_Z)
+        return 0;
+    if (p->batch > 1 && (p->stride_a % vec || p->stride_b % vec))
+        return 0;
+    return 1;
+}
+
+/* The small-m row of p's dtype with tile_m == rows on the device, if it can compute p. */
+static const struct mgpu_variant *small_m_variant(const struct mgpu_gemm_problem *p,
+                                                  const struct mgpu_device_caps *caps, int rows)
+{
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == rows && v->cc_major == caps->cc_major &&
+            v->cc_minor == caps->cc_minor && small_m_eligible(p, v))
+            return v;
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------ selection */
 
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
+    return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT ||
+           k == MGPU_KIND_GEMM_SMALL_M_SM90;
 }
 
 static int is_pack_kind(enum mgpu_kernel_kind k)
@@ -301,6 +345,7 @@ struct gemm_fit {
     int tma;               /* A and B readable through TMA as they are */
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
+    int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -323,6 +368,11 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         return 0;
     if (v->gemm.b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.b_kmajor != (p->transb == MGPU_OP_N))
         return 0;
+    if (v->kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+        if (!small_m_eligible(p, v))
+            return 0;
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows ? 4 : 1;
+    }
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
@@ -353,6 +403,16 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
     return NULL;
 }
 
+/* Whether p goes to the small-m kernel (sets f->want and f->decode_rows). */
+static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
+{
+    if (p->m > DECODE_MAX_M || !small_m_variant(p, caps, DECODE_MAX_M))
+        return 0;
+    f->want = MGPU_GEMM_DECODE;
+    f->decode_rows = DECODE_MAX_M;
+    return 1;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -367,6 +427,8 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
                       : MGPU_GEMM_LARGE;
         return;
     }
+    if (decode_wanted(p, caps, f))
+        return;
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
         return;
@@ -437,6 +499,65 @@ static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
     a.bias_mode = p->bias_mode;
     a.activation = p->activation;
     return a;
+}
+
+/* The small-m kernel's plan: grid (column blocks, K slices, batch), the
+ * split-K partials in the workspace, the arguments. */
+static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
+                         const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
+                         struct mgpu_gemm_plan *plan)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    const int64_t blocks = mgpu_cdiv(p->n, v->gemm.tile_n); /* per batch entry */
+    const int64_t steps = mgpu_cdiv(p->k, DECODE_STEP_K);
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t target = sms * DECODE_CTAS_PER_SM;
+    const int force_splits = force ? force->splits : 0;
+    int64_t splits = 1;
+    if (force_splits > 0) {
+        splits = force_splits < steps ? force_splits : steps;
+    } else if (SPLIT_K_BY_DEFAULT && blocks * p->batch * 2 <= target) {
+        splits = target / (blocks * p->batch);
+        if (splits > steps / DECODE_MIN_STEPS)
+            splits = steps / DECODE_MIN_STEPS;
+        if (splits > DECODE_MAX_SPLITS)
+            splits = DECODE_MAX_SPLITS;
+        if (splits < 1)
+            splits = 1;
+    }
+    if (splits > MAX_GRID_Z) /* grid y */
+        splits = MAX_GRID_Z;
+    /* one counter per column block and batch entry */
+    if (splits > 1 && blocks * p->batch > MGPU_SPLIT_COUNTERS)
+        splits = 1;
+    /* partials: [batch][split][column of the grid][tile_m rows], fp32; bounded
+     * by the C span check of validation (n * batch <= 2^56) */
+    const int64_t per_split = blocks * v->gemm.tile_n * v->gemm.tile_m * (int64_t)sizeof(float) * p->batch;
+    int64_t wanted = 0;
+    if (splits > 1 && !mgpu_mul_ok(per_split, splits, &wanted))
+        wanted = INT64_MAX;
+    plan->workspace_wanted = wanted == INT64_MAX ? MGPU_GEMM_WANTED_OVER_LIMIT : (size_t)wanted;
+    const int64_t capacity = res->workspace_bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)res->workspace_bytes;
+    plan->degraded = NULL;
+    if (splits > 1 && wanted > capacity) {
+        const int64_t fit = capacity / per_split;
+        splits = fit >= 2 ? (fit < splits ? fit : splits) : 1;
+        plan->degraded = splits > 1 ? "fewer split-K slices: the workspace is too small"
+                                    : "no split-K: the workspace is too small";
+    }
+    plan->variant = variant;
+    plan->small_m = 1;
+    plan->splits = (int)splits;
+    plan->workspace_bytes = splits > 1 ? (size_t)(per_split * splits) : 0;
+    plan->grid_x = (unsigned)blocks;
+    plan->grid_y = (unsigned)splits;
+    plan->grid_z = (unsigned)p->batch;
+    plan->grid = blocks * splits * p->batch;
+    plan->args = base_args(p);
+    plan->args.batch_count = (int32_t)p->batch;
+    plan->args.splits = (int32_t)splits;
+    plan->args.workspace = splits > 1 ? res->workspace : 0;
+    plan->args.split_counters = splits > 1 ? res->split_counters : 0;
 }
 
 /* Rank-3 map of an operand over {contiguous, strided, batch}, 128-byte
@@ -746,6 +867,11 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     if (variant < 0)
         return -1;
     const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
+    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+        plan_small_m(p, caps, variant, force, res, plan);
+        plan->shape_class = plan->forced ? "forced" : plan->splits > 1 ? "small m (decode), split-K" : "small m (decode)";
+        return 0;
+    }
     if (kind == MGPU_KIND_GEMM_SM90_PERSISTENT || kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
         const int planned = plan_persistent(p, caps, variant, force, res, plan, status);
         if (planned == 0) {
