@@ -187,10 +187,18 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
         {128, 8192, 8192, 1, 64, 1, 1, 2},
         {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
-        {1000, 1000, 1000, 1, 256, 1, 4, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
-        {4096, 128, 8192, 1, 256, 1, 8, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 1, 16, 2},  /* capped at MAX_SPLITS */
+        /* at most one wave of 256 x 128 tiles: 64-row tiles where they make
+         * one wave, else 128-row ones; split-K only with k >= 4096 and at
+         * most half the SMs busy */
+        {256, 256, 256, 1, 64, 1, 1, 4},      /* 8 tiles of 64 x 128, sqrt(8 x 2) */
+        {1024, 1024, 1024, 1, 64, 1, 1, 16},  /* 128 tiles, no split */
+        {1000, 1000, 1000, 1, 64, 1, 1, 16},
+        {2048, 2048, 2048, 1, 128, 1, 1, 11}, /* 512 tiles of 64 rows: 256 of 128, sqrt(132) */
+        {1024, 4096, 1024, 1, 128, 1, 1, 8},  /* 256 tiles of 128 x 128 (8 tile rows) */
+        {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
+        {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
+        {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -236,20 +244,20 @@ static void check_plans(const struct mgpu_device_caps *caps)
 
 /* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
  * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
- * two CTAs per SM run, at least 8 steps of 32 per slice, at most 32 slices;
+ * one CTA per SM runs, at least 8 steps of 32 per slice, at most 32 slices;
  * one counter per column block and batch entry; partials in the workspace. */
 static void check_small_m_plans(const struct mgpu_device_caps *caps)
 {
     const struct { int64_t m, n, k, batch; int splits; } cases[] = {
-        {1, 8192, 8192, 1, 4},    /* 64 column blocks of 128: 264 / 64 */
-        {16, 8192, 8192, 1, 4},
-        {1, 4096, 4096, 1, 8},    /* 32 blocks: 264 / 32 */
-        {16, 4096, 4096, 1, 8},
-        {8, 4096, 14336, 1, 8},
-        {16, 1024, 4096, 1, 16},  /* 8 blocks: 33, capped by 128 steps / 8 */
+        {1, 8192, 8192, 1, 2},    /* 64 column blocks of 128: 132 / 64 */
+        {16, 8192, 8192, 1, 2},
+        {1, 4096, 4096, 1, 4},    /* 32 blocks: 132 / 32 */
+        {16, 4096, 4096, 1, 4},
+        {8, 4096, 14336, 1, 4},
+        {16, 1024, 4096, 1, 16},  /* 8 blocks: 16, as many as 128 steps / 8 allow */
         {16, 128, 256, 1, 1},     /* 8 steps: one slice */
         {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
-        {4, 1000, 2048, 3, 8},    /* 8 blocks x 3 entries: 264 / 24 = 11, capped by 64 steps / 8 */
+        {4, 1000, 2048, 3, 5},    /* 8 blocks x 3 entries: 132 / 24 */
         {16, 128, 65536, 1, 32},  /* capped at 32 slices */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -302,12 +310,10 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     odd.b += 2;
     v = pick(&odd, caps, NULL, &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes: %s", v ? v->name : "none");
-    /* forcing: the m <= 64 rows run only when forced, and only where m fits */
+    /* forcing the m <= 16 kernel where m does not fit is refused */
     struct mgpu_gemm_problem m40 = p;
     m40.m = 40;
     m40.ldc = 40;
-    CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m64", &s) != NULL, "forcing the m64 kernel at m = 40: %s",
-          mgpu_status_string(s));
     CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m16", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
           "forcing the m16 kernel at m = 40: %s", mgpu_status_string(s));
     v = pick(&m40, caps, NULL, &s);
@@ -321,13 +327,13 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;
     plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.small_m && plan.splits == 4, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
+    CHECK(plan.small_m && plan.splits == 2, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
     /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
     struct mgpu_gemm_problem q = p;
     struct mgpu_gemm_resources small = ample;
     small.workspace_bytes = (size_t)3 << 18;
     CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
-              plan.degraded && plan.workspace_wanted == (size_t)8 << 18,
+              plan.degraded && plan.workspace_wanted == (size_t)4 << 18,
           "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
     small.workspace_bytes = 1000;
     CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&

@@ -62,6 +62,7 @@
 #define MAX_SPLITS 16
 #define SMALL_M 128              /* m up to this is "small m": MGPU_GEMM_TINY_M or SMALL_M */
 #define TINY_M_MAX 64            /* 16-bit m up to this is MGPU_GEMM_TINY_M (64-row tiles) */
+#define TINY_TILE_ROWS 64        /* tile_m of the MGPU_GEMM_TINY_M rows */
 /* 16-bit m <= SMALL_M with k up to this is also TINY_M (two tile
  * rows, no split-K for the shapes measured): on H100, same process,
  * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
@@ -279,14 +280,17 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 /* ------------------------------------------------------------ small m (decode)
  *
  * The small-m kernel (kernels/hopper/gemm_sm90_small_m.cuh) streams B into
- * registers and runs mma.sync on 16 (or 64) rows of D; it takes K-major
- * 16-bit operands (TN) that it can read with 16-byte loads. The planner
- * sends m <= DECODE_MAX_M there (decode_wanted) and splits K so that the
- * CTAs fill the SMs, DECODE_CTAS_PER_SM each (two fit by registers), with
- * at least DECODE_MIN_STEPS 32-element steps of K per slice (plan_small_m).
- * The m <= 64 rows run only when forced (MGPU_FORCE_VARIANT). */
+ * registers and runs mma.sync on 16 rows of D; it takes K-major 16-bit
+ * operands (TN) that it can read with 16-byte loads. The planner sends
+ * m <= DECODE_MAX_M there (decode_wanted) and splits K so that the CTAs
+ * fill the SMs, DECODE_CTAS_PER_SM each, with at least DECODE_MIN_STEPS
+ * 32-element steps of K per slice (plan_small_m). Measured on H100 (bf16,
+ * m = 1 and 16, n = k = 4096 and 8192, forced 2 / 4 / 8 / 16 slices): 2 to 8
+ * slices within 0.94-1.07x cuBLAS of each other (the spread of repeated
+ * runs), 16 slices 0.82-0.91x; one CTA per SM gives 4 slices at n = 4096
+ * and 2 at n = 8192. */
 #define DECODE_MAX_M 16
-#define DECODE_CTAS_PER_SM 2
+#define DECODE_CTAS_PER_SM 1
 #define DECODE_MIN_STEPS 8
 #define DECODE_MAX_SPLITS 32
 #define DECODE_STEP_K 32
@@ -346,6 +350,7 @@ struct gemm_fit {
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
+    int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -413,6 +418,33 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
     return 1;
 }
 
+/* Problems of at most one wave of large tiles (m > SMALL_M, 16-bit): the
+ * smaller tiles fill the SMs without split-K. Measured on H100 (bf16 TN,
+ * same process as cuBLAS, docs/performance.md "Small and medium shapes"):
+ * 256^3 .. 1024^3 ran 1.25-1.31x cuBLAS with 64 x 128 tiles and no split
+ * against 0.64-0.90x with 256 x 128 tiles (split 2-4 where it applied),
+ * 2048^3 and 1024 x 4096 x 1024 1.02x / 1.08x with 128 x 128 tiles against
+ * 0.96x / 1.04x; every split-K factor of 2 or 4 on these shapes was slower
+ * than none (its fp32 partials cost more than the idle SMs). So: 64-row
+ * tiles when they make at most one wave, else 128-row tiles; K is split
+ * only when the tiles fill at most half the SMs and K is long
+ * (FEW_TILES_SPLIT_MIN_KTILES). Larger problems keep LARGE / LARGE_CLUSTER. */
+#define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
+static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                           const struct mgpu_variant *large, struct gemm_fit *f)
+{
+    if (!large || mgpu_dtype_is_fp8(p->a_dtype) || p->m <= SMALL_M)
+        return 0;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
+    /* bounded by validation: m, n <= 2^31, batch * m * n <= 2^56 */
+    if (mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n * p->batch > sms)
+        return 0;
+    f->few_tiles = 1;
+    f->want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+    return 1;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -436,7 +468,7 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
      * cluster row idles, which only pays when there are many columns. */
     f->want = MGPU_GEMM_LARGE;
-    if (!large)
+    if (!large || few_tiles_shape(p, caps, large, f))
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
     if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
@@ -660,7 +692,7 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
 #define PACKS_DO_NOT_FIT (-2)
 static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
                            const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
-                           struct mgpu_gemm_plan *plan, mgpu_status *status)
+                           int few_tiles, struct mgpu_gemm_plan *plan, mgpu_status *status)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const int force_splits = force ? force->splits : 0;
@@ -679,7 +711,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         /* no split-K in the sm_100a kernel */
     } else if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
-    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT &&
+               (!few_tiles || k_tiles >= FEW_TILES_SPLIT_MIN_KTILES)) {
         splits = target / (units * cluster);
         if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
             splits = k_tiles / MIN_KTILES_PER_SPLIT;
@@ -873,7 +906,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         return 0;
     }
     if (kind == MGPU_KIND_GEMM_SM90_PERSISTENT || kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
-        const int planned = plan_persistent(p, caps, variant, force, res, plan, status);
+        const int planned = plan_persistent(p, caps, variant, force, res, fit.few_tiles && !plan->forced, plan, status);
         if (planned == 0) {
             const int small_m = p->m <= SMALL_M;
             const struct mgpu_variant *v = &mgpu_variants[plan->variant];
@@ -884,9 +917,10 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                                                        : "large, lone CTAs";
                 return 0;
             }
-            plan->shape_class = plan->forced      ? "forced"
-                                : plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
-                                                   : (small_m ? "small m" : "large");
+            plan->shape_class = plan->forced       ? "forced"
+                                : plan->splits > 1  ? (small_m ? "small m, split-K" : "few tiles, split-K")
+                                : fit.few_tiles     ? "few tiles, smaller tile"
+                                                    : (small_m ? "small m" : "large");
             return 0;
         }
         if (planned != PACKS_DO_NOT_FIT)
