@@ -6,8 +6,16 @@
  * call is planned by shape class; the variant table (gen/variants.c) says
  * which rows serve each class. On sm_90a (compute capability 9.0):
  *   k == 0                -> the portable kernel (D = beta * C);
+ *   16-bit m <= 16, TN, operands 16-byte loads can read, k a multiple of 8
+ *     ("decode")          -> MGPU_GEMM_DECODE: the small-m kernel
+ *                            (kernels/hopper/gemm_sm90_small_m.cuh; its own
+ *                            split-K, plan_small_m);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
  *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
+ *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
+ *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
+ *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
+ *                            only with k >= 4096;
  *   otherwise ("large")   -> MGPU_GEMM_LARGE; with CLUSTER_BY_DEFAULT,
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
