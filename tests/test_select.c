@@ -346,6 +346,50 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "fp8 m = 16: %s", v ? v->name : "none");
 }
 
+/* The planner memoizes the variant per thread, keyed on everything the
+ * selection reads (src/gemm/gemm_plan.c, "selection memo"): a second plan of
+ * the same problem must equal the first, and a problem that differs only in
+ * pointer alignment, layout or device must be planned anew. */
+static void check_selection_memo(const struct mgpu_device_caps *caps)
+{
+    mgpu_status s;
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.m = 16;
+    p.n = p.k = p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *first = pick(&p, caps, NULL, &s);
+    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "m = 16: %s", first ? first->name : "none");
+    struct mgpu_gemm_problem moved = p;
+    moved.b += 2; /* still 2-byte aligned, no longer 16 */
+    const struct mgpu_variant *v = pick(&moved, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes after a memoized plan: %s",
+          v ? v->name : "none");
+    moved = p;
+    moved.b += 4096; /* another pointer, same alignment: the same choice */
+    CHECK(pick(&moved, caps, NULL, &s) == first, "B moved by 4096 bytes");
+    CHECK(pick(&p, caps, NULL, &s) == first, "the first problem again");
+    struct mgpu_gemm_problem nn = p;
+    nn.transa = MGPU_OP_N;
+    nn.lda = 16;
+    v = pick(&nn, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "NN after a memoized TN plan: %s", v ? v->name : "none");
+    struct mgpu_device_caps other = *caps;
+    other.cc_major = 8;
+    v = pick(&p, &other, NULL, &s);
+    CHECK(v == NULL && s == MGPU_STATUS_ARCH_MISMATCH, "cc 8.0 after a memoized cc 9.0 plan: %s",
+          mgpu_status_string(s));
+    /* many shapes twice: more than the memo holds, every answer the same */
+    const int64_t ms[12] = {1, 16, 17, 64, 128, 129, 256, 1000, 1024, 2048, 4096, 8192};
+    int got[2][12];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 12; i++) {
+            struct mgpu_gemm_plan plan = plan_of(ms[i], 2048, 2048, 1, caps, 0);
+            got[round][i] = plan.variant * 64 + plan.splits;
+        }
+    for (int i = 0; i < 12; i++)
+        CHECK(got[0][i] == got[1][i], "m = %lld: plans differ between rounds", (long long)ms[i]);
+}
+
 /* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
  * CTA pairs (256 x 256 cluster tiles) when m > 128 and the 128-wide tile
  * columns pair up, lone CTAs otherwise; never split-K; the band is
@@ -621,6 +665,7 @@ int main(void)
         check_force(&hopper);
         check_plans(&hopper);
         check_small_m_plans(&hopper);
+        check_selection_memo(&hopper);
         check_fp8(&hopper);
         check_epilogue_plans(&hopper);
     }

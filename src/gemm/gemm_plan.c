@@ -881,6 +881,94 @@ void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_g
     *grid_z = (unsigned)batches;
 }
 
+/* ------------------------------------------------------------ selection memo
+ *
+ * The registry lookup and the shape class are most of a call's host time
+ * (a profile against the fake driver: about 70 %). They depend on the
+ * problem's sizes, dtypes, layouts, leading dimensions and strides, on the
+ * pointers only through their 16-byte alignment, on whether scales, a bias
+ * or an activation are present, and on the device: the last SELECTION_MEMO
+ * of them are kept per thread, keyed on exactly that. A forced variant is
+ * never memoized. */
+#define SELECTION_MEMO 8
+struct selection_key {
+    struct mgpu_gemm_problem p; /* pointers reduced to their offset in 16 bytes; alpha, beta NULL */
+    struct mgpu_device_caps caps;
+};
+struct selection_memo {
+    int used;
+    struct selection_key key;
+    int variant;
+    enum mgpu_gemm_shape_class want;
+    int tma, decode_rows, few_tiles;
+};
+static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
+static _Thread_local int selection_memo_next;
+
+static void selection_key_of(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                             struct selection_key *k)
+{
+    memset(k, 0, sizeof *k); /* padding included: keys are compared with memcmp */
+    k->p.transa = p->transa;
+    k->p.transb = p->transb;
+    k->p.m = p->m;
+    k->p.n = p->n;
+    k->p.k = p->k;
+    k->p.batch = p->batch;
+    k->p.a_dtype = p->a_dtype;
+    k->p.b_dtype = p->b_dtype;
+    k->p.c_dtype = p->c_dtype;
+    k->p.a = p->a % TMA_ALIGN;
+    k->p.b = p->b % TMA_ALIGN;
+    k->p.c = p->c % TMA_ALIGN;
+    k->p.lda = p->lda;
+    k->p.ldb = p->ldb;
+    k->p.ldc = p->ldc;
+    k->p.stride_a = p->stride_a;
+    k->p.stride_b = p->stride_b;
+    k->p.stride_c = p->stride_c;
+    k->p.scale_a = p->scale_a != 0;
+    k->p.scale_b = p->scale_b != 0;
+    k->p.scale_d = p->scale_d != 0;
+    k->p.bias = p->bias != 0;
+    k->p.bias_dtype = p->bias_dtype;
+    k->p.bias_mode = p->bias_mode;
+    k->p.bias_stride = p->bias_stride;
+    k->p.activation = p->activation;
+    k->caps.cc_major = caps->cc_major;
+    k->caps.cc_minor = caps->cc_minor;
+    k->caps.sm_count = caps->sm_count;
+    k->caps.max_smem_per_block = caps->max_smem_per_block;
+}
+
+static int selection_recall(const struct selection_key *key, struct gemm_fit *fit)
+{
+    for (int i = 0; i < SELECTION_MEMO; i++) {
+        const struct selection_memo *e = &selection_memo[i];
+        if (e->used && memcmp(&e->key, key, sizeof *key) == 0) {
+            fit->want = e->want;
+            fit->tma = e->tma;
+            fit->decode_rows = e->decode_rows;
+            fit->few_tiles = e->few_tiles;
+            return e->variant;
+        }
+    }
+    return -1;
+}
+
+static void selection_keep(const struct selection_key *key, const struct gemm_fit *fit, int variant)
+{
+    struct selection_memo *e = &selection_memo[selection_memo_next];
+    selection_memo_next = (selection_memo_next + 1) % SELECTION_MEMO;
+    e->used = 1;
+    e->key = *key;
+    e->variant = variant;
+    e->want = fit->want;
+    e->tma = fit->tma;
+    e->decode_rows = fit->decode_rows;
+    e->few_tiles = fit->few_tiles;
+}
+
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
                    const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
                    struct mgpu_gemm_plan *plan, mgpu_status *status)
@@ -895,8 +983,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         res = &none;
     memset(plan, 0, sizeof *plan);
     plan->pack_variant = -1;
-    struct gemm_fit fit = {.p = p, .tma = mgpu_gemm_tma_eligible(p), .persistent_ok = 1};
-    wanted_shape(p, caps, &fit);
+    struct gemm_fit fit = {.p = p, .persistent_ok = 1};
     struct mgpu_lookup lookup = {
         .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
         .fits = gemm_fits, .ctx = &fit,
@@ -904,9 +991,22 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                        ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 only"
                        : NULL,
     };
-    int variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
-    if (variant < 0)
-        return -1;
+    const int memo = !(force && force->variant && force->variant[0]);
+    struct selection_key key;
+    int variant = -1;
+    if (memo) {
+        selection_key_of(p, caps, &key);
+        variant = selection_recall(&key, &fit);
+    }
+    if (variant < 0) {
+        fit.tma = mgpu_gemm_tma_eligible(p);
+        wanted_shape(p, caps, &fit);
+        variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
+        if (variant < 0)
+            return -1;
+        if (memo && !plan->forced)
+            selection_keep(&key, &fit, variant);
+    }
     const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
     if (kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
         plan_small_m(p, caps, variant, force, res, plan);
