@@ -1,6 +1,7 @@
 /*
- * Small-m GEMM (decode): D = epilogue(op(A) op(B)) for m <= kMaxM (16 or 64)
- * with both operands K-major (cuBLAS's "TN": A is k x m, B is k x n, each
+ * Small-m GEMM (decode): D = epilogue(op(A) op(B)) for m <= kMaxM (16; the
+ * template also takes 64, which measured slower than the 64-row wgmma tile
+ * and is not built: docs/decisions/013-gemm-few-tiles-and-decode.md) with both operands K-major (cuBLAS's "TN": A is k x m, B is k x n, each
  * column contiguous in K), 16-bit inputs, fp32 accumulation.
  *
  * With m this small the GEMM is a stream of B: 8192 x 8192 bf16 is 128 MiB
@@ -25,7 +26,7 @@
  *   products are those of the GEMM, and no shuffle or shared memory is needed.
  *
  * Split-K: with S = gridDim.y > 1 slices each CTA parks its fp32 partial
- * (kCols x 16 or 64 rows) in the workspace and counts itself in on the
+ * (kCols x kMaxM rows) in the workspace and counts itself in on the
  * column block's counter (handle-owned, zero between launches); the last CTA
  * of a column block to arrive resets the counter, sums the S partials in
  * slice order 0 .. S - 1 (the same bits whichever CTA is last) and applies
