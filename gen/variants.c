@@ -56,6 +56,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_FP8_FAMILY(da, db)                                                                          \
     SM90_WS_FP8(da, db, 192, 4, 1, GEN_GEMM_LARGE), SM90_WS_FP8(da, db, 192, 4, 2, GEN_GEMM_LARGE_CLUSTER), \
         SM90_WS_FP8(da, db, 128, 6, 1, GEN_GEMM_SMALL_M)
+/* Small-m (decode) GEMM, TN only: m <= 16 rows of D, 128 columns of D per
+ * CTA (8 warps of 16), 32 elements of K per step; no shared memory
+ * (hopper/gemm_sm90_small_m.cuh). Its m <= 64 form (tile_m 64) compiles but
+ * ran at 0.45-0.61x cuBLAS at m = 64 on H100 (one CTA per SM at 230
+ * registers), against 0.77-1.07x for the 64-row wgmma tile: not built. */
+#define SM90_SMALL_M_GEMM(dt, tm) \
+    {GEN_GEMM_SMALL_M_SM90, GEN_SM90A, dt, 256, .gemm = {TN, tm, 128, 32, 1, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -119,6 +126,7 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     GEMM_PACK(GEN_SM90A),
+    SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 
     SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
     SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
@@ -146,6 +154,7 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_SMALL_M] = "SMALL_M",
     [GEN_GEMM_LARGE] = "LARGE",
     [GEN_GEMM_LARGE_CLUSTER] = "LARGE_CLUSTER",
+    [GEN_GEMM_DECODE] = "DECODE",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

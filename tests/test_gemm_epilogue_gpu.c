@@ -297,6 +297,10 @@ int main(void)
             {T, N, 200, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, NULL, "3"},
             {N, T, 65, 300, 777, 3, t, t, 0, 2.0f, 0.0f, COL, t, 0, RELU, 0, 0, 0, NULL, "5"},
             {T, N, 64, 4096, 4096, 1, t, t, 0, 1.0f, 0.0f, COL, F32, 0, GELU, 0, 0, 0, NULL, NULL}, /* heuristic */
+            /* the small-m (decode) kernel, m <= 16 TN: split (heuristic) and unsplit (forced) */
+            {T, N, 16, 1000, 1024, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0, 0, 0, NULL, NULL},
+            {T, N, 9, 520, 2048, 2, t, F32, 0, 0.75f, 0.5f, COL, F32, 1, RELU, 0.5f, 2.0f, 1.5f, NULL, NULL},
+            {T, N, 1, 4096, 512, 1, t, t, 0, 1.0f, 0.0f, COL, t, 0, GELU, 0.5f, 0, 2.0f, NULL, "1"},
             /* the portable kernel: forced, and k == 0 */
             {T, N, 127, 129, 65, 1, t, t, 0, 1.0f, 0.25f, ROW, F32, 0, RELU, 0.5f, 0, 2.0f,
              "mgpu_gemm_portable_sm90_64x64", NULL},
