@@ -1,8 +1,11 @@
 /*
- * Persistent, warp-specialized Blackwell (sm_100a) GEMM: D = alpha * op(A) *
- * op(B) + beta * C (column-major, BLAS conventions: abi/gemm_abi.h) for fp16
- * / bf16 operands of any layout, fp32 accumulation in tensor memory, fp16 /
- * bf16 / fp32 output. This is the final kernel of reference/003 (the
+ * Persistent, warp-specialized Blackwell (sm_100a) GEMM:
+ * D = scale_d * act(alpha * scale_a * scale_b * op(A) * op(B) + beta * C + bias)
+ * (column-major, BLAS conventions: abi/gemm_abi.h; the epilogue of
+ * common/numeric.cuh) for fp16 / bf16 operands of any layout
+ * (tcgen05.mma kind::f16) or fp8 e4m3 / e5m2 operands, any pair, both
+ * K-major (kind::f8f6f4), fp32 accumulation in tensor memory, fp16 / bf16 /
+ * fp32 output. This is the final kernel of reference/003 (the
  * Blackwell matmul tutorial), steps 1-6: warp-specialized TMA and MMA issue,
  * tiled TMA-store epilogue, the 2-CTA collective MMA, a persistent grid, a
  * dedicated epilogue warpgroup on a double-buffered TMEM accumulator, and the
@@ -11,8 +14,8 @@
  *
  * NOT RUN ON BLACKWELL HARDWARE: no machine here has an sm_100 GPU. This
  * kernel is compiled, its SASS instruction mix is checked by a test
- * (tests/sass_sm100.sh: UTCHMMA, 2-CTA forms, UTMALDG, UTMASTG, LDTM, no
- * local memory), its descriptor encodings are checked at compile time
+ * (tests/sass_sm100.sh: UTCHMMA / UTCQMMA, 2-CTA forms, UTMALDG, UTMASTG,
+ * LDTM, no local memory), its descriptor encodings are checked at compile time
  * against the PTX ISA tables (gemm_sm100_descriptors.cuh), and its selection
  * is tested with a made-up cc 10.0 device. bench/blackwell_first_run.sh is
  * the first thing to run on a B200.
@@ -37,7 +40,7 @@
  *   warp 1, one lane   MMA       (leader CTA only) per unit u, slot u % 2:
  *                                  wait acc_empty[slot]
  *                                  per k-tile: wait full[s]; 4 x tcgen05.mma
- *                                  K = 16 into the slot; tcgen05.commit ->
+ *                                  (K = 16, or 32 for fp8: 32 bytes) into the slot; tcgen05.commit ->
  *                                  empty[s] (multicast to both CTAs)
  *                                  tcgen05.commit -> acc_full[slot] (multicast)
  *   warps 2-5          EPILOGUE  per unit: wait acc_full[slot]; TMEM -> regs

@@ -7,7 +7,7 @@
  *
  * Bit layouts follow the PTX ISA, "Tensor Core 5th Generation Family
  * Instructions" -> "Matrix Descriptors" (shared memory descriptor table and the
- * instruction descriptor table for .kind::f16). Written from the tables; this
+ * instruction descriptor table for .kind::f16 and .kind::f8f6f4). Written from the tables; this
  * code has not run on Blackwell hardware (compiled and SASS-checked only).
  */
 #pragma once
