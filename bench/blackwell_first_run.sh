@@ -17,8 +17,14 @@
 #   4. every GPU test. test_gemm_gpu runs the planner's own picks and, on
 #      compute capability 10.0, forces every sm_100a GEMM variant through
 #      MGPU_FORCE_VARIANT (both dtypes, all four layouts, lone CTAs and CTA
-#      pairs) over edge shapes, beta, direct stores, batches and broadcasts
-#   5. the GEMM test with MGPU_LOG=1, keeping the variant each call ran
+#      pairs) over edge shapes, beta, direct stores, batches and broadcasts;
+#      test_gemm_fp8_gpu (every e4m3 / e5m2 pair and output dtype, K = 16384
+#      against an fp32 reference: the check of the fp32 TMEM accumulation of
+#      decision 013, and every kind::f8f6f4 variant forced) and
+#      test_gemm_epilogue_gpu (bias modes and dtypes, ReLU / GELU, scales,
+#      batches, every sm_100a 16-bit variant forced) against cuBLAS
+#   5. the GEMM, fp8 and epilogue tests with MGPU_LOG=1, keeping the variant
+#      each call ran, then compute-sanitizer on the fp8 and epilogue tests
 #   6. compute-sanitizer memcheck, racecheck, synccheck on test_gemm_gpu
 #      (quick shapes, forced variants included)
 #   7. bench/attention_bench.py --passes fwd when PyTorch is there (against
@@ -76,8 +82,17 @@ for t in gemm_gpu gemm_epilogue_gpu gemm_fp8_gpu gather_gpu attention_gpu graph_
 done
 
 run gemm_gpu_logged env MGPU_LOG=1 "$B/tests/test_gemm_gpu"
+run gemm_fp8_gpu_logged env MGPU_LOG=1 timeout 900 "$B/tests/test_gemm_fp8_gpu"
+run gemm_epilogue_gpu_logged env MGPU_LOG=1 timeout 900 "$B/tests/test_gemm_epilogue_gpu"
 summary+=("$(printf '%-44s %s' "sm_100a GEMM entries that ran" \
-    "$(grep -oE 'mgpu_gemm_sm100_ws_[a-z0-9_]+' "$OUT/gemm_gpu_logged.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_' docs/variants.md)")")
+    "$(cat "$OUT"/gemm_gpu_logged.log "$OUT"/gemm_fp8_gpu_logged.log "$OUT"/gemm_epilogue_gpu_logged.log |
+        grep -oE 'mgpu_gemm_sm100_ws_[a-z0-9_]+' | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_' docs/variants.md)")")
+summary+=("$(printf '%-44s %s' "sm_100a fp8 (kind::f8f6f4) entries that ran" \
+    "$(grep -oE 'mgpu_gemm_sm100_ws_e[45]m[0-9a-z]+_[a-z0-9_]+' "$OUT/gemm_fp8_gpu_logged.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_e[45]m' docs/variants.md)")")
+for t in gemm_fp8_gpu gemm_epilogue_gpu; do
+    run "sanitizer_memcheck_$t" env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/tests/test_$t"
+done
 
 for tool in memcheck racecheck synccheck; do
     run "sanitizer_${tool}" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \

@@ -28,9 +28,11 @@ static int no_smem(const struct gen_variant *v)
     return 0;
 }
 
+/* The K extent of a stage is tile_k elements of A's type (16-bit or fp8). */
 static int gemm_sm100_smem(const struct gen_variant *v)
 {
-    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages,
+    const int bytes = v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
+    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages,
                                       v->gemm.cluster_m * v->gemm.cluster_n);
 }
 
@@ -118,12 +120,12 @@ static const char *attention_fwd_sm100_check(const struct gen_variant *v)
 const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
     [GEN_GEMM_SM100_PERSISTENT] = {
         .name = "GEMM_SM100_PERSISTENT",
-        .doc = "persistent sm_100a GEMM: tcgen05, TMEM, CTA pairs (A, B, C maps)",
+        .doc = "persistent sm_100a GEMM: tcgen05 (kind::f16, kind::f8f6f4), TMEM, CTA pairs, fused epilogue (A, B, C maps)",
         .family = GEN_FAMILY_GEMM,
         .header = "blackwell/gemm_sm100_persistent.cuh",
         .group = "gemm_sm100_ws",
-        .entry = "mgpu_gemm_sm100_ws_@dtype@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
-        .unit = "\nusing Config@i@ = mgpu::sm100::PersistentGemmConfig<@type@, @a_kmajor@, @b_kmajor@, @tile_m@, "
+        .entry = "mgpu_gemm_sm100_ws_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::PersistentGemmConfig<@type@, @b_type@, @a_kmajor@, @b_kmajor@, @tile_m@, "
                 "@tile_n@, @stages@, @cluster@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK

@@ -30,6 +30,15 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, dt, 192, .gemm = {__VA_ARGS__, 256, 128, 64, st, 1, cn, GEN_B_SAME, shape}}
 #define SM100_GEMM_FAMILY(dt, ...) \
     SM100_GEMM(dt, 6, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__), SM100_GEMM(dt, 4, 1, GEN_GEMM_LARGE, __VA_ARGS__)
+/* fp8 (A `da`, B `db`) on sm100, TN only (as on Hopper): tcgen05.mma
+ * kind::f8f6f4, K = 32 per instruction; tile_k is 128 elements (one 128-byte
+ * swizzle row, the same stage bytes as 16-bit), so the stages and tiles of
+ * the 16-bit family fit unchanged. One fp32 accumulator in TMEM (no
+ * two-level accumulation: docs/decisions/014-sm100-fp8-accumulation.md). */
+#define SM100_FP8(da, db, st, cn, shape) \
+    {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, da, 192, .gemm = {TN, 256, 128, 128, st, 1, cn, db, shape}}
+#define SM100_FP8_FAMILY(da, db) \
+    SM100_FP8(da, db, 6, 2, GEN_GEMM_LARGE_CLUSTER), SM100_FP8(da, db, 4, 1, GEN_GEMM_LARGE)
 #define PORTABLE_GEMM(arch)                                                                               \
     {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, 256, .gemm = {-1, -1, 64, 64, 16, 1, 0, 0, GEN_B_SAME, GEN_GEMM_ANY_SHAPE}}
 
@@ -131,6 +140,8 @@ const struct gen_variant gen_variants[] = {
     SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
     SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
     SM100_GEMM_FAMILY(GEN_BF16, TT), SM100_GEMM_FAMILY(GEN_BF16, NT),
+    SM100_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM100_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
+    SM100_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM100_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     PORTABLE_GEMM(GEN_SM100A), GEMM_PACK(GEN_SM100A),
 
     PORTABLE_GATHER_FAMILY(GEN_SM90A),

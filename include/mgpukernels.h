@@ -23,8 +23,9 @@
  *                       fp16/bf16/fp32 out, any      CTA pairs; any layout, alignment,
  *                       layout, alignment, batch;    batch); no split-K. NOT YET RUN ON
  *                       split-K for few tiles        HARDWARE: compiled and SASS-checked only
- *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    fp16/bf16 only; fp8, scales, bias and
- *                       scales, bias, ReLU/GELU      activations: NOT_SUPPORTED
+ *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    same (tcgen05 kind::f8f6f4, epilogue
+ *                       scales, bias, ReLU/GELU      fused in the epilogue warpgroup); no
+ *                                                    split-K. NOT YET RUN ON HARDWARE
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
  *                       int32/int64 indices          16-byte aligned rows; gather4 not
  *                                                    yet run on hardware
@@ -303,8 +304,10 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  *     transb = MGPU_OP_N ("TN": both operands K-major, the one fp8 layout
  *     cuBLASLt takes on Hopper); other layouts get NOT_SUPPORTED. c_type is
  *     F16, BF16 or F32 (fp8 output is not supported). Products are summed in
- *     fp32: the tensor cores' fp8 sums are added into a separate fp32
- *     accumulator every 128 elements of K, so long K stays accurate.
+ *     fp32: on compute capability 9.0 the tensor cores' fp8 sums are added
+ *     into a separate fp32 accumulator every 128 elements of K, so long K
+ *     stays accurate; on 10.0 the tensor cores accumulate in fp32 tensor
+ *     memory over the whole of K.
  *     fp16/bf16 A and B must still have equal dtypes.
  *   scale_a, scale_b, scale_d: DEVICE pointers to one float each, read when
  *     the kernel runs (like cuBLASLt's CUBLASLT_MATMUL_DESC_{A,B,D}_SCALE_POINTER,
@@ -329,9 +332,9 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  * is not a multiple of 16 bytes are first packed into an aligned
  * workspace). bias must be aligned to its element, the scales to 4 bytes.
  *
- * Support: compute capability 9.0 runs everything above. On compute
- * capability 10.0 this call takes what mgpu_gemm takes; fp8 inputs, scales,
- * bias or an activation return NOT_SUPPORTED there.
+ * Support: compute capability 9.0 and 10.0 run everything above (10.0
+ * without split-K; its kernels are compiled and checked, not yet run on
+ * hardware).
  *
  * Returns what mgpu_gemm_strided_batched returns, plus NULL_POINTER (desc),
  * INVALID_VALUE (struct_size; activation or bias_mode not one of their
@@ -339,8 +342,7 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  * DTYPE_MISMATCH (fp8 paired with a 16-bit operand), UNSUPPORTED_DTYPE (fp8
  * output; bias_type neither c_type nor F32), INVALID_LD (bias_batch_stride
  * negative or above 2^48) and
- * NOT_SUPPORTED (fp8 in a layout other than TN; fp8 or an epilogue on a
- * device other than compute capability 9.0; MGPU_FORCE_VARIANT naming a
+ * NOT_SUPPORTED (fp8 in a layout other than TN; MGPU_FORCE_VARIANT naming a
  * variant that cannot do the call).
  */
 

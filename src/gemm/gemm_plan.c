@@ -48,11 +48,15 @@
  *                            odd few tile columns);
  *   operands TMA cannot read -> packed into the workspace, as above;
  *   the band of the tile order as above; no split-K (the kernel has none:
- *   MGPU_FORCE_SPLIT_K is ignored there).
+ *   MGPU_FORCE_SPLIT_K is ignored there);
+ *   fp8 (TN, any e4m3 / e5m2 pair) -> the same two shape classes among the
+ *                            kind::f8f6f4 rows (256 x 128 tiles, 128-wide
+ *                            k-tiles);
+ *   scales, bias, activations -> the same rows (the epilogue is fused in
+ *                            the epilogue warpgroup), or the portable kernel
+ *                            for k == 0 / alpha == 0, as on sm_90a.
  * These thresholds are not measured: no Blackwell GPU has run this library
  * yet (bench/blackwell_first_run.sh is the first measurement).
- * fp8, scales, bias and activations are NOT_SUPPORTED on 10.0 (only the
- * sm_90a kernels implement them).
  */
 #include "gemm_plan.h"
 
@@ -333,6 +337,16 @@ static const struct mgpu_variant *small_m_variant(const struct mgpu_gemm_problem
 
 /* ------------------------------------------------------------ selection */
 
+/* The devices whose kernels implement mgpu_gemm_ex's extensions (fp8
+ * inputs, scales, bias, activations): sm_90a (persistent and portable
+ * kernels) and sm_100a (kernels/blackwell/gemm_sm100_persistent.cuh:
+ * kind::f8f6f4 rows for every fp8 pair, the fused epilogue; and the
+ * portable kernel). No other device has GEMM kernels at all. */
+static int extensions_run_on(const struct mgpu_device_caps *caps)
+{
+    return (caps->cc_major == 9 && caps->cc_minor == 0) || (caps->cc_major == 10 && caps->cc_minor == 0);
+}
+
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT ||
@@ -373,9 +387,6 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
     if (v->dtype != MGPU_VARIANT_ANY_DTYPE && v->dtype != p->a_dtype)
         return 0;
     if (v->gemm.b_dtype != MGPU_VARIANT_ANY_DTYPE && v->gemm.b_dtype != p->b_dtype)
-        return 0;
-    /* fp8, scales, bias and activations: the persistent and portable kernels only */
-    if (mgpu_gemm_needs_extensions(p) && v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT)
         return 0;
     if (v->gemm.a_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.a_kmajor != (p->transa == MGPU_OP_T))
         return 0;
@@ -987,8 +998,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     struct mgpu_lookup lookup = {
         .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
         .fits = gemm_fits, .ctx = &fit,
-        .refusal = mgpu_gemm_needs_extensions(p) && !(caps->cc_major == 9 && caps->cc_minor == 0)
-                       ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 only"
+        .refusal = mgpu_gemm_needs_extensions(p) && !extensions_run_on(caps)
+                       ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 and 10.0 only"
                        : NULL,
     };
     const int memo = !(force && force->variant && force->variant[0]);

@@ -40,9 +40,8 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p);
 int mgpu_gemm_problem_empty(const struct mgpu_gemm_problem *p);
 
 /* 1 when the call asks for more than D = alpha * op(A) op(B) + beta * C on
- * 16-bit inputs: fp8 operands, a scale, a bias or an activation. Only the
- * compute capability 9.0 kernels (persistent, split-K reduction, portable)
- * do these. */
+ * 16-bit inputs: fp8 operands, a scale, a bias or an activation. The
+ * compute capability 9.0 and 10.0 kernels (persistent, portable) do these. */
 int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p);
 
 /* 1 when A and B can be read through TMA: 16-byte aligned bases, leading
