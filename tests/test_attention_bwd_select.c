@@ -197,7 +197,7 @@ static void test_selection(void)
                       mgpu_last_error_message());
                 const struct mgpu_variant *m = &mgpu_variants[plan.main], *pre = &mgpu_variants[plan.pre],
                                           *post = &mgpu_variants[plan.post];
-                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0};
+                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
                 CHECK(mgpu_attention_bwd_tile(dims[i], &tile) == 0, "ABI tile for d=%d", dims[i]);
                 CHECK(m->kind == MGPU_KIND_ATTENTION_BWD_SM90 && m->dtype == (int)dtypes[t] && m->attention.head_dim == dims[i] &&
                           m->cc_major == 9 && m->cc_minor == 0 && m->threads == MGPU_ATTENTION_BWD_THREADS,
