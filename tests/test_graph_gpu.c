@@ -272,8 +272,8 @@ int main(void)
     CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaMemsetAsync(d_sdst, 0, (size_t)(s_rows * s_cols) * 4, stream));
     CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, NULL), MGPU_STATUS_SUCCESS);
-    /* reads the eager forward's O and LSE: the same inputs as the eager backward */
+    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, lse), MGPU_STATUS_SUCCESS); /* the same LSE again */
+    /* O of the eager forward (the captured one is compared with it below): the eager backward's inputs */
     CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq, dk, dv), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     cudaGraphExec_t exec = NULL;
