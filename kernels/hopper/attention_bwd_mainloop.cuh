@@ -2,12 +2,12 @@
  * Hopper attention backward: the producer's TMA loop and the consumers' loop
  * over query blocks.
  *
- * Producer (one thread): K[n], V[n] on kv_full; then per query block m,
- * from the last one the mask leaves down to the first (i = 0, 1, ...;
- * stage s = i % kStages, parity (i / kStages) & 1): wait
- * q_empty[s], Q[m] + lse_log2[m] on q_full[s]; wait do_empty[s], dO[m] +
- * dpsum[m] on do_full[s]. Empty barriers start "free" (the first round waits
- * for the parity before the first phase).
+ * Producer (warp 0 of warpgroup 0; lane 0 issues the TMA): K[n], V[n] on
+ * kv_full; then per query block m, from the last one the mask leaves down to
+ * the first (i = 0, 1, ...; stage s = i % kStages, parity (i / kStages) & 1):
+ * wait q_empty[s], Q[m] + lse_log2[m] on q_full[s]; wait do_empty[s], dO[m]
+ * + dpsum[m] on do_full[s]. Empty barriers start "free" (the first round
+ * waits for the parity before the first phase).
  *
  * Query blocks go from last to first: every key block's CTA then meets a
  * given query block after the same number of steps from its own start (the
@@ -18,17 +18,21 @@
  *
  * Consumer c, per query block (groups of wgmma committed in this order):
  *
- *   kSplitDim = 0                            kSplitDim = 1
- *   g1 S^T  = K_c Q^T                        g1 S^T  = K Q_c^T
- *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
- *   wait g1; P^T (registers, 16-bit A)       wait g1; P^T -> smem p[i % 2]
- *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
- *   wait g2; dS^T (registers + smem ds[i%2]) fence.proxy.async; bar(ds)
- *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
- *   fence.proxy.async; bar(ds)               g4 dQ_c  = dS K_c                     (SS)
- *   g5 dQ_c = dS K_c          (SS)           wait all
- *   wait all
- *   release q_empty[s], do_empty[s]; dQ_c into the dQ buffer (or dq_accum).
+ *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
+ *   [S^T = K_c Q^T issued by the block       g1 S^T  = K Q_c^T
+ *    before, complete]                       g2 dP^T = V dO_c^T
+ *   g2 dP^T = V_c dO^T                       wait g1; P^T (mask pass on edge blocks)
+ *   P^T (registers, 16-bit A; mask pass             -> smem p[i % 2]
+ *     on edge blocks)                        wait g2; dS^T -> smem ds[i % 2]
+ *   g3 dV  += P^T dO          (RS)           fence.proxy.async; bar(ds)
+ *   wait g2; dS^T (registers + smem ds[i%2]) g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
+ *   g4 dK  += dS^T Q          (RS)           g4 dQ_c  = dS K_c                     (SS)
+ *   fence.proxy.async; bar(ds)               wait all
+ *   g5 dQ_c = dS K_c          (SS)
+ *   wait g3, g4; g6 S^T of block i + 1 (after the last block: on the idle
+ *     stage, result unused); wait g5
+ *   release q_empty[s], do_empty[s]; dQ_c into the dQ writer's buffer
+ *   (kSplitDim = 0) or dq_accum (kSplitDim = 1); wait g6.
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
