@@ -44,7 +44,16 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     SM90_WS_GEMM(dt, 256, 4, 1, GEN_GEMM_LARGE, __VA_ARGS__),                                              \
         SM90_WS_GEMM(dt, 256, 4, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__),                                  \
         SM90_WS_GEMM(dt, 128, 6, 1, GEN_GEMM_SMALL_M, __VA_ARGS__),                                        \
-        SM90_WS_GEMM(dt, 64, 8, 1, GEN_GEMM_TINY_M, __VA_ARGS__)
+        SM90_WS_GEMM(dt, 64, 8, 1, GEN_GEMM_TINY_M, __VA_ARGS__), SM90_PP_FAMILY(dt, __VA_ARGS__)
+/* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer
+ * warpgroup (kernels/hopper/gemm_sm90_pingpong.cuh), 6 stages of 32 KB,
+ * lone CTAs or 2-CTA clusters along N. */
+#define SM90_PP_GEMM(dt, cn, shape, ...)                                                                  \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 384,                                                        \
+     .gemm = {__VA_ARGS__, 128, 128, 64, 6, 1, cn, GEN_B_SAME, shape, GEN_SCHEDULE_PINGPONG}}
+#define SM90_PP_FAMILY(dt, ...) \
+    SM90_PP_GEMM(dt, 1, GEN_GEMM_LARGE_PINGPONG, __VA_ARGS__), \
+        SM90_PP_GEMM(dt, 2, GEN_GEMM_LARGE_PINGPONG_CLUSTER, __VA_ARGS__)
 /* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
  * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
  * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
@@ -135,6 +144,8 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_SMALL_M] = "SMALL_M",
     [GEN_GEMM_LARGE] = "LARGE",
     [GEN_GEMM_LARGE_CLUSTER] = "LARGE_CLUSTER",
+    [GEN_GEMM_LARGE_PINGPONG] = "LARGE_PINGPONG",
+    [GEN_GEMM_LARGE_PINGPONG_CLUSTER] = "LARGE_PINGPONG_CLUSTER",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

@@ -134,7 +134,8 @@ static struct mgpu_gemm_force env_force(void)
 {
     const struct mgpu_env *env = mgpu_env();
     const struct mgpu_gemm_force force = {
-        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band};
+        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band,
+        .schedule = env->force_schedule};
     return force;
 }
 

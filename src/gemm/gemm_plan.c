@@ -78,6 +78,9 @@
  * tiles) as fast or faster (docs/decisions/004-2cta-clusters-threshold.md). */
 #define CLUSTER_BY_DEFAULT 1
 #define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
+/* 16-bit large problems on the ping-pong rows (1) or the cooperative ones (0):
+ * choose_schedule. */
+#define PINGPONG_BY_DEFAULT 0
 #define SPLIT_K_BY_DEFAULT 1
 #define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
@@ -380,6 +383,33 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
         (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
+}
+
+/* The schedule of the sm_90a persistent kernel for a large problem: the
+ * cooperative rows (both consumer warpgroups on each 256 x 128 tile) or the
+ * ping-pong ones (a 128 x 128 tile per warpgroup, the two in turns on the
+ * tensor cores, kernels/hopper/gemm_sm90_pingpong.cuh), keeping the cluster
+ * decision of wanted_shape. PINGPONG_BY_DEFAULT says which serves 16-bit
+ * large problems (docs/performance.md, "GEMM schedules");
+ * MGPU_FORCE_SCHEDULE overrides it. fp8 has no ping-pong rows. */
+static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_force *force,
+                            struct gemm_fit *f)
+{
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER)
+        return;
+    const struct mgpu_variant *large = NULL;
+    for (int i = 0; i < mgpu_variant_count && !large; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG &&
+            v->dtype == p->a_dtype && v->gemm.b_dtype == p->b_dtype)
+            large = v;
+    }
+    if (!large)
+        return;
+    const int schedule = force ? force->schedule : MGPU_SCHEDULE_DEFAULT;
+    const int pingpong = schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
+    if (pingpong)
+        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
 }
 
 /* ------------------------------------------------------------ plans */
@@ -735,6 +765,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     plan->pack_variant = -1;
     struct gemm_fit fit = {.p = p, .tma = mgpu_gemm_tma_eligible(p), .persistent_ok = 1};
     wanted_shape(p, caps, &fit);
+    if (caps->cc_major == 9 && caps->cc_minor == 0)
+        choose_schedule(p, force, &fit);
     struct mgpu_lookup lookup = {
         .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
         .fits = gemm_fits, .ctx = &fit,
@@ -758,9 +790,11 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                                                        : "large, lone CTAs";
                 return 0;
             }
+            const int pp = v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG ||
+                           v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER;
             plan->shape_class = plan->forced      ? "forced"
                                 : plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
-                                                   : (small_m ? "small m" : "large");
+                                                   : (small_m ? "small m" : pp ? "large, ping-pong" : "large");
             return 0;
         }
         if (planned != PACKS_DO_NOT_FIT)

@@ -78,6 +78,11 @@ static void read_env(void)
     }
     env_read.force_split_k = env_int("MGPU_FORCE_SPLIT_K");
     env_read.force_band = env_int("MGPU_FORCE_BAND");
+    const char *schedule = getenv("MGPU_FORCE_SCHEDULE");
+    env_read.force_schedule = !schedule                              ? 0
+                              : strcmp(schedule, "cooperative") == 0 ? 1
+                              : strcmp(schedule, "pingpong") == 0    ? 2
+                                                                     : 0;
 }
 
 const struct mgpu_env *mgpu_env(void)
