@@ -54,8 +54,13 @@
  * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
  * row of K whatever the element size, so both kinds share the layout.
  *
+ * That is the cooperative schedule. With kPingPong each consumer warpgroup
+ * owns whole 128 x 128 tiles instead and the two take turns on the tensor
+ * cores (gemm_sm90_pingpong.cuh); the producer and the barriers are the same.
+ *
  * Files by role: this shell (configuration, barriers, the two branches);
  * gemm_sm90_mainloop.cuh (produce, consume, consume_fp8);
+ * gemm_sm90_pingpong.cuh (the ping-pong consumers);
  * gemm_sm90_split_k.cuh (combine_splits); gemm_sm90_epilogue.cuh (fused
  * epilogue, TMA or direct stores); common/tile_scheduler.cuh (unit order and
  * K slices); wgmma.cuh (the tensor-core instructions).
