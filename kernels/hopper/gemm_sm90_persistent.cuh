@@ -41,6 +41,11 @@
  *     wait_group 1 frees the previous stage as above; at the group's end
  *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
  *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
+ *     Tiles of up to 128 rows have room for a second chain register set and
+ *     pipeline the promotion instead (kFp8PipelinedPromotion): k-tile i's
+ *     chain runs into one set while k-tile i - 1's set is added into acc.
+ *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
+ *     in one chain: a debugging switch that shows what the promotion buys.
  *
  * Barriers: full[s] (1 arrival + the stage's TMA bytes), empty[s] (one arrival
  * per consumer warp of each CTA of the cluster). Stages and parities run on
@@ -108,6 +113,10 @@ struct PersistentGemmConfig {
      * against an fp32 reference). Larger values keep more wgmma batches in
      * flight at the cost of longer chains. */
     static constexpr int kPromoteKTiles = 1;
+    /* fp8 tiles of up to 128 rows hold two chain register sets beside the
+     * accumulators and promote one k-tile's chain while the next runs
+     * (consume_fp8_pipelined); larger ones promote after each chain. */
+    static constexpr bool kFp8PipelinedPromotion = kFp8 && kBM <= 128;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
@@ -178,13 +187,20 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     uint32_t phase = 0;
     float acc[Cfg::kBM / 2];
     [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
+    [[maybe_unused]] float part2[Cfg::kFp8PipelinedPromotion ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
     for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
         const GemmTile t = sched.tile(u);
         int kt0, kt1;
         sched.k_range(num_k_tiles, t.split, kt0, kt1);
-        if constexpr (Cfg::kFp8)
+        if (Cfg::kFp8 && args.fp8_no_promotion) /* debug: one tensor-core chain over the whole K slice */
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
+                                     phase);
+        else if constexpr (Cfg::kFp8PipelinedPromotion)
+            persistent::consume_fp8_pipelined<Cfg>(acc, part, part2, smem_u32(a_tiles), smem_u32(b_tiles), full, empty,
+                                                   kt0, kt1, consumer, stage, phase);
+        else if constexpr (Cfg::kFp8)
             persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
                                          consumer, stage, phase);
         else

@@ -682,6 +682,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     args->workspace = ws + (uint64_t)packed;
     args->split_counters = plan->splits > 1 ? res->split_counters : 0;
     args->c_tma = mgpu_gemm_c_tma_eligible(p);
+    args->fp8_no_promotion = force && force->fp8_no_promotion && mgpu_dtype_is_fp8(p->a_dtype);
     operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
                 a.batches, v->gemm.tile_m / v->gemm.cluster_n, v->gemm.tile_k);
     operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, b_base, p->transb == MGPU_OP_N, p->n, p->k, ldb, stb,

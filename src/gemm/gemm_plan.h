@@ -63,6 +63,7 @@ struct mgpu_gemm_force {
     int splits;          /* split-K factor, clamped to [1, number of k-tiles] */
     int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
     int schedule;        /* MGPU_SCHEDULE_*: large 16-bit problems on cooperative or ping-pong rows */
+    int fp8_no_promotion; /* debugging: fp8 without the per-k-tile fp32 promotion (loses accuracy) */
 };
 
 /* What the handle lends a call. */
