@@ -3,7 +3,8 @@
  * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE
  * and MGPU_DEBUG_FP8_NO_PROMOTION once per process; force_setenv /
  * force_unsetenv change the environment and hand the new values to the
- * library (mgpu_env_override), so a test reads like the environment it sets. These tests link the library's static core.
+ * library (mgpu_env_override), so a test reads like the environment it sets.
+ * These tests link the library's static core.
  */
 #ifndef MGPU_TESTS_FORCE_H
 #define MGPU_TESTS_FORCE_H

@@ -230,6 +230,30 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.band == 3, "forced band 3: got %d", plan.band);
     plan = plan_forced(8192, 8192, 8192, 1, caps, &huge);
     CHECK(plan.band == 32, "forced band 1000: got %d", plan.band);
+    /* MGPU_FORCE_SCHEDULE: the ping-pong rows for large 16-bit problems, with the cluster
+     * decision of the cooperative ones; small m and the cooperative choice unchanged */
+    const struct mgpu_gemm_force pingpong = {.schedule = MGPU_SCHEDULE_PINGPONG},
+                                 cooperative = {.schedule = MGPU_SCHEDULE_COOPERATIVE};
+    const struct { int64_t m, n, k; enum mgpu_gemm_shape_class want; int tile_m, cluster; } schedules[] = {
+        {8192, 8192, 8192, MGPU_GEMM_LARGE_PINGPONG_CLUSTER, 128, 2},
+        {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
+        {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
+    };
+    for (unsigned i = 0; i < sizeof schedules / sizeof schedules[0]; i++) {
+        plan = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, &pingpong);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        CHECK(v->gemm.shape_class == schedules[i].want && v->gemm.tile_m == schedules[i].tile_m &&
+                  v->cluster == schedules[i].cluster &&
+                  (strstr(v->name, "_pp_") != NULL) == (schedules[i].tile_m == 128),
+              "%lldx%lldx%lld, ping-pong forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, v->name);
+        const struct mgpu_gemm_plan coop = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps,
+                                                       &cooperative);
+        const struct mgpu_gemm_plan plain = plan_of(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, 0);
+        CHECK(coop.variant == plain.variant && strstr(mgpu_variants[coop.variant].name, "_pp_") == NULL,
+              "%lldx%lldx%lld, cooperative forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, mgpu_variants[coop.variant].name);
+    }
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }

@@ -407,7 +407,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
     if (!large)
         return;
     const int schedule = force ? force->schedule : MGPU_SCHEDULE_DEFAULT;
-    const int pingpong = schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
+    const int pingpong =
+        schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
     if (pingpong)
         f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
 }
