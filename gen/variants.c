@@ -69,7 +69,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * the same class (which the planner therefore picks): 128-row fp8 tiles
  * promote with two chain register sets (consume_fp8_pipelined), and this
  * row is there to be measured against the 192-row ones through
- * MGPU_FORCE_VARIANT (docs/decisions/013-gemm-pingpong-schedule.md). */
+ * MGPU_FORCE_VARIANT (docs/decisions/015-gemm-pingpong-schedule.md). */
 #define SM90_WS_FP8_PIPELINED_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
