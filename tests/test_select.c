@@ -239,6 +239,27 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
         {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
     };
+    /* by default: ping-pong for a fused bias or activation with k <= 4096, cooperative otherwise */
+    const struct { int64_t m, n, k; int bias, act; int pp; } fused[] = {
+        {8192, 14336, 4096, 1, 1, 1}, {4096, 4096, 4096, 0, 1, 1}, {8192, 8192, 8192, 1, 1, 0},
+        {8192, 14336, 4096, 0, 0, 0}, {128, 4096, 4096, 1, 1, 0},
+    };
+    for (unsigned i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+        p.m = fused[i].m, p.n = fused[i].n, p.k = fused[i].k, p.batch = 1;
+        p.lda = p.k, p.ldb = p.k, p.ldc = p.m;
+        p.bias = fused[i].bias ? (uintptr_t)0x100000 : 0;
+        p.bias_dtype = MGPU_DTYPE_F32;
+        p.bias_mode = MGPU_BIAS_PER_ROW;
+        p.activation = fused[i].act ? MGPU_ACTIVATION_GELU : MGPU_ACTIVATION_NONE;
+        struct mgpu_gemm_plan fp = {0};
+        mgpu_status st = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &fp, &st) == 0, "fused %lldx%lldx%lld: %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, mgpu_status_string(st));
+        const char *name = mgpu_variants[fp.variant].name;
+        CHECK((strstr(name, "_pp_") != NULL) == fused[i].pp, "%lldx%lldx%lld bias %d act %d: got %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, fused[i].bias, fused[i].act, name);
+    }
     for (unsigned i = 0; i < sizeof schedules / sizeof schedules[0]; i++) {
         plan = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, &pingpong);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
