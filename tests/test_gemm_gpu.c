@@ -173,10 +173,13 @@ static void check_persistent_paths(mgpu_dtype t)
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
     const int blackwell = cc_major == 10;
-    const char *sm90_variants[] = {"256x128x64_s4_c1", "256x128x64_s4_c2", "128x128x64_s6_c1", "64x128x64_s8_c1"};
-    const char *sm100_variants[] = {"256x128x64_s4_c1", "256x128x64_s6_c2"};
-    const char *const *variants = blackwell ? sm100_variants : sm90_variants;
-    const unsigned n_variants = blackwell ? 2 : 4;
+    /* schedule (cooperative ws, ping-pong pp) and tile of each entry name */
+    const char *sm90_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s4_c2"},
+                                      {"ws", "128x128x64_s6_c1"}, {"ws", "64x128x64_s8_c1"},
+                                      {"pp", "128x128x64_s6_c1"}, {"pp", "128x128x64_s6_c2"}};
+    const char *sm100_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s6_c2"}};
+    const char *const(*variants)[2] = blackwell ? sm100_variants : sm90_variants;
+    const unsigned n_variants = blackwell ? 2 : 6;
     const char *layouts[4] = {"nn", "nt", "tn", "tt"};
     const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
     char name[96];
@@ -185,8 +188,8 @@ static void check_persistent_paths(mgpu_dtype t)
             if (quick && (l == 0 || l == 3))
                 continue; /* under compute-sanitizer: the nt and tn layouts cover both operand majornesses */
             const mgpu_operation ta = ops[l / 2], tb = ops[l % 2]; /* the name's letters */
-            snprintf(name, sizeof name, "mgpu_gemm_%s_ws_%s_%s_%s", blackwell ? "sm100" : "sm90",
-                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", layouts[l], variants[v]);
+            snprintf(name, sizeof name, "mgpu_gemm_%s_%s_%s_%s_%s", blackwell ? "sm100" : "sm90", variants[v][0],
+                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", layouts[l], variants[v][1]);
             /* 9 tile columns: the cluster's last CTA computes a tile outside D */
             struct gemm_case edge = {ta, tb, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
             run_forced(&edge, name, NULL);

@@ -238,6 +238,51 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.band == 3, "forced band 3: got %d", plan.band);
     plan = plan_forced(8192, 8192, 8192, 1, caps, &huge);
     CHECK(plan.band == 32, "forced band 1000: got %d", plan.band);
+    /* MGPU_FORCE_SCHEDULE: the ping-pong rows for large 16-bit problems, with the cluster
+     * decision of the cooperative ones; small m and the cooperative choice unchanged */
+    const struct mgpu_gemm_force pingpong = {.schedule = MGPU_SCHEDULE_PINGPONG},
+                                 cooperative = {.schedule = MGPU_SCHEDULE_COOPERATIVE};
+    const struct { int64_t m, n, k; enum mgpu_gemm_shape_class want; int tile_m, cluster; } schedules[] = {
+        {8192, 8192, 8192, MGPU_GEMM_LARGE_PINGPONG_CLUSTER, 128, 2},
+        {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
+        {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
+    };
+    /* by default: ping-pong for a fused bias or activation with k <= 4096, cooperative otherwise */
+    const struct { int64_t m, n, k; int bias, act; int pp; } fused[] = {
+        {8192, 14336, 4096, 1, 1, 1}, {4096, 4096, 4096, 0, 1, 1}, {8192, 8192, 8192, 1, 1, 0},
+        {8192, 14336, 4096, 0, 0, 0}, {128, 4096, 4096, 1, 1, 0},
+    };
+    for (unsigned i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+        p.m = fused[i].m, p.n = fused[i].n, p.k = fused[i].k, p.batch = 1;
+        p.lda = p.k, p.ldb = p.k, p.ldc = p.m;
+        p.bias = fused[i].bias ? (uintptr_t)0x100000 : 0;
+        p.bias_dtype = MGPU_DTYPE_F32;
+        p.bias_mode = MGPU_BIAS_PER_ROW;
+        p.activation = fused[i].act ? MGPU_ACTIVATION_GELU : MGPU_ACTIVATION_NONE;
+        struct mgpu_gemm_plan fp = {0};
+        mgpu_status st = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &fp, &st) == 0, "fused %lldx%lldx%lld: %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, mgpu_status_string(st));
+        const char *name = mgpu_variants[fp.variant].name;
+        CHECK((strstr(name, "_pp_") != NULL) == fused[i].pp, "%lldx%lldx%lld bias %d act %d: got %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, fused[i].bias, fused[i].act, name);
+    }
+    for (unsigned i = 0; i < sizeof schedules / sizeof schedules[0]; i++) {
+        plan = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, &pingpong);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        CHECK(v->gemm.shape_class == schedules[i].want && v->gemm.tile_m == schedules[i].tile_m &&
+                  v->cluster == schedules[i].cluster &&
+                  (strstr(v->name, "_pp_") != NULL) == (schedules[i].tile_m == 128),
+              "%lldx%lldx%lld, ping-pong forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, v->name);
+        const struct mgpu_gemm_plan coop = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps,
+                                                       &cooperative);
+        const struct mgpu_gemm_plan plain = plan_of(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, 0);
+        CHECK(coop.variant == plain.variant && strstr(mgpu_variants[coop.variant].name, "_pp_") == NULL,
+              "%lldx%lldx%lld, cooperative forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, mgpu_variants[coop.variant].name);
+    }
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }

@@ -142,7 +142,8 @@ static struct mgpu_gemm_force env_force(void)
 {
     const struct mgpu_env *env = mgpu_env();
     const struct mgpu_gemm_force force = {
-        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band};
+        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band,
+        .schedule = env->force_schedule, .fp8_no_promotion = env->debug_fp8_no_promotion};
     return force;
 }
 

@@ -21,6 +21,10 @@
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
  *                            or >= 8 of them);
+ *   large, 16-bit, a fused bias or activation, k <= FUSED_PINGPONG_MAX_K
+ *                         -> the same on the ping-pong rows
+ *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
+ *                            tile per consumer warpgroup, choose_schedule);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -91,6 +95,17 @@
  * tiles) as fast or faster (docs/decisions/004-2cta-clusters-threshold.md). */
 #define CLUSTER_BY_DEFAULT 1
 #define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
+/* 16-bit large problems on the ping-pong rows (1) or the cooperative ones (0):
+ * choose_schedule. */
+#define PINGPONG_BY_DEFAULT 0
+/* ...except those with a fused bias or activation and k up to this: the
+ * cooperative schedule's epilogue stops both consumer warpgroups (+13-21 %
+ * over the plain GEMM), ping-pong's runs under the other warpgroup's main loop
+ * (+4 %), and with short K that outweighs ping-pong's slower main loop. H100,
+ * bf16 + bias + GELU: 8192 x 14336 x 4096 0.831x cuBLASLt on ping-pong against
+ * 0.790x cooperative; 8192^3 0.783x against 0.851x
+ * (docs/decisions/015-gemm-pingpong-schedule.md). */
+#define FUSED_PINGPONG_MAX_K 4096
 #define SPLIT_K_BY_DEFAULT 1
 #define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
@@ -495,6 +510,35 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
         f->want = MGPU_GEMM_LARGE_CLUSTER;
 }
 
+/* The schedule of the sm_90a persistent kernel for a large problem: the
+ * cooperative rows (both consumer warpgroups on each 256 x 128 tile) or the
+ * ping-pong ones (a 128 x 128 tile per warpgroup, the two in turns on the
+ * tensor cores, kernels/hopper/gemm_sm90_pingpong.cuh), keeping the cluster
+ * decision of wanted_shape. PINGPONG_BY_DEFAULT and FUSED_PINGPONG_MAX_K say
+ * which serves 16-bit large problems (docs/performance.md, "GEMM
+ * schedules"); MGPU_FORCE_SCHEDULE overrides them. fp8 has no ping-pong rows. */
+static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_force *force,
+                            struct gemm_fit *f)
+{
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER)
+        return;
+    const struct mgpu_variant *large = NULL;
+    for (int i = 0; i < mgpu_variant_count && !large; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG &&
+            v->dtype == p->a_dtype && v->gemm.b_dtype == p->b_dtype)
+            large = v;
+    }
+    if (!large)
+        return;
+    const int schedule = force ? force->schedule : MGPU_SCHEDULE_DEFAULT;
+    const int fused_short_k = (p->bias != 0 || p->activation != MGPU_ACTIVATION_NONE) && p->k <= FUSED_PINGPONG_MAX_K;
+    const int pingpong = schedule == MGPU_SCHEDULE_PINGPONG ||
+                         (schedule == MGPU_SCHEDULE_DEFAULT && (PINGPONG_BY_DEFAULT || fused_short_k));
+    if (pingpong)
+        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
+}
+
 /* ------------------------------------------------------------ plans */
 
 /* Band width of the tile order (kernels/common/tile_scheduler.cuh). The
@@ -825,6 +869,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     args->workspace = ws + (uint64_t)packed;
     args->split_counters = plan->splits > 1 ? res->split_counters : 0;
     args->c_tma = mgpu_gemm_c_tma_eligible(p);
+    args->fp8_no_promotion = force && force->fp8_no_promotion && mgpu_dtype_is_fp8(p->a_dtype);
     operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
                 a.batches, v->gemm.tile_m / v->gemm.cluster_n, v->gemm.tile_k);
     operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, b_base, p->transb == MGPU_OP_N, p->n, p->k, ldb, stb,
@@ -1002,7 +1047,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                        ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 and 10.0 only"
                        : NULL,
     };
-    const int memo = !(force && force->variant && force->variant[0]);
+    const int memo = !(force && ((force->variant && force->variant[0]) || force->schedule != MGPU_SCHEDULE_DEFAULT));
     struct selection_key key;
     int variant = -1;
     if (memo) {
@@ -1012,6 +1057,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     if (variant < 0) {
         fit.tma = mgpu_gemm_tma_eligible(p);
         wanted_shape(p, caps, &fit);
+        if (caps->cc_major == 9 && caps->cc_minor == 0)
+            choose_schedule(p, force, &fit);
         variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
         if (variant < 0)
             return -1;
@@ -1036,10 +1083,14 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                                                        : "large, lone CTAs";
                 return 0;
             }
+            const int pp = v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG ||
+                           v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER;
             plan->shape_class = plan->forced       ? "forced"
                                 : plan->splits > 1  ? (small_m ? "small m, split-K" : "few tiles, split-K")
                                 : fit.few_tiles     ? "few tiles, smaller tile"
-                                                    : (small_m ? "small m" : "large");
+                                : small_m           ? "small m"
+                                : pp                ? "large, ping-pong"
+                                                    : "large";
             return 0;
         }
         if (planned != PACKS_DO_NOT_FIT)

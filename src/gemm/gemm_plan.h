@@ -54,10 +54,15 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p);
 
 /* Settings that override the heuristic (MGPU_FORCE_VARIANT,
  * MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND); zero / NULL fields leave it alone. */
+/* The sm_90a persistent kernel's consumer schedule for large problems. */
+enum { MGPU_SCHEDULE_DEFAULT = 0, MGPU_SCHEDULE_COOPERATIVE = 1, MGPU_SCHEDULE_PINGPONG = 2 };
+
 struct mgpu_gemm_force {
     const char *variant; /* a variant's entry name */
     int splits;          /* split-K factor, clamped to [1, number of k-tiles] */
     int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
+    int schedule;        /* MGPU_SCHEDULE_*: large 16-bit problems on cooperative or ping-pong rows */
+    int fp8_no_promotion; /* debugging: fp8 without the per-k-tile fp32 promotion (loses accuracy) */
 };
 
 /* What the handle lends a call. */
