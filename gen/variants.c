@@ -86,6 +86,12 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* The combine pass of split-key attention forward calls, one per dtype (head
+ * dim at run time), and the KV-cache append (a 16-byte copy: any 16-bit
+ * dtype); one thread moves 4 fp32 / 8 16-bit elements at a time. */
+#define SM90_ATTENTION_FWD_COMBINE(dt) \
+    {GEN_ATTENTION_FWD_COMBINE_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_COMBINE_THREADS, .helper = {4}}
+
 /* Attention backward's preprocess and postprocess: one of each per dtype (the
  * head dim is a run-time argument), 256 threads (the kernel checks it), no
  * shared memory; one thread moves one 16-byte vector of 8 16-bit elements. */
@@ -125,6 +131,9 @@ const struct gen_variant gen_variants[] = {
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
+
+    SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
+    {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

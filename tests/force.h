@@ -1,7 +1,7 @@
 /*
  * For GPU tests that force several plans in one process. The library reads
- * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K and MGPU_FORCE_BAND once per
- * process; force_setenv / force_unsetenv change the environment and hand
+ * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_PACK_GQA
+ * and MGPU_FORCE_NUM_SPLITS once per process; force_setenv / force_unsetenv change the environment and hand
  * the new values to the library (mgpu_env_override), so a test reads like
  * the environment it sets. These tests link the library's static core.
  */
@@ -26,6 +26,10 @@ static void force_apply(void)
     force_env.force_variant = force_variant_name[0] ? force_variant_name : NULL;
     force_env.force_split_k = splits ? atoi(splits) : 0;
     force_env.force_band = band ? atoi(band) : 0;
+    const char *pack = getenv("MGPU_FORCE_PACK_GQA");
+    const char *nsplits = getenv("MGPU_FORCE_NUM_SPLITS");
+    force_env.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
+    force_env.force_num_splits = nsplits ? atoi(nsplits) : 0;
     mgpu_env_override(&force_env);
 }
 

@@ -88,8 +88,11 @@ _ATTENTION_COMMON = [
 
 
 class AttentionFwdDesc(ctypes.Structure):
-    """mgpu_attention_fwd_desc."""
-    _fields_ = list(_ATTENTION_COMMON)
+    """mgpu_attention_fwd_desc: the shared fields, then the inference fields (seqused_k, paged K/V)."""
+    _fields_ = _ATTENTION_COMMON + [
+        ("seqused_k", c_void_p), ("block_table", c_void_p), ("max_blocks_per_seq", c_int64),
+        ("page_size", c_int64), ("num_pages", c_int64),
+    ]
 
 
 class AttentionBwdDesc(ctypes.Structure):

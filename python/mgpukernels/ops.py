@@ -370,20 +370,29 @@ def _attention_fields(q, k, v, o, causal, softmax_scale, window, softcap, cu_seq
 
 
 def attention_fwd(q, k, v, out, lse=None, *, causal=False, softmax_scale=None, window=(-1, -1), softcap=0.0,
-                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, handle=None,
-                  prepare=False):
+                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
+                  block_table=None, handle=None, prepare=False):
     """out = softmax(scale * q k^T [masked]) v (mgpu_attention_fwd), float16 or bfloat16.
 
     q, out: (batch, seq_q, heads_q, head_dim); k, v: (batch, seq_k, heads_kv, head_dim); or, with
     cu_seqlens_q / cu_seqlens_k (int32, batch + 1 offsets) and the longest lengths max_seqlen_*,
     packed (total, heads, head_dim). lse: None or float32 (batch, heads_q, seq_q) (varlen:
     (heads_q, total_q)), what the backward pass reads. window = (left, right), -1 unbounded;
-    softmax_scale None: 1 / sqrt(head_dim)."""
+    softmax_scale None: 1 / sqrt(head_dim). seqused_k: None or int32 (batch,), the keys each
+    sequence uses. block_table: None or int32 (batch, max_blocks_per_seq) page indices; k, v are
+    then caches (num_pages, page_size, heads_kv, head_dim), seqused_k is required and
+    max_seqlen_k (default max_blocks_per_seq * page_size) bounds it."""
     h = handle or default_handle()
-    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k)
-    dq, dk, dv, do, dl, cq, ck = (None if x is None else describe(x, h.stream) for x in arrays)
-    desc = _capi.new_desc(_capi.AttentionFwdDesc, **_attention_fields(
-        dq, dk, dv, do, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k))
+    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
+    dq, dk, dv, do, dl, cq, ck, du, dt = (None if x is None else describe(x, h.stream) for x in arrays)
+    f = _attention_fields(dq, dk, dv, do, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k)
+    if du is not None:
+        f.update(seqused_k=du.ptr)
+    if dt is not None:
+        pages, page_size = dk.shape[0], dk.shape[1]
+        f.update(block_table=dt.ptr, max_blocks_per_seq=dt.shape[1], page_size=page_size, num_pages=pages,
+                 batch=dq.shape[0], seqlen_k=max_seqlen_k or dt.shape[1] * page_size)
+    desc = _capi.new_desc(_capi.AttentionFwdDesc, **f)
     args = [h.ptr, ctypes.byref(desc), dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr if dl is not None else None]
     return _run("mgpu_attention_fwd", args, (arrays, desc), prepare)
 

@@ -78,6 +78,9 @@ static void read_env(void)
     }
     env_read.force_split_k = env_int("MGPU_FORCE_SPLIT_K");
     env_read.force_band = env_int("MGPU_FORCE_BAND");
+    const char *pack = getenv("MGPU_FORCE_PACK_GQA");
+    env_read.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
+    env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
 }
 
 const struct mgpu_env *mgpu_env(void)

@@ -92,6 +92,8 @@ struct mgpu_env {
     const char *force_variant; /* MGPU_FORCE_VARIANT, or NULL */
     int force_split_k;         /* MGPU_FORCE_SPLIT_K, 0 when unset */
     int force_band;            /* MGPU_FORCE_BAND, 0 when unset */
+    int force_pack_gqa;        /* MGPU_FORCE_PACK_GQA: 1 ("1"), -1 ("0"), 0 when unset */
+    int force_num_splits;      /* MGPU_FORCE_NUM_SPLITS (attention key splits), 0 when unset */
 };
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force
