@@ -218,7 +218,7 @@ __device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], cons
  * 128-byte swizzle permutes 16-byte chunks within a row, so a row stays
  * whole), 128 threads of a warpgroup. */
 template <class Cfg>
-__device__ __forceinline__ void zero_rows(uint8_t *tile, int first, int thread)
+__device__ __noinline__ void zero_rows(uint8_t *tile, int first, int thread)
 {
     constexpr int kChunks = Cfg::kSwizzleBytes / 16;
     const int rows = Cfg::kBlockN - first;
@@ -290,6 +290,21 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
             mbar_arrive(bar);
     };
 
+    /* Keys from a cache (seqused_k, paged or not): the rows of the first
+     * block (the last keys) past the sequence hold whatever the cache holds
+     * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
+     * (while S and P are not live yet). Both consumers write the same zeros;
+     * each fences and syncs its own warpgroup before its P V reads them. */
+    if (a.seqused_k != 0) {
+        const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
+        if (valid < Cfg::kBlockN) {
+            const int g = kv_iter;
+            mbar_wait(&smem.v_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+            zero_rows<Cfg>(smem.v[stage_of<Cfg>(g)], valid, thread);
+            fence_smem_to_async();
+            named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
+        }
+    }
     /* Block 0: scores only. */
     {
         const int g = kv_iter;
@@ -302,20 +317,6 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         release(&smem.k_empty[stage_of<Cfg>(g)]);
         scores_to_probs(w.n_block_end - 1);
         convert_p<Cfg>(pr, s);
-        /* Keys from a cache (seqused_k, paged or not): the rows of the last
-         * block past the sequence hold whatever the cache holds there. Their
-         * P is 0, but 0 * NaN is NaN, so V's rows are zeroed (both consumers
-         * write the same zeros; each fences and syncs its own warpgroup
-         * before its P V reads them). */
-        if (a.seqused_k != 0) {
-            const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
-            if (valid < Cfg::kBlockN) {
-                mbar_wait(&smem.v_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
-                zero_rows<Cfg>(smem.v[stage_of<Cfg>(g)], valid, thread);
-                fence_smem_to_async();
-                named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
-            }
-        }
     }
     for (int i = 1; i < count; ++i) {
         const int gk = kv_iter + i, gv = gk - 1;

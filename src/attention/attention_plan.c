@@ -232,7 +232,8 @@ size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, in
 static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int force)
 {
     const int64_t group = p->heads_q / p->heads_kv;
-    if (group > block_m)
+    /* the packed map's KV-head stride (group * head stride) must stay a TMA stride */
+    if (group > block_m || p->q_strides.head * group >= ((int64_t)1 << 40) / ELEMENT_BYTES)
         return 0;
     if (force)
         return force > 0;
