@@ -397,6 +397,27 @@ def attention_fwd(q, k, v, out, lse=None, *, causal=False, softmax_scale=None, w
     return _run("mgpu_attention_fwd", args, (arrays, desc), prepare)
 
 
+def kv_cache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, block_table=None, *, handle=None,
+                    prepare=False):
+    """Writes k_new, v_new (batch, seqlen_new, heads_kv, head_dim) into the caches at positions
+    cache_seqlens[b] + j (mgpu_kv_cache_append). Caches: (num_pages, page_size, heads_kv, head_dim)
+    with block_table int32 (batch, max_blocks_per_seq), or without one (batch or more, capacity,
+    heads_kv, head_dim), sequence b in row b. cache_seqlens (int32, batch) is read, not updated."""
+    h = handle or default_handle()
+    arrays = (k_new, v_new, k_cache, v_cache, cache_seqlens, block_table)
+    kn, vn, kc, vc, cl, bt = (None if x is None else describe(x, h.stream) for x in arrays)
+    if vn.shape != kn.shape or vc.shape != kc.shape or vn.strides != kn.strides or vc.strides != kc.strides:
+        raise ValueError("v_new / v_cache must have the shapes and strides of k_new / k_cache")
+    desc = _capi.new_desc(_capi.KvCacheAppendDesc, batch=kn.shape[0], seqlen_new=kn.shape[1],
+                          heads_kv=kn.shape[2], head_dim=kn.shape[3], dtype=_dtype_code(kn, "k_new"),
+                          cache_seqlens=cl.ptr, block_table=bt.ptr if bt is not None else None,
+                          max_blocks_per_seq=bt.shape[1] if bt is not None else 0, page_size=kc.shape[1],
+                          num_pages=kc.shape[0], new_strides=_strides(kn, "k_new", False),
+                          cache_strides=_strides(kc, "k_cache", False))
+    args = [h.ptr, ctypes.byref(desc), kn.ptr, vn.ptr, kc.ptr, vc.ptr]
+    return _run("mgpu_kv_cache_append", args, (arrays, desc), prepare)
+
+
 def attention_bwd_supported():
     """Whether the loaded library has mgpu_attention_bwd."""
     return library().has("mgpu_attention_bwd")
