@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # The first thing to run on a Blackwell GPU (B200 / GB200, compute
 # capability 10.0), from the repository root. Nothing of the sm_100a GEMM
-# has run on hardware before this script: it checks correctness first, then
-# measures.
+# or attention forward has run on hardware before this script: it checks
+# correctness first, then measures.
 #
 #   1. builds ./build-b200 with -Darchs=sm100a (unless B=<dir> names a build)
-#   2. tests/sass_sm100.sh: the instruction mix of every sm_100a GEMM entry
-#   3. every GPU test. test_gemm_gpu runs the planner's own picks and, on
+#   2. tests/sass_sm100.sh and tests/sass_sm100_attention.sh: the instruction
+#      mix of every sm_100a GEMM and attention forward entry
+#   3. the attention forward first, on its own (the newest kernel, the one
+#      most likely to hang: a hang here must not hide the GEMM results):
+#      test_attention_gpu with MGPU_LOG=1 under a time limit. On 10.0 every
+#      attention forward call selects an sm_100a variant
+#      (mgpu_attention_fwd_sm100_*, the only ones for that device); the log
+#      shows which ran, counted against docs/variants.md. Then
+#      compute-sanitizer memcheck, racecheck, synccheck on it (quick cases).
+#   4. every GPU test. test_gemm_gpu runs the planner's own picks and, on
 #      compute capability 10.0, forces every sm_100a GEMM variant through
 #      MGPU_FORCE_VARIANT (both dtypes, all four layouts, lone CTAs and CTA
-#      pairs) over edge shapes, beta, direct stores, batches and broadcasts
-#   4. the same test with MGPU_LOG=1, keeping the variant each call ran
-#   5. compute-sanitizer memcheck, racecheck, synccheck on test_gemm_gpu
+#      pairs) over edge shapes, beta, direct stores, batches and broadcasts;
+#      test_gemm_fp8_gpu (every e4m3 / e5m2 pair and output dtype, K = 16384
+#      against an fp32 reference: the check of the fp32 TMEM accumulation of
+#      decision 013, and every kind::f8f6f4 variant forced) and
+#      test_gemm_epilogue_gpu (bias modes and dtypes, ReLU / GELU, scales,
+#      batches, every sm_100a 16-bit variant forced) against cuBLAS
+#   5. the GEMM, fp8 and epilogue tests with MGPU_LOG=1, keeping the variant
+#      each call ran, then compute-sanitizer on the fp8 and epilogue tests
+#   6. compute-sanitizer memcheck, racecheck, synccheck on test_gemm_gpu
 #      (quick shapes, forced variants included)
-#   6. mgpu-bench against cuBLAS (bf16 and f16, all four layouts), with
+#   7. bench/attention_bench.py --passes fwd when PyTorch is there (against
+#      cuDNN and flash SDPA)
+#   8. mgpu-bench against cuBLAS (bf16 and f16, all four layouts), with
 #      MGPU_LOG=1 so every timed call names its variant
 # Logs go to $OUT (default ./b200-logs); a short table is printed last.
 # Exit status: 0 when every step passed.
@@ -49,14 +65,34 @@ else
 fi
 
 run sass_sm100 tests/sass_sm100.sh "$B/gemm_sm100_ws.cubin"
+run sass_sm100_attention tests/sass_sm100_attention.sh "$B/attention_fwd_sm100.cubin"
+
+# The attention forward first (see above). A hang is the likeliest failure of
+# a barrier protocol that has never run: each run has a time limit.
+run attention_gpu_sm100 env MGPU_LOG=1 timeout 600 "$B/tests/test_attention_gpu"
+summary+=("$(printf '%-44s %s' "sm_100a attention entries that ran" \
+    "$(grep -oE 'mgpu_attention_fwd_sm100_[a-z0-9_]+' "$OUT/attention_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_fwd_sm100_' docs/variants.md)")")
+for tool in memcheck racecheck synccheck; do
+    run "attention_sanitizer_${tool}" env MGPU_TEST_QUICK=1 timeout 900 compute-sanitizer --tool $tool \
+        --error-exitcode 9 "$B/tests/test_attention_gpu"
+done
 
 for t in gemm_gpu gemm_epilogue_gpu gemm_fp8_gpu gather_gpu attention_gpu graph_gpu threads_gpu log_gpu context_gpu; do
     [ -x "$B/tests/test_$t" ] && run "$t" "$B/tests/test_$t"
 done
 
 run gemm_gpu_logged env MGPU_LOG=1 "$B/tests/test_gemm_gpu"
+run gemm_fp8_gpu_logged env MGPU_LOG=1 timeout 900 "$B/tests/test_gemm_fp8_gpu"
+run gemm_epilogue_gpu_logged env MGPU_LOG=1 timeout 900 "$B/tests/test_gemm_epilogue_gpu"
 summary+=("$(printf '%-44s %s' "sm_100a GEMM entries that ran" \
-    "$(grep -oE 'mgpu_gemm_sm100_ws_[a-z0-9_]+' "$OUT/gemm_gpu_logged.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_' docs/variants.md)")")
+    "$(cat "$OUT"/gemm_gpu_logged.log "$OUT"/gemm_fp8_gpu_logged.log "$OUT"/gemm_epilogue_gpu_logged.log |
+        grep -oE 'mgpu_gemm_sm100_ws_[a-z0-9_]+' | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_' docs/variants.md)")")
+summary+=("$(printf '%-44s %s' "sm_100a fp8 (kind::f8f6f4) entries that ran" \
+    "$(grep -oE 'mgpu_gemm_sm100_ws_e[45]m[0-9a-z]+_[a-z0-9_]+' "$OUT/gemm_fp8_gpu_logged.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_gemm_sm100_ws_e[45]m' docs/variants.md)")")
+for t in gemm_fp8_gpu gemm_epilogue_gpu; do
+    run "sanitizer_memcheck_$t" env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/tests/test_$t"
+done
 
 for tool in memcheck racecheck synccheck; do
     run "sanitizer_${tool}" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 \
@@ -64,6 +100,12 @@ for tool in memcheck racecheck synccheck; do
 done
 summary+=("$(printf '%-44s %s' "sanitizer reports naming mgpu_ kernels" \
     "$(cat "$OUT"/sanitizer_*.log 2>/dev/null | grep -cE '(Race|Error|Invalid).*mgpu_')")")
+
+if python3 -c 'import torch' 2>/dev/null && [ -f bench/attention_bench.py ]; then
+    # forward only: the backward has no sm_100a kernel (ARCH_MISMATCH)
+    run attention_bench env MGPU_LOG=1 python3 bench/attention_bench.py --lib "$B/libmgpukernels.so" --passes fwd \
+        --json "$OUT/attention_bench.json"
+fi
 
 for dt in bf16 f16; do
     for layout in TN NN NT TT; do

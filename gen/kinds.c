@@ -28,9 +28,11 @@ static int no_smem(const struct gen_variant *v)
     return 0;
 }
 
+/* The K extent of a stage is tile_k elements of A's type (16-bit or fp8). */
 static int gemm_sm100_smem(const struct gen_variant *v)
 {
-    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages,
+    const int bytes = v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
+    return mgpu_gemm_sm100_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages,
                                       v->gemm.cluster_m * v->gemm.cluster_n);
 }
 
@@ -70,6 +72,24 @@ static const char *attention_bwd_check(const struct gen_variant *v)
     return NULL;
 }
 
+/* sm_100a: no second Q buffer, the formula of the ABI's Blackwell paragraph. */
+static int attention_fwd_sm100_smem(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    return mgpu_attention_fwd_sm100_smem_bytes(a->block_m, a->block_n, a->head_dim, a->stages);
+}
+
+/* The sm_100a forward row's tiles and threads must be the ABI's. */
+static const char *attention_fwd_sm100_check(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    if (a->block_m != MGPU_ATTENTION_FWD_SM100_BLOCK_M(a->head_dim) ||
+        a->block_n != MGPU_ATTENTION_FWD_SM100_BLOCK_N(a->head_dim) || a->stages != MGPU_ATTENTION_FWD_SM100_STAGES ||
+        v->threads != MGPU_ATTENTION_FWD_SM100_THREADS(a->head_dim))
+        return "tile or threads differ from kernels/abi/attention_abi.h (Blackwell)";
+    return NULL;
+}
+
 /* ------------------------------------------------------------ unit texts */
 
 #define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
@@ -100,12 +120,12 @@ static const char *attention_bwd_check(const struct gen_variant *v)
 const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
     [GEN_GEMM_SM100_PERSISTENT] = {
         .name = "GEMM_SM100_PERSISTENT",
-        .doc = "persistent sm_100a GEMM: tcgen05, TMEM, CTA pairs (A, B, C maps)",
+        .doc = "persistent sm_100a GEMM: tcgen05 (kind::f16, kind::f8f6f4), TMEM, CTA pairs, fused epilogue (A, B, C maps)",
         .family = GEN_FAMILY_GEMM,
         .header = "blackwell/gemm_sm100_persistent.cuh",
         .group = "gemm_sm100_ws",
-        .entry = "mgpu_gemm_sm100_ws_@dtype@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
-        .unit = "\nusing Config@i@ = mgpu::sm100::PersistentGemmConfig<@type@, @a_kmajor@, @b_kmajor@, @tile_m@, "
+        .entry = "mgpu_gemm_sm100_ws_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::PersistentGemmConfig<@type@, @b_type@, @a_kmajor@, @b_kmajor@, @tile_m@, "
                 "@tile_n@, @stages@, @cluster@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
@@ -231,6 +251,41 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::attention_bwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_bwd_smem,
         .check = attention_bwd_check,
+    },
+    [GEN_ATTENTION_FWD_SM100] = {
+        .name = "ATTENTION_FWD_SM100",
+        .doc = "flash attention forward, sm_100a (FA4-style: TMA, MMA, softmax and correction warps; S, P, O in TMEM)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "blackwell/attention_fwd_sm100.cuh",
+        .group = "attention_fwd_sm100",
+        .entry = "mgpu_attention_fwd_sm100_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::AttnFwdSm100Config<@type@, @head_dim@>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm100::attention_fwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_sm100_smem,
+        .check = attention_fwd_sm100_check,
+    },
+    [GEN_GEMM_SMALL_M_SM90] = {
+        .name = "GEMM_SMALL_M_SM90",
+        .doc = "sm_90a GEMM for m <= tile_m (decode): B streamed into registers, mma.sync, split-K in one launch",
+        .family = GEN_FAMILY_GEMM,
+        .header = "hopper/gemm_sm90_small_m.cuh",
+        .group = "gemm_small_m_sm90",
+        .entry = "mgpu_gemm_small_m_sm90_@dtype@_@layout@_m@tile_m@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::SmallMGemmConfig<@type@, @tile_m@ / 8>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kMaxM == @tile_m@ && Config@i@::kCols == @tile_n@ && "
+                "Config@i@::kStepK == @tile_k@, \"@name@: tile differs from gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, Config@i@::kMinBlocks)\n"
+                "@name@(const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm90::gemm_small_m<Config@i@>(args);\n}\n",
+        .smem_bytes = no_smem,
     },
     [GEN_ATTENTION_FWD_COMBINE_SM90] = {
         .name = "ATTENTION_FWD_COMBINE_SM90",

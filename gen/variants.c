@@ -30,6 +30,15 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, dt, 192, .gemm = {__VA_ARGS__, 256, 128, 64, st, 1, cn, GEN_B_SAME, shape}}
 #define SM100_GEMM_FAMILY(dt, ...) \
     SM100_GEMM(dt, 6, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__), SM100_GEMM(dt, 4, 1, GEN_GEMM_LARGE, __VA_ARGS__)
+/* fp8 (A `da`, B `db`) on sm100, TN only (as on Hopper): tcgen05.mma
+ * kind::f8f6f4, K = 32 per instruction; tile_k is 128 elements (one 128-byte
+ * swizzle row, the same stage bytes as 16-bit), so the stages and tiles of
+ * the 16-bit family fit unchanged. One fp32 accumulator in TMEM (no
+ * two-level accumulation: docs/decisions/014-sm100-fp8-accumulation.md). */
+#define SM100_FP8(da, db, st, cn, shape) \
+    {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, da, 192, .gemm = {TN, 256, 128, 128, st, 1, cn, db, shape}}
+#define SM100_FP8_FAMILY(da, db) \
+    SM100_FP8(da, db, 6, 2, GEN_GEMM_LARGE_CLUSTER), SM100_FP8(da, db, 4, 1, GEN_GEMM_LARGE)
 #define PORTABLE_GEMM(arch)                                                                               \
     {GEN_GEMM_PORTABLE, arch, GEN_ANY_DTYPE, 256, .gemm = {-1, -1, 64, 64, 16, 1, 0, 0, GEN_B_SAME, GEN_GEMM_ANY_SHAPE}}
 
@@ -56,6 +65,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_FP8_FAMILY(da, db)                                                                          \
     SM90_WS_FP8(da, db, 192, 4, 1, GEN_GEMM_LARGE), SM90_WS_FP8(da, db, 192, 4, 2, GEN_GEMM_LARGE_CLUSTER), \
         SM90_WS_FP8(da, db, 128, 6, 1, GEN_GEMM_SMALL_M)
+/* Small-m (decode) GEMM, TN only: m <= 16 rows of D, 128 columns of D per
+ * CTA (8 warps of 16), 32 elements of K per step; no shared memory
+ * (hopper/gemm_sm90_small_m.cuh). Its m <= 64 form (tile_m 64) compiles but
+ * ran at 0.45-0.61x cuBLAS at m = 64 on H100 (one CTA per SM at 230
+ * registers), against 0.77-1.07x for the 64-row wgmma tile: not built. */
+#define SM90_SMALL_M_GEMM(dt, tm) \
+    {GEN_GEMM_SMALL_M_SM90, GEN_SM90A, dt, 256, .gemm = {TN, tm, 128, 32, 1, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -86,6 +102,14 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* Blackwell attention forward: one variant per head dim, tiles and threads
+ * from the ABI's Blackwell paragraph (256 query rows as two 128-row Q tiles
+ * up to head dim 192, 128 rows at 256; 128 or 64 keys per block; 2 stages). */
+#define SM100_ATTENTION_FWD(dt, d)                                                                         \
+    {GEN_ATTENTION_FWD_SM100, GEN_SM100A, dt, MGPU_ATTENTION_FWD_SM100_THREADS(d),                         \
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_SM100_BLOCK_M(d),                          \
+                   .block_n = MGPU_ATTENTION_FWD_SM100_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_SM100_STAGES}},
+#define SM100_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM100_ATTENTION_FWD, dt)
 /* The combine pass of split-key attention forward calls, one per dtype (head
  * dim at run time), and the KV-cache append (a 16-byte copy: any 16-bit
  * dtype); one thread moves 4 fp32 / 8 16-bit elements at a time. */
@@ -116,10 +140,13 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     GEMM_PACK(GEN_SM90A),
+    SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 
     SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
     SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
     SM100_GEMM_FAMILY(GEN_BF16, TT), SM100_GEMM_FAMILY(GEN_BF16, NT),
+    SM100_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM100_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
+    SM100_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM100_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     PORTABLE_GEMM(GEN_SM100A), GEMM_PACK(GEN_SM100A),
 
     PORTABLE_GATHER_FAMILY(GEN_SM90A),
@@ -132,6 +159,7 @@ const struct gen_variant gen_variants[] = {
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
 
+    SM100_ATTENTION_FWD_FAMILY(GEN_BF16) SM100_ATTENTION_FWD_FAMILY(GEN_F16)
     SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
     {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
 };
@@ -144,6 +172,7 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_SMALL_M] = "SMALL_M",
     [GEN_GEMM_LARGE] = "LARGE",
     [GEN_GEMM_LARGE_CLUSTER] = "LARGE_CLUSTER",
+    [GEN_GEMM_DECODE] = "DECODE",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

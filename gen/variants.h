@@ -38,6 +38,7 @@ enum gen_gemm_class {
     GEN_GEMM_SMALL_M,       /* m <= 128: 128-row tiles */
     GEN_GEMM_LARGE,         /* larger m: the largest tile, one CTA per tile */
     GEN_GEMM_LARGE_CLUSTER, /* the largest tile in 2-CTA clusters (A multicast) */
+    GEN_GEMM_DECODE,        /* m <= tile_m, K-major operands: the small-m (decode) kernel */
     GEN_GEMM_CLASS_COUNT
 };
 /* The names the generated header gives the classes: MGPU_GEMM_<name>. */

@@ -23,18 +23,20 @@
  *                       fp16/bf16/fp32 out, any      CTA pairs; any layout, alignment,
  *                       layout, alignment, batch;    batch); no split-K. NOT YET RUN ON
  *                       split-K for few tiles        HARDWARE: compiled and SASS-checked only
- *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    fp16/bf16 only; fp8, scales, bias and
- *                       scales, bias, ReLU/GELU      activations: NOT_SUPPORTED
+ *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    same (tcgen05 kind::f8f6f4, epilogue
+ *                       scales, bias, ReLU/GELU      fused in the epilogue warpgroup); no
+ *                                                    split-K. NOT YET RUN ON HARDWARE
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
  *                       int32/int64 indices          16-byte aligned rows; gather4 not
  *                                                    yet run on hardware
  *   mgpu_scatter_add    fp32/bf16/fp16, atomic or    same kernels
  *                       deterministic (sorted)
- *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  none yet (ARCH_MISMATCH)
- *                       128, 192, 256; causal,
- *                       windows, soft-cap, GQA, varlen,
- *                       decode (GQA packing, key
- *                       splits), paged K/V cache
+ *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features except decode
+ *                       128, 192, 256; causal,       and paged K/V (FA4-style tcgen05
+ *                       windows, soft-cap, GQA,      kernel, S / P / O in tensor memory).
+ *                       varlen, LSE; decode (GQA     NOT YET RUN ON HARDWARE: compiled
+ *                       packing, key splits),        and SASS-checked only
+ *                       paged K/V cache
  *   mgpu_kv_cache_append  16-bit K/V rows into a     none yet (ARCH_MISMATCH)
  *                       paged or contiguous cache
  *   mgpu_attention_bwd  as the forward, plus a       none yet (ARCH_MISMATCH)
@@ -306,8 +308,10 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  *     transb = MGPU_OP_N ("TN": both operands K-major, the one fp8 layout
  *     cuBLASLt takes on Hopper); other layouts get NOT_SUPPORTED. c_type is
  *     F16, BF16 or F32 (fp8 output is not supported). Products are summed in
- *     fp32: the tensor cores' fp8 sums are added into a separate fp32
- *     accumulator every 128 elements of K, so long K stays accurate.
+ *     fp32: on compute capability 9.0 the tensor cores' fp8 sums are added
+ *     into a separate fp32 accumulator every 128 elements of K, so long K
+ *     stays accurate; on 10.0 the tensor cores accumulate in fp32 tensor
+ *     memory over the whole of K.
  *     fp16/bf16 A and B must still have equal dtypes.
  *   scale_a, scale_b, scale_d: DEVICE pointers to one float each, read when
  *     the kernel runs (like cuBLASLt's CUBLASLT_MATMUL_DESC_{A,B,D}_SCALE_POINTER,
@@ -332,9 +336,9 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  * is not a multiple of 16 bytes are first packed into an aligned
  * workspace). bias must be aligned to its element, the scales to 4 bytes.
  *
- * Support: compute capability 9.0 runs everything above. On compute
- * capability 10.0 this call takes what mgpu_gemm takes; fp8 inputs, scales,
- * bias or an activation return NOT_SUPPORTED there.
+ * Support: compute capability 9.0 and 10.0 run everything above (10.0
+ * without split-K; its kernels are compiled and checked, not yet run on
+ * hardware).
  *
  * Returns what mgpu_gemm_strided_batched returns, plus NULL_POINTER (desc),
  * INVALID_VALUE (struct_size; activation or bias_mode not one of their
@@ -342,8 +346,7 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  * DTYPE_MISMATCH (fp8 paired with a 16-bit operand), UNSUPPORTED_DTYPE (fp8
  * output; bias_type neither c_type nor F32), INVALID_LD (bias_batch_stride
  * negative or above 2^48) and
- * NOT_SUPPORTED (fp8 in a layout other than TN; fp8 or an epilogue on a
- * device other than compute capability 9.0; MGPU_FORCE_VARIANT naming a
+ * NOT_SUPPORTED (fp8 in a layout other than TN; MGPU_FORCE_VARIANT naming a
  * variant that cannot do the call).
  */
 
@@ -588,7 +591,9 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * one TMA box for head dims up to 128). Entries must lie in [0, num_pages) (read by the kernel, not checked).
  * The rows of a sequence's last page past its length are read and masked:
  * they must hold finite values (zeros or older rows), as 0 * NaN is NaN.
- * mgpu_kv_cache_append writes new rows into such caches.
+ * mgpu_kv_cache_append writes new rows into such caches. seqused_k and
+ * paged caches run on compute capability 9.0 (10.0: NOT_SUPPORTED), and
+ * the decode planning (packing, splits) is 9.0's.
  *
  * Descriptors carry their size in their first field: start from
  * MGPU_ATTENTION_FWD_DESC_INIT, then set the fields.
@@ -654,7 +659,8 @@ typedef struct mgpu_attention_fwd_desc {
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment
  * or stride rules above; MGPU_FORCE_VARIANT naming an attention variant that
  * cannot do this call), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH
- * (devices other than compute capability 9.0), DRIVER_ERROR or LAUNCH_FAILED.
+ * (devices other than compute capability 9.0 and 10.0), DRIVER_ERROR or
+ * LAUNCH_FAILED.
  */
 MGPU_API mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
                                         const void *k, const void *v, void *o, float *lse);

@@ -3,8 +3,12 @@
 # persistent GEMM entry (mgpu_gemm_sm100_ws_*) count, in the SASS that
 # cuobjdump disassembles, the instructions the kernel was written for, and
 # fail when one is missing or when local memory is used:
-#   UTCHMMA       tcgen05.mma kind::f16, a multiple of 4 (4 K = 16 steps per k-tile);
-#                 .2CTA forms only, in CTA-pair entries (_c2), none in lone ones (_c1)
+#   UTCHMMA       tcgen05.mma kind::f16 (fp16 / bf16 entries), a multiple of 4
+#                 (4 K = 16 steps per k-tile); none in fp8 entries
+#   UTCQMMA       tcgen05.mma kind::f8f6f4 (fp8 entries: e4m3 / e5m2 in the name),
+#                 a multiple of 4 (4 K = 32 steps per k-tile); none in 16-bit entries
+#                 (the MMA of either kind: .2CTA forms only, in CTA-pair entries
+#                 (_c2), none in lone ones (_c1))
 #   UTMALDG       TMA loads, exactly one per box of a k-tile: 1 per K-major operand
 #                 tile, one per 64-row chunk of an M/N-major one (A: 256 rows per
 #                 lone CTA, 128 per CTA of a pair; B: 128 rows); .2CTA forms
@@ -12,6 +16,7 @@
 #   UTCBAR        tcgen05.commit (.2CTA.MULTICAST in pair entries)
 #   UTMASTG       TMA stores of the epilogue
 #   LDTM          tcgen05.ld of the epilogue
+#   MUFU.EX2      the fused GELU of the epilogue (exp2 of the tanh form)
 #   LDL / STL     none (no spills), and cuobjdump -res-usage LOCAL:0
 # Prints one line of counts per entry.
 #
@@ -43,11 +48,14 @@ fi
 
 fail=0
 count() { grep -cE "$1" <<<"$body" || true; }
-printf '%-48s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %6s\n' entry UTCHMMA .2CTA UTMALDG .2CTA UTCBAR .MULTICAST UTMASTG LDTM LDL STL LOCAL
+printf '%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n' entry UTC*MMA .2CTA UTMALDG .2CTA UTCBAR .MULTICAST UTMASTG LDTM EX2 LDL STL LOCAL
 for e in $entries; do
     body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
-    mma=$(count '[[:space:]]UTCHMMA')
-    mma2=$(count '[[:space:]]UTCHMMA\.2CTA')
+    if [[ "$e" =~ _e4m3|_e5m2 ]]; then mma_op=UTCQMMA; other_op=UTCHMMA; else mma_op=UTCHMMA; other_op=UTCQMMA; fi
+    mma=$(count "[[:space:]]$mma_op")
+    mma2=$(count "[[:space:]]$mma_op\.2CTA")
+    other=$(count "[[:space:]]$other_op")
+    ex2=$(count '[[:space:]]MUFU\.EX2')
     ldg=$(count '[[:space:]]UTMALDG')
     ldg2=$(count '[[:space:]]UTMALDG[.A-Z0-9]*\.2CTA')
     bar=$(count '[[:space:]]UTCBAR')
@@ -57,10 +65,12 @@ for e in $entries; do
     ldl=$(count '[[:space:]]LDL')
     stl=$(count '[[:space:]]STL')
     local_bytes=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /LOCAL:[0-9]+/)) print substr($0, RSTART + 6, RLENGTH - 6)}' <<<"$res")
-    printf '%-48s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %6s\n' "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" \
-        "$stg" "$ldtm" "$ldl" "$stl" "${local_bytes:-?}"
+    printf '%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n' "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" \
+        "$stg" "$ldtm" "$ex2" "$ldl" "$stl" "${local_bytes:-?}"
     bad=()
-    (( mma >= 4 && mma % 4 == 0 )) || bad+=("UTCHMMA count $mma")
+    (( mma >= 4 && mma % 4 == 0 )) || bad+=("$mma_op count $mma")
+    (( other == 0 )) || bad+=("$other $other_op (the other MMA kind)")
+    (( ex2 >= 1 )) || bad+=("no MUFU.EX2: the fused GELU is missing")
     if [[ "$e" == *_c2 ]]; then
         (( mma2 == mma )) || bad+=("pair entry with non-2CTA MMAs ($mma2 of $mma)")
         (( ldg2 >= 1 && ldg2 == ldg )) || bad+=("pair entry: TMA loads not all .2CTA ($ldg2 of $ldg)")

@@ -2,8 +2,12 @@
  * mgpu_attention_fwd's pure half on the CPU: descriptor validation (every
  * status the header lists for a bad descriptor), variant selection with
  * made-up devices (9.0 picks the variant of the call's dtype and head dim;
- * 10.0 and 8.0 get ARCH_MISMATCH), forcing, and the launch plan (tensor-map
- * shapes, LSE layout, grid) for fixed-length and varlen calls.
+ * 8.0 gets ARCH_MISMATCH), forcing, and the launch plan (tensor-map
+ * shapes, LSE layout, grid) for fixed-length and varlen calls. With sm_100a
+ * kernels in the build, a made-up 10.0 device picks the Blackwell variant for
+ * every feature (masks, soft-cap, GQA, varlen, LSE, both dtypes, every head
+ * dim) and plans one CTA per 128- or 256-row tile; without them 10.0 gets
+ * ARCH_MISMATCH. Each architecture's checks run when the build has it.
  */
 #include <math.h>
 #include <string.h>
@@ -22,6 +26,17 @@ static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
 #define O_ADDR ((void *)(uintptr_t)0x7f3000000000)
 #define LSE_ADDR ((float *)(uintptr_t)0x7f4000000000)
 #define CACHE_ADDR ((void *)(uintptr_t)0x7f5000000000)
+
+/* Whether this build has attention forward kernels for a compute capability. */
+static int has_attention_cc(int major, int minor)
+{
+    for (int i = 0; i < mgpu_variant_count; i++)
+        if ((mgpu_variants[i].kind == MGPU_KIND_ATTENTION_FWD_SM90 ||
+             mgpu_variants[i].kind == MGPU_KIND_ATTENTION_FWD_SM100) &&
+            mgpu_variants[i].cc_major == major && mgpu_variants[i].cc_minor == minor)
+            return 1;
+    return 0;
+}
 
 static mgpu_attention_fwd_desc base_desc(void)
 {
@@ -132,6 +147,8 @@ static void test_selection(void)
     static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
     struct mgpu_attention_problem p;
     mgpu_status s;
+    if (!has_attention_cc(9, 0))
+        return;
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < 5; i++) {
             mgpu_attention_fwd_desc d = base_desc();
@@ -156,8 +173,9 @@ static void test_selection(void)
                   "forcing %s for d=%d", other, dims[i]);
             CHECK(mgpu_select_attention_fwd(&p, &hopper, "mgpu_gemm_portable_sm90_64x64", &s) == idx,
                   "a GEMM name is not for attention");
-            CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
-                  "10.0 must be ARCH_MISMATCH");
+            if (!has_attention_cc(10, 0))
+                CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                      "10.0 without sm_100a kernels must be ARCH_MISMATCH");
             CHECK(mgpu_select_attention_fwd(&p, &ampere, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
                   "8.0 must be ARCH_MISMATCH");
         }
@@ -168,6 +186,8 @@ static void test_plan(void)
     struct mgpu_attention_problem p;
     struct mgpu_attention_plan plan;
     mgpu_status s;
+    if (!has_attention_cc(9, 0))
+        return;
     mgpu_attention_fwd_desc d = base_desc();
     d.head_dim = 96;
     d.causal = 1;
@@ -356,6 +376,25 @@ static void test_inference_plan(void)
     CHECK(a->pack_gqa == 0, "group 256 does not pack");
     choice.force_pack = 0;
 
+    /* The decode features are the sm_90a kernel's: on sm_100a no packing, no splits. */
+    if (has_attention_cc(10, 0)) {
+        d = base_desc();
+        d.batch = 1;
+        d.seqlen_q = 1;
+        d.seqlen_k = 4096;
+        d.heads_q = 64;
+        d.heads_kv = 8;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int i100 = mgpu_select_attention_fwd(&p, &blackwell, NULL, &s);
+        CHECK(i100 >= 0, "10.0 decode: %s", mgpu_last_error_message());
+        if (i100 >= 0) {
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[i100], &blackwell, &choice, &plan);
+            CHECK(a->pack_gqa == 0 && a->num_splits == 1 && a->tile_heads == 64 &&
+                      a->tile_queries == mgpu_variants[i100].attention.block_m,
+                  "10.0 decode: pack %d splits %d", a->pack_gqa, a->num_splits);
+        }
+    }
+
     /* Paged K/V. */
     const int32_t *table = (const int32_t *)(uintptr_t)0x5000, *used = (const int32_t *)(uintptr_t)0x6000;
     d = base_desc();
@@ -378,6 +417,9 @@ static void test_inference_plan(void)
     CHECK(plan.k_map.dims[1] == 256 && plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 &&
               plan.k_map.box[1] == 128 && plan.k_map.byte_strides[2] == 256 * 8 * 128 * 2,
           "paged k map");
+    if (has_attention_cc(10, 0))
+        CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+              "10.0 has no paged kernel");
     d.page_size = 48;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE); /* 12 * 48 < 3000 */
     d.max_blocks_per_seq = 63;
@@ -447,11 +489,152 @@ static void test_inference_plan(void)
     CHECK(mgpu_select_kv_cache_append(&blackwell, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.0");
 }
 
+/* ---- Blackwell (made-up cc 10.0 device) ---------------------------------- */
+
+/* Selects on the Blackwell device and checks the variant against the ABI's
+ * Blackwell table; returns it or NULL. */
+static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p,
+                                               const char *what)
+{
+    mgpu_status s;
+    CHECK_STATUS(validate(d, p), MGPU_STATUS_SUCCESS);
+    const int idx = mgpu_select_attention_fwd(p, &blackwell, NULL, &s);
+    CHECK(idx >= 0, "10.0 %s: %s", what, mgpu_last_error_message());
+    if (idx < 0)
+        return NULL;
+    const struct mgpu_variant *v = &mgpu_variants[idx];
+    const int hd = (int)d->head_dim;
+    CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_SM100 && v->cc_major == 10 && v->cc_minor == 0 &&
+              v->dtype == (int)d->dtype && v->attention.head_dim == hd,
+          "10.0 %s: got %s", what, v->name);
+    CHECK(v->threads == MGPU_ATTENTION_FWD_SM100_THREADS(hd) &&
+              v->attention.block_m == MGPU_ATTENTION_FWD_SM100_BLOCK_M(hd) &&
+              v->attention.block_n == MGPU_ATTENTION_FWD_SM100_BLOCK_N(hd) &&
+              v->attention.stages == MGPU_ATTENTION_FWD_SM100_STAGES && v->cluster <= 1,
+          "%s: threads / tiles differ from the ABI", v->name);
+    CHECK(v->smem_bytes == mgpu_attention_fwd_sm100_smem_bytes(v->attention.block_m, v->attention.block_n, hd,
+                                                               v->attention.stages) &&
+              v->smem_bytes <= blackwell.max_smem_per_block,
+          "%s: shared memory %d", v->name, v->smem_bytes);
+    /* TMEM: S and O of every 128-row Q tile in 512 columns */
+    CHECK(v->attention.block_m / 128 * (hd + v->attention.block_n) <= 512, "%s: TMEM budget", v->name);
+    return v;
+}
+
+static void test_selection_sm100(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    mgpu_status s;
+    if (!has_attention_cc(10, 0))
+        return;
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++) {
+            mgpu_attention_fwd_desc d = base_desc(); /* GQA 16 / 4, seqlen_k > seqlen_q, LSE */
+            d.dtype = dtypes[t];
+            d.head_dim = dims[i];
+            const struct mgpu_variant *v = select_sm100(&d, &p, "GQA");
+            if (!v)
+                continue;
+            const int idx = (int)(v - mgpu_variants);
+            CHECK(mgpu_select_attention_fwd(&p, &blackwell, v->name, &s) == idx, "forcing %s", v->name);
+            const char *other = dims[i] == 64 ? "mgpu_attention_fwd_sm100_bf16_d128" : "mgpu_attention_fwd_sm100_bf16_d64";
+            CHECK(mgpu_select_attention_fwd(&p, &blackwell, other, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                  "forcing %s for d=%d", other, dims[i]);
+            /* a Hopper name is not for this device: ignored */
+            CHECK(mgpu_select_attention_fwd(&p, &blackwell, "mgpu_attention_fwd_sm90_bf16_d128", &s) == idx,
+                  "a Hopper name on 10.0");
+            if (has_attention_cc(9, 0)) {
+                const int h = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+                CHECK(h >= 0 && mgpu_variants[h].kind == MGPU_KIND_ATTENTION_FWD_SM90, "9.0 keeps the Hopper kernel");
+            }
+            const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448};
+            CHECK(mgpu_select_attention_fwd(&p, &blackwell_b, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                  "10.3 has no sm_100a image");
+
+            /* the plan: one CTA per tile of block_m rows, never persistent */
+            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+            const unsigned tiles = (unsigned)((1000 + v->attention.block_m - 1) / v->attention.block_m) * 16 * 2;
+            CHECK(plan.grid == tiles && !plan.dynamic && plan.args.lpt_group == 0 && plan.args.tile_counter == 0,
+                  "%s: grid %u (want %u), dynamic %d", v->name, plan.grid, tiles, plan.dynamic);
+            CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == (uint32_t)v->attention.block_m &&
+                      plan.k_map.box[1] == (uint32_t)v->attention.block_n &&
+                      plan.v_map.box[1] == (uint32_t)v->attention.block_n,
+                  "%s: boxes", v->name);
+            CHECK(plan.args.group_size == 4 && plan.args.lse_head_stride == 1000 &&
+                      plan.args.lse_batch_stride == 16 * 1000,
+                  "%s: GQA group, LSE layout", v->name);
+
+            /* every feature takes the same variant */
+            struct {
+                const char *what;
+                int causal, left, right;
+                float softcap;
+                int varlen, mqa, no_lse;
+            } features[] = {
+                {"causal", 1, -1, -1, 0.f, 0, 0, 0},
+                {"sliding window", 0, 128, 0, 0.f, 0, 0, 0},
+                {"causal + left window", 1, 256, -1, 0.f, 0, 0, 0},
+                {"soft-cap", 0, -1, -1, 30.f, 0, 0, 0},
+                {"varlen", 0, -1, -1, 0.f, 1, 0, 0},
+                {"varlen causal soft-cap", 1, -1, -1, 50.f, 1, 0, 0},
+                {"MQA", 0, -1, -1, 0.f, 0, 1, 0},
+                {"no LSE", 1, -1, -1, 0.f, 0, 0, 1},
+            };
+            for (size_t f = 0; f < sizeof features / sizeof features[0]; f++) {
+                d = base_desc();
+                d.dtype = dtypes[t];
+                d.head_dim = dims[i];
+                d.causal = features[f].causal;
+                d.window_left = features[f].left;
+                d.window_right = features[f].right;
+                d.softcap = features[f].softcap;
+                if (features[f].varlen) {
+                    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+                    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+                    d.total_q = 1800;
+                    d.total_k = 2500;
+                }
+                if (features[f].mqa)
+                    d.heads_kv = 1;
+                const struct mgpu_variant *fv = features[f].no_lse ? NULL : select_sm100(&d, &p, features[f].what);
+                if (features[f].no_lse) {
+                    CHECK_STATUS(mgpu_attention_fwd_validate(&d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, NULL, &p),
+                                 MGPU_STATUS_SUCCESS);
+                    const int fi = mgpu_select_attention_fwd(&p, &blackwell, NULL, &s);
+                    fv = fi >= 0 ? &mgpu_variants[fi] : NULL;
+                }
+                CHECK(fv == v, "%s d=%d: %s, want %s", features[f].what, dims[i], fv ? fv->name : "none", v->name);
+                if (!fv)
+                    continue;
+                mgpu_attention_make_plan(&p, fv, &blackwell, &plan);
+                CHECK(!plan.dynamic && plan.args.lpt_group == 0 && plan.args.causal == features[f].causal &&
+                          plan.args.window_left == features[f].left && plan.args.softcap == features[f].softcap &&
+                          plan.args.lse == (features[f].no_lse ? 0 : (uint64_t)(uintptr_t)LSE_ADDR),
+                      "%s d=%d: plan args", features[f].what, dims[i]);
+                if (features[f].varlen)
+                    CHECK(plan.args.cu_seqlens_q == 0x1000 && plan.args.lse_batch_stride == 0 &&
+                              plan.q_map.dims[1] == 1800 && plan.q_map.dims[3] == 1 &&
+                              plan.grid == (unsigned)((1000 + fv->attention.block_m - 1) / fv->attention.block_m) * 16 * 2,
+                          "%s d=%d: varlen plan", features[f].what, dims[i]);
+                if (features[f].mqa)
+                    CHECK(plan.args.group_size == 16 && plan.k_map.dims[2] == 1, "MQA d=%d: group", dims[i]);
+            }
+        }
+    /* head dims without a kernel are NOT_SUPPORTED at validation, on any device */
+    mgpu_attention_fwd_desc d = base_desc();
+    d.head_dim = 80;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_NOT_SUPPORTED);
+}
+
 int main(void)
 {
     test_validation();
     test_selection();
     test_plan();
     test_inference_plan();
+    test_selection_sm100();
     return check_exit();
 }

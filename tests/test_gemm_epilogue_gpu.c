@@ -243,8 +243,9 @@ int main(void)
         printf("no CUDA device: skipped\n");
         return MGPU_TEST_SKIP;
     }
-    if (!ref_test_start(&handle, &cublas, &quick)) {
-        /* Other devices refuse these calls with a status (cc 10.0: NOT_SUPPORTED; others: ARCH_MISMATCH). */
+    const int cc = ref_test_start(&handle, &cublas, &quick);
+    if (!cc) {
+        /* Devices without GEMM kernels refuse these calls with a status. */
         mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
         d.transa = MGPU_OP_T;
         d.transb = MGPU_OP_N;
@@ -252,10 +253,10 @@ int main(void)
         d.activation = MGPU_ACTIVATION_GELU;
         const mgpu_status s = ref_run_small(handle, d);
         CHECK(s == MGPU_STATUS_NOT_SUPPORTED || s == MGPU_STATUS_ARCH_MISMATCH,
-              "fused epilogues off compute capability 9.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
+              "fused epilogues off compute capability 9.0 / 10.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
               mgpu_status_string(s), mgpu_last_error_message());
         CHECK(mgpu_last_error_message()[0] != '\0', "fused epilogues refused without a message");
-        printf("fused epilogues run on compute capability 9.0 only; this device refuses them: %s\n",
+        printf("fused epilogues run on compute capability 9.0 and 10.0 only; this device refuses them: %s\n",
                mgpu_last_error_message());
         cublasDestroy(cublas);
         mgpu_destroy(handle);
@@ -297,6 +298,10 @@ int main(void)
             {T, N, 200, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, NULL, "3"},
             {N, T, 65, 300, 777, 3, t, t, 0, 2.0f, 0.0f, COL, t, 0, RELU, 0, 0, 0, NULL, "5"},
             {T, N, 64, 4096, 4096, 1, t, t, 0, 1.0f, 0.0f, COL, F32, 0, GELU, 0, 0, 0, NULL, NULL}, /* heuristic */
+            /* the small-m (decode) kernel, m <= 16 TN: split (heuristic) and unsplit (forced) */
+            {T, N, 16, 1000, 1024, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0, 0, 0, NULL, NULL},
+            {T, N, 9, 520, 2048, 2, t, F32, 0, 0.75f, 0.5f, COL, F32, 1, RELU, 0.5f, 2.0f, 1.5f, NULL, NULL},
+            {T, N, 1, 4096, 512, 1, t, t, 0, 1.0f, 0.0f, COL, t, 0, GELU, 0.5f, 0, 2.0f, NULL, "1"},
             /* the portable kernel: forced, and k == 0 */
             {T, N, 127, 129, 65, 1, t, t, 0, 1.0f, 0.25f, ROW, F32, 0, RELU, 0.5f, 0, 2.0f,
              "mgpu_gemm_portable_sm90_64x64", NULL},
@@ -308,7 +313,28 @@ int main(void)
             {T, N, 4096, 4096, 4096, 1, t, t, 0, 1.0f, 0.0f, ROW, t, 0, GELU, 0, 0, 0, NULL, NULL},
         };
         for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_case(&cases[i]);
+            run_case(&cases[i]); /* on 10.0 the sm90 names and split-K are ignored: the planner's picks */
+        if (cc == 100) {
+            /* every sm_100a layout, lone CTAs and CTA pairs, forced: TMA and
+             * direct stores, both bias modes and dtypes, batches, scales */
+            const char *const layouts[4] = {"tn", "nn", "tt", "nt"};
+            const mgpu_operation la[4] = {T, N, T, N}, lb[4] = {N, N, T, T};
+            for (int li = 0; li < 4; li++)
+                for (int c2 = 0; c2 < 2; c2++) {
+                    char name[96];
+                    snprintf(name, sizeof name, "mgpu_gemm_sm100_ws_%s_%s_256x128x64_s%d_c%d", ref_dtype_name(t),
+                             layouts[li], c2 ? 6 : 4, c2 ? 2 : 1);
+                    struct epi_case forced[] = {
+                        {la[li], lb[li], 300, 1147, 200, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0, 0, 0, name, NULL},
+                        {la[li], lb[li], 257, 129, 130, 2, t, F32, 0, 0.5f, -2.0f, COL, F32, 1, RELU, 2.0f, 0.5f, 0.25f,
+                         name, NULL},
+                        {la[li], lb[li], 264, 136, 200, 3, t, t, 1, 1.0f, 1.0f, COL, t, 1, GELU, 0, 0, 0, name, NULL},
+                    };
+                    for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++)
+                        if (!quick || i == 0)
+                            run_case(&forced[i]);
+                }
+        }
     }
     check_statuses();
 

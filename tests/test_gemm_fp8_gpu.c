@@ -215,8 +215,9 @@ int main(void)
         printf("no CUDA device: skipped\n");
         return MGPU_TEST_SKIP;
     }
-    if (!ref_test_start(&handle, &cublas, &quick)) {
-        /* Other devices refuse these calls with a status (cc 10.0: NOT_SUPPORTED; others: ARCH_MISMATCH). */
+    const int cc = ref_test_start(&handle, &cublas, &quick);
+    if (!cc) {
+        /* Devices without GEMM kernels refuse these calls with a status. */
         mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
         d.transa = MGPU_OP_T;
         d.transb = MGPU_OP_N;
@@ -224,10 +225,10 @@ int main(void)
         d.c_type = MGPU_DTYPE_BF16;
         const mgpu_status s = ref_run_small(handle, d);
         CHECK(s == MGPU_STATUS_NOT_SUPPORTED || s == MGPU_STATUS_ARCH_MISMATCH,
-              "fp8 GEMM off compute capability 9.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
+              "fp8 GEMM off compute capability 9.0 / 10.0: %s (%s), want NOT_SUPPORTED or ARCH_MISMATCH",
               mgpu_status_string(s), mgpu_last_error_message());
         CHECK(mgpu_last_error_message()[0] != '\0', "fp8 GEMM refused without a message");
-        printf("fp8 GEMM runs on compute capability 9.0 only; this device refuses it: %s\n",
+        printf("fp8 GEMM runs on compute capability 9.0 and 10.0 only; this device refuses it: %s\n",
                mgpu_last_error_message());
         cublasDestroy(cublas);
         mgpu_destroy(handle);
@@ -284,7 +285,30 @@ int main(void)
         {33, 17, 0, 1, e4, e4, bf, 1.0f, 2.0f, 0.5f, 0.5f, 3.0f, 0, NULL, NULL, MGPU_ACTIVATION_RELU, 1}, /* k == 0 */
     };
     for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        run_case(&paths[i]);
+        run_case(&paths[i]);  /* on 10.0 the sm90 names and split-K are ignored: the planner's picks */
+    if (cc == 100) {
+        /* every sm_100a kind::f8f6f4 variant forced (lone CTAs and CTA pairs),
+         * with edges in m, n, k, scales, beta, bias and activations, batches */
+        const char *const pair_names[4] = {"e4m3", "e4m3xe5m2", "e5m2xe4m3", "e5m2"};
+        const mgpu_dtype pair_a[4] = {e4, e4, e5, e5}, pair_b[4] = {e4, e5, e4, e5};
+        for (int pi = 0; pi < 4; pi++)
+            for (int c2 = 0; c2 < 2; c2++) {
+                char name[96];
+                snprintf(name, sizeof name, "mgpu_gemm_sm100_ws_%s_tn_256x128x128_s%d_c%d", pair_names[pi],
+                         c2 ? 6 : 4, c2 ? 2 : 1);
+                struct fp8_case forced[] = {
+                    {513, 300, 700, 2, pair_a[pi], pair_b[pi], bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0, name, NULL,
+                     MGPU_ACTIVATION_GELU, 1},
+                    {127, 129, 65, 1, pair_a[pi], pair_b[pi], f32, 1.0f, 0.5f, 0.5f, 0.25f, 2.0f, 0, name, NULL,
+                     MGPU_ACTIVATION_RELU, 1},
+                    {1000, 700, 3000, 1, pair_a[pi], pair_b[pi], MGPU_DTYPE_F16, 1.0f, 0.0f, 0.3f, 0.7f, 1.5f, 8, name,
+                     NULL, none, 0},
+                };
+                for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++)
+                    if (!quick || i == 0)
+                        run_case(&forced[i]);
+            }
+    }
     check_statuses();
 
     cublasDestroy(cublas);

@@ -212,7 +212,9 @@ int ref_test_start(mgpu_handle **handle, cublasHandle_t *cublas, int *quick)
     int major = 0, minor = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    return major == 9 && minor == 0;
+    if (major == 9 && minor == 0)
+        return 90;
+    return major == 10 && minor == 0 ? 100 : 0;
 }
 
 mgpu_status ref_run_small(mgpu_handle *handle, mgpu_gemm_desc desc)

@@ -46,7 +46,8 @@ size_t ref_changed_outside(const void *dev, const void *before, size_t bytes, mg
 /* The start of the fp8 and epilogue GPU tests, after gpu_available():
  * reads MGPU_TEST_QUICK, makes the primary context current, creates the
  * handle and cuBLAS (exits with status 1 if the handle cannot be made).
- * Returns 1 on compute capability 9.0, where those features run. */
+ * Returns 90 on compute capability 9.0 and 100 on 10.0, where those
+ * features run; 0 elsewhere. */
 int ref_test_start(mgpu_handle **handle, cublasHandle_t *cublas, int *quick);
 
 /* Runs `desc` (dtypes, ops and epilogue set by the caller) as a 32 x 32 x 32

@@ -37,6 +37,8 @@ static void *dev_alloc(size_t bytes)
     return p;
 }
 
+#define N_GEMMS 4
+
 struct gemm_call {
     const char *what;
     int64_t m, n, k, lda;
@@ -147,12 +149,14 @@ int main(void)
     cublasHandle_t cublas;
     cublasCreate(&cublas);
 
-    /* GEMMs: plain, split-K (small m, long k: 32 tiles on 132 SMs), A packed (odd lda) */
-    struct gemm_call gemms[3];
+    /* GEMMs: plain, split-K (small m, long k: 32 tiles on 132 SMs), A packed (odd lda),
+     * the small-m kernel (m <= 16: K slices summed by each column block's last CTA) */
+    struct gemm_call gemms[N_GEMMS];
     make_gemm(&gemms[0], "plain", 512, 512, 512, 512, 1);
     make_gemm(&gemms[1], "split-K", 64, 4096, 4096, 4096, 3);
     make_gemm(&gemms[2], "packed", 1000, 1000, 1000, 1001, 5);
-    for (int i = 0; i < 3; i++)
+    make_gemm(&gemms[3], "small m", 16, 4096, 4096, 4096, 7);
+    for (int i = 0; i < N_GEMMS; i++)
         cublas_ref(cublas, &gemms[i]);
 
     /* fp8 TN, e4m3 x e5m2 -> bf16 */
@@ -228,7 +232,7 @@ int main(void)
     CUDA_OK(cudaDeviceSynchronize());
 
     /* Warm-up, outside capture: loads every kernel image; its fp8 and attention results are the references. */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
     fp8.C = c8_ref;
     CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
@@ -240,7 +244,7 @@ int main(void)
     CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
 
     /* Poison every output, then capture all of it into one graph. */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         poison(gemms[i].c, (size_t)(gemms[i].m * gemms[i].n) * 2);
     poison(c8, (size_t)(f8 * f8) * 2);
     poison(d_gathered, (size_t)(n_idx * row_bytes));
@@ -248,7 +252,7 @@ int main(void)
     CUDA_OK(cudaDeviceSynchronize());
     cudaGraph_t graph = NULL;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
@@ -263,7 +267,7 @@ int main(void)
         CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
 
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         expect_close(gemms[i].what, gemms[i].c, gemms[i].ref, MGPU_DTYPE_BF16, gemms[i].m * gemms[i].n, 1e-2);
     expect_close("fp8 (against the uncaptured call)", c8, c8_ref, MGPU_DTYPE_BF16, f8 * f8, 1e-6);
     expect_close("causal attention (against the uncaptured call)", o, o_ref, MGPU_DTYPE_BF16, (int64_t)q_elems,

@@ -5,7 +5,7 @@
  * plan of the persistent kernel per shape class: tile, cluster (CTA pairs on
  * Blackwell), split-K factor, grid (from the device's SM count), band,
  * operand packing, the C map; fp8 and the epilogues (scales, bias,
- * activation) where they run and where they are refused.
+ * activation) on both, and their refusal where no kernels exist.
  */
 #include <string.h>
 
@@ -187,10 +187,18 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
         {128, 8192, 8192, 1, 64, 1, 1, 2},
         {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
-        {1000, 1000, 1000, 1, 256, 1, 4, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
-        {4096, 128, 8192, 1, 256, 1, 8, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 1, 16, 2},  /* capped at MAX_SPLITS */
+        /* at most one wave of 256 x 128 tiles: 64-row tiles where they make
+         * one wave, else 128-row ones; split-K only with k >= 4096 and at
+         * most half the SMs busy */
+        {256, 256, 256, 1, 64, 1, 1, 4},      /* 8 tiles of 64 x 128, sqrt(8 x 2) */
+        {1024, 1024, 1024, 1, 64, 1, 1, 16},  /* 128 tiles, no split */
+        {1000, 1000, 1000, 1, 64, 1, 1, 16},
+        {2048, 2048, 2048, 1, 128, 1, 1, 11}, /* 512 tiles of 64 rows: 256 of 128, sqrt(132) */
+        {1024, 4096, 1024, 1, 128, 1, 1, 8},  /* 256 tiles of 128 x 128 (8 tile rows) */
+        {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
+        {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
+        {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -232,6 +240,154 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.band == 32, "forced band 1000: got %d", plan.band);
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
+}
+
+/* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
+ * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
+ * one CTA per SM runs, at least 8 steps of 32 per slice, at most 32 slices;
+ * one counter per column block and batch entry; partials in the workspace. */
+static void check_small_m_plans(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int splits; } cases[] = {
+        {1, 8192, 8192, 1, 2},    /* 64 column blocks of 128: 132 / 64 */
+        {16, 8192, 8192, 1, 2},
+        {1, 4096, 4096, 1, 4},    /* 32 blocks: 132 / 32 */
+        {16, 4096, 4096, 1, 4},
+        {8, 4096, 14336, 1, 4},
+        {16, 1024, 4096, 1, 16},  /* 8 blocks: 16, as many as 128 steps / 8 allow */
+        {16, 128, 256, 1, 1},     /* 8 steps: one slice */
+        {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
+        {4, 1000, 2048, 3, 5},    /* 8 blocks x 3 entries: 132 / 24 */
+        {16, 128, 65536, 1, 32},  /* capped at 32 slices */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int64_t blocks = (cases[i].n + 127) / 128;
+        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent &&
+                  plan.splits == cases[i].splits && plan.grid_x == blocks && plan.grid_y == (unsigned)cases[i].splits &&
+                  plan.grid_z == cases[i].batch,
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d, grid %u x %u x %u (want the m16 kernel, split-k %d)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch, v->name,
+              plan.splits, plan.grid_x, plan.grid_y, plan.grid_z, cases[i].splits);
+        const size_t partials = (size_t)blocks * 128 * 16 * 4 * (size_t)cases[i].batch * (size_t)cases[i].splits;
+        CHECK(plan.workspace_bytes == (cases[i].splits > 1 ? partials : 0) &&
+                  plan.args.split_counters == (cases[i].splits > 1 ? ample.split_counters : 0) &&
+                  plan.args.splits == cases[i].splits,
+              "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
+              (long long)cases[i].k, plan.workspace_bytes, cases[i].splits > 1 ? partials : 0);
+    }
+    /* what the kernel cannot read as it is goes to the persistent kernel */
+    struct mgpu_gemm_plan plan = plan_of(17, 4096, 4096, 1, caps, 0);
+    CHECK(!plan.small_m && mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 17: %s",
+          mgpu_variants[plan.variant].name);
+    plan = plan_of(16, 4096, 4100, 1, caps, 0);
+    CHECK(!plan.small_m, "k = 4100 (not a multiple of 8): small-m kernel chosen");
+    mgpu_status s;
+    const int layouts[3][2] = {{MGPU_OP_N, MGPU_OP_N}, {MGPU_OP_T, MGPU_OP_T}, {MGPU_OP_N, MGPU_OP_T}};
+    for (int l = 0; l < 3; l++) {
+        struct mgpu_gemm_problem p = problem(layouts[l][0], layouts[l][1], MGPU_DTYPE_BF16);
+        p.m = 8;
+        p.lda = layouts[l][0] == MGPU_OP_N ? p.m : p.k;
+        p.ldc = p.m;
+        const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+        CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 8, layout %d: got %s", l, v ? v->name : "none");
+    }
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
+    p.m = 16;
+    p.n = 4096;
+    p.k = 4096;
+    p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
+          v ? v->name : "none");
+    struct mgpu_gemm_problem odd = p;
+    odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "odd lda: %s", v ? v->name : "none");
+    odd = p;
+    odd.b += 2;
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes: %s", v ? v->name : "none");
+    /* forcing the m <= 16 kernel where m does not fit is refused */
+    struct mgpu_gemm_problem m40 = p;
+    m40.m = 40;
+    m40.ldc = 40;
+    CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m16", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+          "forcing the m16 kernel at m = 40: %s", mgpu_status_string(s));
+    v = pick(&m40, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 40 by default: %s", v ? v->name : "none");
+    /* forced split factors are taken, clamped to the 32-element steps */
+    plan = plan_of(16, 4096, 4096, 1, caps, 3);
+    CHECK(plan.small_m && plan.splits == 3 && plan.grid_y == 3, "forced split-k 3: %d", plan.splits);
+    plan = plan_of(16, 4096, 64, 1, caps, 100);
+    CHECK(plan.small_m && plan.splits == 2, "forced split-k 100 with 2 steps: %d", plan.splits);
+    /* the split follows the SM count */
+    struct mgpu_device_caps fewer = *caps;
+    fewer.sm_count = 78;
+    plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
+    CHECK(plan.small_m && plan.splits == 2, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
+    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
+    struct mgpu_gemm_problem q = p;
+    struct mgpu_gemm_resources small = ample;
+    small.workspace_bytes = (size_t)3 << 18;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
+              plan.degraded && plan.workspace_wanted == (size_t)4 << 18,
+          "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
+    small.workspace_bytes = 1000;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&
+              plan.workspace_bytes == 0 && plan.degraded,
+          "tiny workspace: split-k %d", plan.splits);
+    /* fp8 keeps the persistent kernel */
+    struct mgpu_gemm_problem f8 = p;
+    f8.a_dtype = f8.b_dtype = MGPU_DTYPE_E4M3;
+    v = pick(&f8, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "fp8 m = 16: %s", v ? v->name : "none");
+}
+
+/* The planner memoizes the variant per thread, keyed on everything the
+ * selection reads (src/gemm/gemm_plan.c, "selection memo"): a second plan of
+ * the same problem must equal the first, and a problem that differs only in
+ * pointer alignment, layout or device must be planned anew. */
+static void check_selection_memo(const struct mgpu_device_caps *caps)
+{
+    mgpu_status s;
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.m = 16;
+    p.n = p.k = p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *first = pick(&p, caps, NULL, &s);
+    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "m = 16: %s", first ? first->name : "none");
+    struct mgpu_gemm_problem moved = p;
+    moved.b += 2; /* still 2-byte aligned, no longer 16 */
+    const struct mgpu_variant *v = pick(&moved, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes after a memoized plan: %s",
+          v ? v->name : "none");
+    moved = p;
+    moved.b += 4096; /* another pointer, same alignment: the same choice */
+    CHECK(pick(&moved, caps, NULL, &s) == first, "B moved by 4096 bytes");
+    CHECK(pick(&p, caps, NULL, &s) == first, "the first problem again");
+    struct mgpu_gemm_problem nn = p;
+    nn.transa = MGPU_OP_N;
+    nn.lda = 16;
+    v = pick(&nn, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "NN after a memoized TN plan: %s", v ? v->name : "none");
+    struct mgpu_device_caps other = *caps;
+    other.cc_major = 8;
+    v = pick(&p, &other, NULL, &s);
+    CHECK(v == NULL && s == MGPU_STATUS_ARCH_MISMATCH, "cc 8.0 after a memoized cc 9.0 plan: %s",
+          mgpu_status_string(s));
+    /* many shapes twice: more than the memo holds, every answer the same */
+    const int64_t ms[12] = {1, 16, 17, 64, 128, 129, 256, 1000, 1024, 2048, 4096, 8192};
+    int got[2][12];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 12; i++) {
+            struct mgpu_gemm_plan plan = plan_of(ms[i], 2048, 2048, 1, caps, 0);
+            got[round][i] = plan.variant * 64 + plan.splits;
+        }
+    for (int i = 0; i < 12; i++)
+        CHECK(got[0][i] == got[1][i], "m = %lld: plans differ between rounds", (long long)ms[i]);
 }
 
 /* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
@@ -472,32 +628,196 @@ static void check_epilogue_plans(const struct mgpu_device_caps *caps)
           "bias + gelu with k = 0: not the portable kernel");
 }
 
-/* On Blackwell: fp8, scales, bias and activations are NOT_SUPPORTED; plain calls still run. */
-static void check_extensions_refused(const struct mgpu_device_caps *caps)
+/* fp8 on Blackwell (made-up cc 10.0): the kind::f8f6f4 rows of the sm_100a
+ * persistent kernel for every e4m3 / e5m2 pair, CTA pairs or lone CTAs by
+ * the shape classes of the 16-bit rows, 128-wide k-tiles (128-byte TMA boxes
+ * of 128 fp8 elements), packing by the 16-byte rules for 1-byte elements,
+ * no split-K, every output dtype the Hopper fp8 path takes. */
+static void check_blackwell_fp8(const struct mgpu_device_caps *caps)
+{
+    const int fp8[2] = {MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2};
+    const int outs[3] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16, MGPU_DTYPE_F32};
+    mgpu_status s;
+    struct mgpu_gemm_plan plan;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const int64_t ms[3] = {8192, 4096, 64};
+            for (int i = 0; i < 3; i++) {
+                struct mgpu_gemm_problem p = fp8_problem(fp8[a], fp8[b], ms[i], 4096, 4096);
+                p.c_dtype = outs[i];
+                CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "sm100 fp8 %d x %d: %s", fp8[a], fp8[b],
+                      mgpu_last_error_message());
+                const int ok = mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0;
+                const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
+                const int want_pairs = ms[i] > 128 ? 2 : 1; /* 32 tile columns pair up; small m stays lone */
+                CHECK(v && v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && v->dtype == fp8[a] &&
+                          v->gemm.b_dtype == fp8[b] && v->gemm.tile_m == 256 && v->gemm.tile_n == 128 &&
+                          v->gemm.tile_k == 128 && v->gemm.a_kmajor == 1 && v->gemm.b_kmajor == 1 &&
+                          v->gemm.cluster_m * v->gemm.cluster_n == want_pairs && v->threads == 192,
+                      "sm100 fp8 %d x %d m=%lld: got %s (want the kind::f8f6f4 row with %d CTAs)", fp8[a], fp8[b],
+                      (long long)ms[i], v ? v->name : mgpu_status_string(s), want_pairs);
+                if (!v)
+                    continue;
+                CHECK(plan.splits == 1 && !plan.pack_a && !plan.pack_b && plan.args.c_dtype == outs[i],
+                      "%s: split %d, packs %d %d", v->name, plan.splits, plan.pack_a, plan.pack_b);
+                /* 128-byte boxes are 128 fp8 elements of K; A rows split over a pair */
+                CHECK(plan.maps[MGPU_GEMM_MAP_A].box[0] == 128 && plan.maps[MGPU_GEMM_MAP_B].box[0] == 128 &&
+                          plan.maps[MGPU_GEMM_MAP_A].box[1] == (uint32_t)(256 / want_pairs) &&
+                          plan.maps[MGPU_GEMM_MAP_B].box[1] == 128,
+                      "%s: operand boxes", v->name);
+                /* the C map: 128 bytes of rows of the output dtype, 32 columns */
+                CHECK(plan.args.c_tma && plan.maps[MGPU_GEMM_MAP_C].box[1] == 32 &&
+                          plan.maps[MGPU_GEMM_MAP_C].box[0] == (uint32_t)(128 / mgpu_dtype_size(outs[i])),
+                      "%s: C map", v->name);
+                /* the variant is forcible by name; the other pair's row and a bf16 row are not */
+                CHECK(pick(&p, caps, v->name, &s) == v, "forcing %s: %s", v->name, mgpu_status_string(s));
+                for (int j = 0; j < mgpu_variant_count; j++) {
+                    const struct mgpu_variant *o = &mgpu_variants[j];
+                    if (o->kind != MGPU_KIND_GEMM_SM100_PERSISTENT || (o->dtype == fp8[a] && o->gemm.b_dtype == fp8[b]))
+                        continue;
+                    CHECK(pick(&p, caps, o->name, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+                          "%s forced on fp8 %d x %d: %s", o->name, fp8[a], fp8[b], mgpu_status_string(s));
+                }
+            }
+        }
+    /* 1-byte elements: an ld of 1000 bytes is packed, 1008 is read as it is */
+    struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2, 1000, 1000, 1000);
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && plan.pack_a && plan.pack_b &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM100_PERSISTENT && plan.pack_variant >= 0 &&
+              plan.pack[0].args.elem_bytes == 1,
+          "sm100 fp8 ld 1000: both operands must be packed (1-byte elements)");
+    p.lda = p.ldb = 1008;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 && !plan.pack_a && !plan.pack_b,
+          "sm100 fp8 ld 1008: nothing to pack");
+    /* strided batches, B broadcast: read through TMA, not packed */
+    p = fp8_problem(MGPU_DTYPE_E5M2, MGPU_DTYPE_E5M2, 512, 512, 512);
+    p.batch = 8;
+    p.stride_a = 512 * 512;
+    p.stride_b = 0;
+    p.stride_c = 512 * 512;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM100_PERSISTENT && !plan.pack_a && !plan.pack_b &&
+              plan.args.b_broadcast && !plan.args.a_broadcast && plan.args.batch_count == 8,
+          "sm100 fp8 batched, B broadcast");
+    /* k == 0: the portable kernel; forcing the portable kernel works */
+    p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 100, 100, 0);
+    p.lda = p.ldb = 1;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
+          "sm100 fp8 k = 0: not the portable kernel");
+    p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 256, 256, 256);
+    const struct mgpu_variant *v = pick(&p, caps, "mgpu_gemm_portable_sm100_64x64", &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "sm100: forcing the portable kernel on fp8: %s",
+          mgpu_status_string(s));
+    /* forced split-K is ignored on sm_100a, for fp8 too */
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 4}, &ample, &plan, &s) == 0 && plan.splits == 1,
+          "sm100 fp8 forced split-K: %d", plan.splits);
+    /* fp8 outside TN is refused by validation, on every device */
+    p.transa = MGPU_OP_N;
+    CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_NOT_SUPPORTED, "sm100 fp8 NN accepted");
+}
+
+/* Scales, bias and activations on Blackwell: the sm_100a persistent kernel
+ * for every layout, dtype, bias mode and bias dtype; k == 0 and a forced
+ * name go to the portable kernel; the arguments reach the kernel. */
+static void check_blackwell_epilogues(const struct mgpu_device_caps *caps)
 {
     mgpu_status s;
-    struct mgpu_gemm_problem plain = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
-    CHECK(pick(&plain, caps, NULL, &s) != NULL, "cc %d.%d: plain bf16 refused: %s", caps->cc_major,
-          caps->cc_minor, mgpu_status_string(s));
-    struct mgpu_gemm_problem cases[5];
-    for (int i = 0; i < 5; i++)
-        cases[i] = plain;
-    cases[0] = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1024, 1024, 1024);
-    cases[1].scale_a = 0x7f3000000000;
-    cases[2].scale_d = 0x7f3000000000;
-    cases[3].bias = 0x7f3000000000;
-    cases[3].bias_dtype = MGPU_DTYPE_F32;
-    cases[4].activation = MGPU_ACTIVATION_RELU;
-    const char *what[5] = {"fp8", "scale_a", "scale_d", "bias", "relu"};
-    for (int i = 0; i < 5; i++) {
-        CHECK(mgpu_gemm_validate(&cases[i]) == MGPU_STATUS_SUCCESS, "%s: invalid", what[i]);
-        CHECK(pick(&cases[i], caps, NULL, &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED &&
-                  strstr(mgpu_last_error_message(), "9.0") != NULL,
-              "cc %d.%d %s: %s (%s)", caps->cc_major, caps->cc_minor, what[i], mgpu_status_string(s),
-              mgpu_last_error_message());
-        CHECK(pick(&cases[i], caps, "mgpu_gemm_portable_sm100_64x64", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
-              "cc %d.%d %s forced onto the portable kernel: %s", caps->cc_major, caps->cc_minor, what[i],
-              mgpu_status_string(s));
+    struct mgpu_gemm_plan plan;
+    const int ops[2] = {MGPU_OP_N, MGPU_OP_T};
+    const int dtypes[2] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    const int acts[3] = {MGPU_ACTIVATION_NONE, MGPU_ACTIVATION_RELU, MGPU_ACTIVATION_GELU};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int dt = 0; dt < 2; dt++)
+                for (int mode = 0; mode < 2; mode++)
+                    for (int f32_bias = 0; f32_bias < 2; f32_bias++)
+                        for (int act = 0; act < 3; act++) {
+                            struct mgpu_gemm_problem p = problem(ops[ta], ops[tb], dtypes[dt]);
+                            p.c_dtype = dtypes[dt];
+                            p.bias = 0x7f3000000000;
+                            p.bias_dtype = f32_bias ? MGPU_DTYPE_F32 : dtypes[dt];
+                            p.bias_mode = mode ? MGPU_BIAS_PER_COLUMN : MGPU_BIAS_PER_ROW;
+                            p.bias_stride = 0;
+                            p.activation = acts[act];
+                            CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "sm100 bias: %s",
+                                  mgpu_last_error_message());
+                            const int ok = mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0;
+                            const struct mgpu_variant *v = ok ? &mgpu_variants[plan.variant] : NULL;
+                            CHECK(v && v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && v->dtype == dtypes[dt] &&
+                                      v->gemm.a_kmajor == (ops[ta] == MGPU_OP_T) &&
+                                      v->gemm.b_kmajor == (ops[tb] == MGPU_OP_N),
+                                  "sm100 %c%c dtype %d bias mode %d f32 %d act %d: got %s", "NT"[ta], "NT"[tb],
+                                  dtypes[dt], mode, f32_bias, acts[act], v ? v->name : mgpu_status_string(s));
+                            if (!v)
+                                continue;
+                            CHECK(plan.args.bias == p.bias && plan.args.bias_mode == p.bias_mode &&
+                                      plan.args.bias_dtype == p.bias_dtype && plan.args.activation == acts[act] &&
+                                      plan.splits == 1,
+                                  "%s: epilogue arguments", v->name);
+                        }
+    /* scales alone, batched bias with a stride, fp8 with everything */
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.scale_a = 0x7f3000000000;
+    p.scale_b = 0x7f3000000100;
+    p.scale_d = 0x7f3000000200;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM100_PERSISTENT && plan.args.scale_a == p.scale_a &&
+              plan.args.scale_b == p.scale_b && plan.args.scale_d == p.scale_d,
+          "sm100 scales: not the persistent kernel, or scales lost");
+    p = problem(MGPU_OP_N, MGPU_OP_T, MGPU_DTYPE_F16);
+    p.batch = 3;
+    p.stride_a = p.stride_b = p.stride_c = 1000 * 1000;
+    p.bias = 0x7f3000000000;
+    p.bias_dtype = MGPU_DTYPE_F32;
+    p.bias_mode = MGPU_BIAS_PER_COLUMN;
+    p.bias_stride = 1000;
+    p.activation = MGPU_ACTIVATION_GELU;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM100_PERSISTENT &&
+              plan.args.bias_batch_stride == 1000 && plan.args.batch_count == 3,
+          "sm100 batched bias: not the persistent kernel, or stride lost");
+    p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E5M2, 4096, 4096, 4096);
+    p.c_dtype = MGPU_DTYPE_F32;
+    p.scale_a = 0x7f3000000000;
+    p.scale_b = 0x7f3000000100;
+    p.scale_d = 0x7f3000000200;
+    p.bias = 0x7f3000001000;
+    p.bias_dtype = MGPU_DTYPE_F32;
+    p.activation = MGPU_ACTIVATION_RELU;
+    CHECK(mgpu_gemm_validate(&p) == MGPU_STATUS_SUCCESS, "sm100 fp8 + epilogue: %s", mgpu_last_error_message());
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && v->dtype == MGPU_DTYPE_E4M3 &&
+              v->gemm.b_dtype == MGPU_DTYPE_E5M2,
+          "sm100 fp8 + scales + bias + relu: got %s", v ? v->name : mgpu_status_string(s));
+    /* k == 0 (and alpha == 0): D = epilogue(beta * C) by the portable kernel */
+    p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.activation = MGPU_ACTIVATION_RELU;
+    p.k = 0;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_PORTABLE,
+          "sm100 relu with k = 0: not the portable kernel");
+    p.k = 1000;
+    v = pick(&p, caps, "mgpu_gemm_portable_sm100_64x64", &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "sm100: portable kernel forced with an epilogue: %s",
+          mgpu_status_string(s));
+    /* unaligned operands with an epilogue: packed for the persistent kernel */
+    p.lda = 1001;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0 &&
+              mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM100_PERSISTENT && plan.pack_a,
+          "sm100 relu, odd lda: not packed for the persistent kernel");
+}
+
+/* Devices without GEMM kernels refuse the extensions as they refuse plain calls. */
+static void check_extensions_elsewhere(void)
+{
+    const struct mgpu_device_caps others[] = {{8, 0, 108, 166912}, {10, 3, 148, 232448}, {12, 0, 84, 101376}};
+    for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++) {
+        mgpu_status s;
+        struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1024, 1024, 1024);
+        CHECK(pick(&p, &others[i], NULL, &s) == NULL &&
+                  (s == MGPU_STATUS_ARCH_MISMATCH || s == MGPU_STATUS_NOT_SUPPORTED),
+              "cc %d.%d fp8: %s", others[i].cc_major, others[i].cc_minor, mgpu_status_string(s));
     }
 }
 
@@ -508,6 +828,8 @@ int main(void)
         check_unaligned_paths(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
         check_force(&hopper);
         check_plans(&hopper);
+        check_small_m_plans(&hopper);
+        check_selection_memo(&hopper);
         check_fp8(&hopper);
         check_epilogue_plans(&hopper);
     }
@@ -516,7 +838,8 @@ int main(void)
         check_unaligned_paths(&blackwell, MGPU_KIND_GEMM_SM100_PERSISTENT);
         check_force(&blackwell);
         check_blackwell_plans(&blackwell);
-        check_extensions_refused(&blackwell);
+        check_blackwell_fp8(&blackwell);
+        check_blackwell_epilogues(&blackwell);
         /* a Hopper name forced on Blackwell is for the other device: ignored */
         mgpu_status s;
         struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
@@ -534,5 +857,6 @@ int main(void)
         CHECK(strstr(mgpu_last_error_message(), "compute capability") != NULL, "message: %s",
               mgpu_last_error_message());
     }
+    check_extensions_elsewhere();
     return check_exit();
 }

@@ -178,6 +178,40 @@ MGPU_ABI_FN int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_d
                                                                                                                 : 1;
 }
 
+/* ---- Blackwell (sm_100a) variants: the same parameters, another tiling ----
+ * (kernels/blackwell/attention_fwd_sm100.cuh). A CTA owns block_m query rows
+ * as q_tiles = block_m / 128 tiles of 128 (one softmax warpgroup each, one
+ * row per thread) and walks the keys block_n at a time. Tensor memory (512
+ * columns of fp32) holds per Q tile an S / P block (block_n columns) and an
+ * O accumulator (head_dim columns): q_tiles * (block_n + head_dim) <= 512.
+ *   head dim   block_m  block_n  TMEM columns        threads
+ *      64..128     256      128  2 * (128 + d) <= 512  512
+ *          192     256       64  2 * (64 + 192) = 512  512
+ *          256     128       64  64 + 256 = 320        384
+ * Threads: q_tiles softmax warpgroups, one correction warpgroup, one warpgroup
+ * holding the TMA warp and the MMA warp. One work tile (block_m rows of one
+ * head of one sequence) per CTA: the runtime launches grid = {tiles, 1, 1}
+ * with tiles = ceil(seqlen_q / block_m) * heads_q * batch and leaves
+ * tile_counter and lpt_group 0; of the inference fields it sets only
+ * tile_heads = heads_q, tile_queries = block_m, num_splits = 1 (no GQA
+ * packing, no splits, no seqused_k or paged K/V: calls with those do not
+ * select an sm_100a variant). The Q tensor map's box is {64, block_m, 1, 1}.
+ * Shared memory: Q (block_m rows), `stages` K and V tiles (block_n rows), every
+ * tile's head dim padded to whole 128-byte swizzle rows, plus 5 KiB (barriers,
+ * per-row softmax messages, base alignment). */
+#define MGPU_ATTENTION_FWD_SM100_BLOCK_M(head_dim) ((head_dim) <= 192 ? 256 : 128)
+#define MGPU_ATTENTION_FWD_SM100_BLOCK_N(head_dim) ((head_dim) <= 128 ? 128 : 64)
+#define MGPU_ATTENTION_FWD_SM100_STAGES 2
+#define MGPU_ATTENTION_FWD_SM100_THREADS(head_dim) (128 * (MGPU_ATTENTION_FWD_SM100_BLOCK_M(head_dim) / 128 + 2))
+#define MGPU_ATTENTION_FWD_SM100_SMEM_OVERHEAD 5120
+
+MGPU_ABI_FN int mgpu_attention_fwd_sm100_smem_bytes(int block_m, int block_n, int head_dim, int stages)
+{
+    const int dim_rows = (head_dim + MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS - 1) / MGPU_ATTENTION_FWD_SWIZZLE_ROW_ELEMS;
+    return dim_rows * MGPU_ATTENTION_FWD_SWIZZLE_ROW_BYTES * (block_m + 2 * stages * block_n) +
+           MGPU_ATTENTION_FWD_SM100_SMEM_OVERHEAD;
+}
+
 struct mgpu_attention_fwd_args {
     int32_t batch;            /* number of sequences */
     int32_t seqlen_q;         /* varlen: maximum over the batch */

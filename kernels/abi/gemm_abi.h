@@ -60,8 +60,9 @@ struct mgpu_gemm_args {
     uint64_t a, b;        /* device addresses of A and B (portable kernel only) */
     int64_t lda, ldb, stride_a, stride_b; /* in elements (portable kernel only) */
 
-    /* Persistent sm90 kernel (the Blackwell kernel ignores
-     * these; the runtime zeroes what a kernel does not use). */
+    /* Persistent kernels (sm_90a and sm_100a; the sm_100a kernel has no
+     * split-K and ignores splits, workspace and split_counters; the runtime
+     * zeroes what a kernel does not use). */
     int32_t batch_count;  /* batches in this launch */
     int32_t band;         /* tile rows (of tile_m) per band of the grouped tile order */
     int32_t splits;       /* K is cut into this many slices (1: no split-K) */
@@ -76,8 +77,8 @@ struct mgpu_gemm_args {
     uint64_t workspace;
     uint64_t split_counters; /* int32 each */
 
-    /* Scales and epilogue (the persistent sm90 kernel and the portable
-     * kernel; the others get zeros and are never chosen when one is set). */
+    /* Scales and epilogue (the persistent sm_90a and sm_100a kernels and the
+     * portable kernel). */
     uint64_t scale_a, scale_b, scale_d; /* device addresses of one float each; 0: 1.0 */
     uint64_t bias;        /* device address of the bias vector; 0: none */
     int64_t bias_batch_stride; /* in elements; batch b reads bias + b * bias_batch_stride */
@@ -100,12 +101,13 @@ MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_byte
 
 /* The same for the persistent Blackwell GEMM (blackwell/gemm_sm100_persistent.cuh):
  * `stages` of this CTA's part of the A tile (tile_m / ctas rows: a CTA pair
- * splits it) and its B tile (tile_n rows), tile_k 16-bit elements per row;
- * 2 x 4 KiB store buffers for each of the 4 epilogue warps; 1 KiB of
- * alignment slack (the barriers are static shared memory). */
-MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int tile_k, int stages, int ctas)
+ * splits it) and its B tile (tile_n rows), k_row_bytes per row (one 128-byte
+ * swizzle row: 64 16-bit or 128 fp8 elements of K); 2 x 4 KiB store buffers
+ * for each of the 4 epilogue warps; 1 KiB of alignment slack (the barriers
+ * are static shared memory). */
+MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int k_row_bytes, int stages, int ctas)
 {
-    return stages * (tile_m / ctas + tile_n) * tile_k * 2 + 4 * 2 * 4096 + 1024;
+    return stages * (tile_m / ctas + tile_n) * k_row_bytes + 4 * 2 * 4096 + 1024;
 }
 
 /* Arguments of the copy that packs an operand TMA cannot read (odd leading

@@ -1,15 +1,22 @@
 /*
  * Epilogue warpgroup of the persistent Blackwell GEMM
  * (gemm_sm100_persistent.cuh): tensor memory -> registers -> 128-byte
- * swizzled shared memory -> TMA store, D = alpha * acc + beta * C.
+ * swizzled shared memory -> TMA store, with the epilogue of every GEMM
+ * kernel (common/numeric.cuh):
+ *
+ *   D = scale_d * act(alpha * scale_a * scale_b * acc + beta * C + bias),
+ *
+ * computed in registers between tcgen05.ld and the staging store (without
+ * bias or activation: alpha' * acc + beta' * C, scale_d folded into both).
+ * The bias is per row or per column, fp32 or D's type, with a batch stride.
  *
  * TMEM lane i of the accumulator is column n0 + i of D, TMEM column r is row
  * m0 + r (the MMA computes D^T). tcgen05.ld lets warp w of a warpgroup read
  * lanes 32 (w % 4) .. 32 (w % 4) + 31 only, so each of the four epilogue
  * warps owns 32 columns of D and works alone: per chunk of 128 bytes of rows
  * (64 16-bit or 32 fp32 rows) each lane loads its column's values
- * (tcgen05.ld 32x32b, 32 columns of TMEM per instruction), adds beta * C,
- * converts, and writes its 128-byte row of the chunk into a 4 KB staging
+ * (tcgen05.ld 32x32b, 32 columns of TMEM per instruction), applies the
+ * epilogue, converts, and writes its 128-byte row of the chunk into a 4 KB staging
  * buffer in the TMA 128-byte swizzle (lane l's 16-byte granule g lands at
  * granule g ^ (l % 8): the eight lanes of a store phase hit eight different
  * bank groups). A fence into the async proxy, then lane 0 stores the box
@@ -99,6 +106,34 @@ __device__ __forceinline__ uint4 pack_granule(const float *v)
     return g;
 }
 
+/* The fused part of the epilogue on one lane's chunk of its column (v[i] is
+ * row row0 + i): + bias, activation, output scale; the same order and
+ * formulas as every other GEMM kernel (common/numeric.cuh). A row bias is
+ * read at the same address by all 32 lanes (one broadcast load per row),
+ * only for rows inside D. Every condition is uniform over the warp. */
+template <int kRows, class OutT>
+__device__ __forceinline__ void apply_fused(float (&v)[kRows], const GemmEpilogue &ep, bool row_bias, float col_b,
+                                            int row0, int m)
+{
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+        const float rb = row_bias && row0 + i < m ? ep.bias_at<OutT>(row0 + i) : 0.0f;
+        v[i] += rb + col_b;
+    }
+    if (ep.activation == MGPU_ABI_ACT_RELU) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i)
+            v[i] = fmaxf(v[i], 0.0f);
+    } else if (ep.activation == MGPU_ABI_ACT_GELU) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i)
+            v[i] = gelu_tanh(v[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+        v[i] *= ep.scale_d;
+}
+
 } // namespace epi
 
 /* One epilogue warp over every unit of this CTA, for one output type. */
@@ -117,7 +152,12 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
     const int lane = threadIdx.x % 32;
     uint8_t *const bufs = epi_bufs + quarter * kEpiBufs * kEpiBoxBytes;
     const bool direct = !args.c_tma;
-    const bool read_c = args.beta != 0.0f;
+    /* alpha carries the operand scales; unfused, scale_d is folded into
+     * alpha and beta (common/numeric.cuh) */
+    const GemmEpilogue ep_launch(args);
+    const bool read_c = ep_launch.beta != 0.0f;
+    const bool row_bias = ep_launch.bias && !ep_launch.bias_per_column;
+    const bool col_bias = ep_launch.bias && ep_launch.bias_per_column;
     int buf = 0, local = 0;
     for (int64_t u = sched.first(); u < sched.total; u += sched.stride(), ++local) {
         const GemmTile t = sched.tile(u);
@@ -128,6 +168,10 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
         const int col = col0 + lane;
         OutT *const c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(t.batch) * args.stride_c +
                         static_cast<int64_t>(col) * args.ldc;
+        GemmEpilogue ep = ep_launch;
+        ep.select_batch(t.batch);
+        /* a column bias is one value per lane (its column) for the whole tile */
+        const float col_b = col_bias && col < args.n ? ep.bias_at<OutT>(col) : 0.0f;
         mbar_wait(&acc_full[slot], use);
         ptx::tcgen05_fence_after_thread_sync();
         const uint32_t tmem = tmem_addr(tmem_base + slot * Cfg::kAccCols, 32 * quarter, 0);
@@ -160,10 +204,12 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
             const bool col_ok = col < args.n;
 #pragma unroll
             for (int i = 0; i < kChunkRows; ++i) {
-                v[i] *= args.alpha;
+                v[i] *= ep.alpha;
                 if (read_c && col_ok && chunk_row0 + i < args.m)
-                    v[i] = fmaf(args.beta, epi::load_c(c + chunk_row0 + i), v[i]);
+                    v[i] = fmaf(ep.beta, epi::load_c(c + chunk_row0 + i), v[i]);
             }
+            if (ep.fused)
+                epi::apply_fused<kChunkRows, OutT>(v, ep, row_bias, col_b, chunk_row0, args.m);
             if (direct) {
                 if (col_ok) {
 #pragma unroll

@@ -24,6 +24,7 @@
 #include <cuda.h>
 #include <cuda/ptx>
 #include <stdint.h>
+#include <type_traits>
 
 #include "abi/gemm_abi.h"
 #include "blackwell/cta_pair.cuh"
@@ -109,13 +110,19 @@ __device__ __forceinline__ void commit_to(uint64_t *bar)
         ptx::tcgen05_commit_multicast(ptx::cta_group_2, bar, static_cast<uint16_t>(0x3));
 }
 
+/* One tcgen05.mma: kind::f16 for 16-bit operands, kind::f8f6f4 for fp8
+ * (K = 32; the instruction descriptor carries the e4m3 / e5m2 codes). The
+ * fp8 products are summed into the fp32 accumulator in tensor memory across
+ * the whole K loop, with no second-level promotion as on Hopper: see
+ * docs/decisions/014-sm100-fp8-accumulation.md. */
 template <class Cfg>
 __device__ __forceinline__ void mma(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, bool accumulate)
 {
+    constexpr std::conditional_t<Cfg::kFp8, ptx::kind_f8f6f4_t, ptx::kind_f16_t> kind{};
     if constexpr (Cfg::kCtas == 1)
-        ptx::tcgen05_mma(ptx::kind_f16, ptx::cta_group_1, d_tmem, a_desc, b_desc, idesc, accumulate);
+        ptx::tcgen05_mma(kind, ptx::cta_group_1, d_tmem, a_desc, b_desc, idesc, accumulate);
     else
-        ptx::tcgen05_mma(ptx::kind_f16, ptx::cta_group_2, d_tmem, a_desc, b_desc, idesc, accumulate);
+        ptx::tcgen05_mma(kind, ptx::cta_group_2, d_tmem, a_desc, b_desc, idesc, accumulate);
 }
 
 /* One thread of the MMA warp of the leader CTA (every CTA without pairs):
@@ -130,7 +137,8 @@ __device__ __forceinline__ void issue_mmas(uint8_t *a_tiles, uint8_t *b_tiles, u
 {
     /* MMA A = the B tile (K-major when B is), MMA B = the A tile. */
     constexpr uint32_t kIdesc = Cfg::kIdesc;
-    constexpr uint64_t kAStep = k16_step_bytes<Cfg::kBKMajor>() >> 4; /* added to the start-address field */
+    /* added to the start-address field per MMA: 32 bytes of K (K-major) */
+    constexpr uint64_t kAStep = k16_step_bytes<Cfg::kBKMajor>() >> 4;
     constexpr uint64_t kBStep = k16_step_bytes<Cfg::kAKMajor>() >> 4;
     const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
     int stage = 0;

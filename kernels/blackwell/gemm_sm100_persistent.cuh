@@ -1,8 +1,11 @@
 /*
- * Persistent, warp-specialized Blackwell (sm_100a) GEMM: D = alpha * op(A) *
- * op(B) + beta * C (column-major, BLAS conventions: abi/gemm_abi.h) for fp16
- * / bf16 operands of any layout, fp32 accumulation in tensor memory, fp16 /
- * bf16 / fp32 output. This is the final kernel of reference/003 (the
+ * Persistent, warp-specialized Blackwell (sm_100a) GEMM:
+ * D = scale_d * act(alpha * scale_a * scale_b * op(A) * op(B) + beta * C + bias)
+ * (column-major, BLAS conventions: abi/gemm_abi.h; the epilogue of
+ * common/numeric.cuh) for fp16 / bf16 operands of any layout
+ * (tcgen05.mma kind::f16) or fp8 e4m3 / e5m2 operands, any pair, both
+ * K-major (kind::f8f6f4), fp32 accumulation in tensor memory, fp16 / bf16 /
+ * fp32 output. This is the final kernel of reference/003 (the
  * Blackwell matmul tutorial), steps 1-6: warp-specialized TMA and MMA issue,
  * tiled TMA-store epilogue, the 2-CTA collective MMA, a persistent grid, a
  * dedicated epilogue warpgroup on a double-buffered TMEM accumulator, and the
@@ -11,8 +14,8 @@
  *
  * NOT RUN ON BLACKWELL HARDWARE: no machine here has an sm_100 GPU. This
  * kernel is compiled, its SASS instruction mix is checked by a test
- * (tests/sass_sm100.sh: UTCHMMA, 2-CTA forms, UTMALDG, UTMASTG, LDTM, no
- * local memory), its descriptor encodings are checked at compile time
+ * (tests/sass_sm100.sh: UTCHMMA / UTCQMMA, 2-CTA forms, UTMALDG, UTMASTG,
+ * LDTM, no local memory), its descriptor encodings are checked at compile time
  * against the PTX ISA tables (gemm_sm100_descriptors.cuh), and its selection
  * is tested with a made-up cc 10.0 device. bench/blackwell_first_run.sh is
  * the first thing to run on a B200.
@@ -37,7 +40,7 @@
  *   warp 1, one lane   MMA       (leader CTA only) per unit u, slot u % 2:
  *                                  wait acc_empty[slot]
  *                                  per k-tile: wait full[s]; 4 x tcgen05.mma
- *                                  K = 16 into the slot; tcgen05.commit ->
+ *                                  (K = 16, or 32 for fp8: 32 bytes) into the slot; tcgen05.commit ->
  *                                  empty[s] (multicast to both CTAs)
  *                                  tcgen05.commit -> acc_full[slot] (multicast)
  *   warps 2-5          EPILOGUE  per unit: wait acc_full[slot]; TMEM -> regs
@@ -72,6 +75,7 @@
 #include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 #include <type_traits>
 
@@ -87,24 +91,27 @@
 namespace mgpu {
 namespace sm100 {
 
-template <class T, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kCtas_>
+template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kCtas_>
 struct PersistentGemmConfig {
-    using Element = T;
+    using ElementA = TA;
+    using ElementB = TB;
+    static constexpr bool kFp8 = kIsFp8Sm100<TA>;
     static constexpr bool kAKMajor = kAKMajor_;
     static constexpr bool kBKMajor = kBKMajor_;
     static constexpr int kBM = kBM_;       /* D rows per unit: the MMA's N */
     static constexpr int kBN = kBN_;       /* D columns per CTA: 128 TMEM lanes */
     static constexpr int kCtas = kCtas_;   /* CTAs per MMA (cluster size): 1 or 2 */
     static constexpr int kStages = kStages_;
-    static constexpr int kBK = 64;         /* one 128-byte swizzle row of 16-bit K */
-    static constexpr int kMmaK = 16;       /* K of one kind::f16 tcgen05.mma */
+    static constexpr int kRowBytes = 128;  /* one 128-byte swizzle row of K per k-tile */
+    static constexpr int kBK = kRowBytes / static_cast<int>(sizeof(TA)); /* 64 (16-bit) or 128 (fp8) */
+    /* K of one tcgen05.mma: 16 (kind::f16) or 32 (kind::f8f6f4), 32 bytes either way */
+    static constexpr int kMmaK = 32 / static_cast<int>(sizeof(TA));
     static constexpr int kKSteps = kBK / kMmaK;
     static constexpr int kMmaM = kBN * kCtas;
     static constexpr int kMmaN = kBM;
     static constexpr int kThreads = 192;   /* TMA warp, MMA warp, epilogue warpgroup */
     static constexpr int kTmaWarp = 0, kMmaWarp = 1, kFirstEpiWarp = 2;
 
-    static constexpr int kRowBytes = 128;
     static constexpr int kChunk = 64;      /* M/N extent of one M/N-major TMA box */
     static constexpr int kChunkBytes = kChunk * kRowBytes; /* 8 KB: the MN-major LBO */
     static constexpr int kARows = kBM / kCtas;              /* A rows this CTA loads per stage */
@@ -114,14 +121,19 @@ struct PersistentGemmConfig {
     static constexpr uint32_t kTxBytes = static_cast<uint32_t>(kStageBytes * kCtas); /* both CTAs' loads */
     static constexpr int kAlignSlack = 1024;
     static constexpr int kSmemBytes = kAlignSlack + kStages * kStageBytes + kEpiBytes; /* dynamic */
-    static_assert(kSmemBytes == mgpu_gemm_sm100_smem_bytes(kBM, kBN, kBK, kStages, kCtas),
+    static_assert(kSmemBytes == mgpu_gemm_sm100_smem_bytes(kBM, kBN, kRowBytes, kStages, kCtas),
                   "shared memory differs from the ABI formula (abi/gemm_abi.h)");
 
     static constexpr int kAccCols = kBM;               /* fp32: one TMEM column per D row */
     static constexpr uint32_t kTmemCols = 2 * kAccCols; /* double-buffered accumulator */
-    static constexpr uint32_t kIdesc = make_idesc_f16_f32acc<T, kMmaM, kMmaN, kBKMajor, kAKMajor, kCtas>();
+    /* the MMA's A operand is the B tile, its B operand the A tile (D^T) */
+    static constexpr uint32_t kIdesc = make_gemm_idesc<TA, TB, kAKMajor, kBKMajor, kMmaM, kMmaN, kCtas>();
 
-    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 operands");
+    static_assert(kFp8 ? kIsFp8Sm100<TB>
+                       : (std::is_same_v<TA, TB> && (std::is_same_v<TA, __half> || std::is_same_v<TA, __nv_bfloat16>)),
+                  "fp16 or bf16 operands (the same for A and B), or fp8 e4m3 / e5m2 (any pair)");
+    static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands are K-major (TN), as on Hopper");
+    static_assert(kKSteps == 4, "four 32-byte K steps per 128-byte k-tile");
     static_assert(kBN == 128, "128 TMEM lanes per CTA: one D column each");
     static_assert(kCtas == 1 || kCtas == 2, "lone CTAs or CTA pairs");
     static_assert(kBM % 64 == 0 && kBM >= 64 && kBM <= 256, "MMA N = kBM: a multiple of 64 up to 256");
@@ -132,7 +144,7 @@ struct PersistentGemmConfig {
     static_assert(kATileBytes % 1024 == 0 && kBTileBytes % 1024 == 0,
                   "every stage's tiles start on a 1024-byte swizzle atom (descriptor base offset 0)");
     static_assert(kSmemBytes + 2048 <= 232448, "with the static barriers, over the sm_100 227 KB per-block limit");
-    static_assert(check_descriptors<T, kAKMajor, kBKMajor, kMmaM, kMmaN, kCtas>(), "descriptor checks");
+    static_assert(check_gemm_descriptors<TA, TB, kAKMajor, kBKMajor, kMmaM, kMmaN, kCtas>(), "descriptor checks");
 };
 
 template <class Cfg>

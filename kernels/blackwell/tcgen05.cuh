@@ -7,7 +7,7 @@
  *
  * Bit layouts follow the PTX ISA, "Tensor Core 5th Generation Family
  * Instructions" -> "Matrix Descriptors" (shared memory descriptor table and the
- * instruction descriptor table for .kind::f16). Written from the tables; this
+ * instruction descriptor table for .kind::f16 and .kind::f8f6f4). Written from the tables; this
  * code has not run on Blackwell hardware (compiled and SASS-checked only).
  */
 #pragma once
@@ -16,6 +16,7 @@
 #include <cuda/std/type_traits>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <stdint.h>
 
 namespace mgpu {
@@ -68,8 +69,9 @@ __host__ __device__ constexpr uint64_t make_smem_desc_mnmajor_sw128(uint32_t sme
     return make_smem_desc_sw128(smem_addr, chunk_bytes, 1024);
 }
 
-/* Byte offset, inside one stage's tile, of the K-slice [16*j, 16*j + 16) that
- * the j-th tcgen05.mma (K = 16 for 16-bit inputs) reads.
+/* Byte offset, inside one stage's tile, of the K-slice that the j-th
+ * tcgen05.mma reads: 32 bytes of K (K = 16 for 16-bit inputs, K = 32 for
+ * fp8 inputs of .kind::f8f6f4).
  *   K-major:  32 bytes along the 128-byte row (the hardware applies the
  *             swizzle to the absolute address, so a plain start-address advance
  *             inside the atom is correct with a 1024-aligned tile base);
@@ -117,6 +119,54 @@ __host__ __device__ constexpr uint32_t make_idesc_f16_f32acc()
            | ((kBKMajor ? 0u : 1u) << 16)      /* B N-major */
            | (static_cast<uint32_t>(kN >> 3) << 17)
            | (static_cast<uint32_t>(kM >> 4) << 24);
+}
+
+/* ---- Instruction descriptor, .kind::f8f6f4 ---------------------------------
+ *
+ * The same bit layout as .kind::f16 (the PTX ISA gives both in one table);
+ * only the type codes differ:
+ *   bits 7-9  A type, bits 10-12 B type: E4M3 = 0, E5M2 = 1 (E2M3 = 3,
+ *             E3M2 = 4, E2M1 = 5: the fp6 / fp4 formats, unused here)
+ *   bits 4-5  D type: F32 = 1 (the only one of this kind)
+ * K of one instruction is 32 elements (32 bytes of an fp8 row), and the
+ * operands here are K-major (fp8 GEMMs are "TN", as on Hopper), so the
+ * transpose bits stay 0. */
+template <class T>
+__host__ __device__ constexpr uint32_t f8f6f4_kind_type_code()
+{
+    static_assert(cuda::std::is_same<T, __nv_fp8_e4m3>::value || cuda::std::is_same<T, __nv_fp8_e5m2>::value,
+                  "kind::f8f6f4 is used here for fp8 e4m3 / e5m2 inputs");
+    return cuda::std::is_same<T, __nv_fp8_e5m2>::value ? 1u : 0u;
+}
+
+/* TA is the MMA's A operand (M side), TB its B operand (N side). */
+template <class TA, class TB, int kM, int kN, int kCtaGroup = 1>
+__host__ __device__ constexpr uint32_t make_idesc_f8f6f4_f32acc()
+{
+    static_assert(kCtaGroup == 1 || kCtaGroup == 2, "cta_group::1 or cta_group::2");
+    static_assert(kCtaGroup == 1 ? (kM == 64 || kM == 128) : (kM == 128 || kM == 256),
+                  "cta_group::1 MMA has M = 64 or 128; cta_group::2 has M = 128 or 256");
+    static_assert(kN % 16 == 0 && kN >= 16 && kN <= 256, "M >= 128 needs N % 16 == 0, 16 <= N <= 256");
+    return (1u << 4)                             /* D: fp32 */
+           | (f8f6f4_kind_type_code<TA>() << 7)  /* A type */
+           | (f8f6f4_kind_type_code<TB>() << 10) /* B type */
+           | (static_cast<uint32_t>(kN >> 3) << 17)
+           | (static_cast<uint32_t>(kM >> 4) << 24);
+}
+
+template <class T>
+constexpr bool kIsFp8Sm100 = cuda::std::is_same<T, __nv_fp8_e4m3>::value || cuda::std::is_same<T, __nv_fp8_e5m2>::value;
+
+/* The GEMM's instruction descriptor (gemm_sm100_persistent.cuh): the MMA
+ * computes D^T, so its A operand is the GEMM's B tile and its B operand the
+ * GEMM's A tile. fp8 operands are both K-major. */
+template <class TA, class TB, bool kAKMajor, bool kBKMajor, int kM, int kN, int kCtaGroup>
+__host__ __device__ constexpr uint32_t make_gemm_idesc()
+{
+    if constexpr (kIsFp8Sm100<TA>)
+        return make_idesc_f8f6f4_f32acc<TB, TA, kM, kN, kCtaGroup>();
+    else
+        return make_idesc_f16_f32acc<TA, kM, kN, kBKMajor, kAKMajor, kCtaGroup>();
 }
 
 /* ---- Tensor memory addresses ------------------------------------------------

@@ -127,7 +127,7 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler &scheduler)
+                                                  const AttnTileScheduler<> &scheduler)
 {
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */

@@ -41,7 +41,11 @@ struct AttnTileCoord {
 };
 
 /* Stateless: everything is recomputed from the kernel parameters (constant
- * bank) so that no register stays pinned across the consumers' main loop. */
+ * bank) so that no register stays pinned across the consumers' main loop.
+ * Tile sizes come from the arguments (tile_queries, tile_heads, num_splits);
+ * the template parameter is kept for callers that name their query block
+ * (the sm_100a kernel, whose runtime sets tile_queries = its block_m). */
+template <int kBlockMUnused = 0>
 struct AttnTileScheduler {
     const mgpu_attention_fwd_args &a;
 
@@ -172,8 +176,9 @@ __device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_ar
     return w;
 }
 
-/* varlen: query blocks past this sequence's end are no work at all. */
-__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w)
+/* varlen: query blocks past this sequence's end are no work at all. (The
+ * second parameter, a query block, is unused: the work carries q_row0.) */
+__device__ __forceinline__ bool attn_fwd_tile_active(const AttnFwdWork &w, int = 0)
 {
     return w.q_row0 < w.seqlen_q;
 }

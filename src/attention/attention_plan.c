@@ -136,12 +136,22 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
 
 static int is_attention_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_FWD_SM90;
+    return k == MGPU_KIND_ATTENTION_FWD_SM90 || k == MGPU_KIND_ATTENTION_FWD_SM100;
 }
 
+/* The sm_100a forward runs one work tile per CTA (attention_abi.h, its
+ * Blackwell paragraph): no persistent grid, no dynamic tiles. */
+static int variant_takes_persistent_grid(const struct mgpu_variant *v)
+{
+    return v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
+}
+
+/* Per-sequence key counts and paged caches are read by the sm_90a kernel only. */
 static int attention_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_attention_problem *p = ctx;
+    if ((p->seqused_k || p->block_table) && v->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+        return 0;
     return v->dtype == p->dtype && v->attention.head_dim == p->head_dim;
 }
 
@@ -331,7 +341,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
 
     const int block_m = v->attention.block_m, block_n = v->attention.block_n;
     const int64_t group = p->heads_q / p->heads_kv;
-    a->pack_gqa = choose_pack(p, block_m, choice->force_pack);
+    /* The decode features are the sm_90a kernel's (abi/attention_abi.h). */
+    const int decode_features = v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
+    a->pack_gqa = decode_features && choose_pack(p, block_m, choice->force_pack);
     a->tile_heads = (int32_t)(a->pack_gqa ? p->heads_kv : p->heads_q);
     a->tile_queries = (int32_t)(a->pack_gqa ? block_m / group : block_m);
     if (a->pack_gqa) {
@@ -380,8 +392,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
 
     const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
-    a->num_splits = choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms, choice->workspace_bytes,
-                                  choice->force_splits);
+    a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
+                                                    choice->workspace_bytes, choice->force_splits)
+                                    : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
     out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA);
@@ -395,7 +408,8 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
                            p->window_right < 0;
     const int short_loop = mgpu_cdiv(p->seqlen_k, block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
     const int q_stages = mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
-    const int persistent = unwindowed && short_loop && q_stages == 2 && sms < tiles && a->num_splits == 1;
+    const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 &&
+                           sms < tiles && a->num_splits == 1;
     out->grid = (unsigned)(persistent ? sms : tiles * a->num_splits);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest

@@ -40,9 +40,8 @@ mgpu_status mgpu_gemm_validate(const struct mgpu_gemm_problem *p);
 int mgpu_gemm_problem_empty(const struct mgpu_gemm_problem *p);
 
 /* 1 when the call asks for more than D = alpha * op(A) op(B) + beta * C on
- * 16-bit inputs: fp8 operands, a scale, a bias or an activation. Only the
- * compute capability 9.0 kernels (persistent, split-K reduction, portable)
- * do these. */
+ * 16-bit inputs: fp8 operands, a scale, a bias or an activation. The
+ * compute capability 9.0 and 10.0 kernels (persistent, portable) do these. */
 int mgpu_gemm_needs_extensions(const struct mgpu_gemm_problem *p);
 
 /* 1 when A and B can be read through TMA: 16-byte aligned bases, leading
@@ -85,7 +84,8 @@ struct mgpu_gemm_pack_launch {
 struct mgpu_gemm_plan {
     int variant;          /* the GEMM kernel: index into mgpu_variants */
     int forced;           /* MGPU_FORCE_VARIANT chose it */
-    int persistent;       /* the persistent kernel (else one CTA per tile) */
+    int persistent;       /* the persistent kernel (else one CTA per tile or small_m) */
+    int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
     int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */
@@ -106,6 +106,8 @@ struct mgpu_gemm_plan {
      * (the launch limit of grid y), grid z over one chunk of batches */
     unsigned grid_x;
     int64_t cols_per_launch, batches_per_launch;
+    /* small-m kernel: grid y over K slices, grid z over batches */
+    unsigned grid_y, grid_z;
 };
 
 /* The full plan for a valid, non-empty problem on a device with the
