@@ -588,9 +588,10 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * sequence's length (required), seqlen_k their maximum, at most
  * max_blocks_per_seq * page_size. page_size is a positive multiple of 16
  * (engines use 16 ... 256; a page of 128 or more rows moves a key block in
- * one TMA box for head dims up to 128). Entries must lie in [0, num_pages) (read by the kernel, not checked).
- * The rows of a sequence's last page past its length are read and masked:
- * they must hold finite values (zeros or older rows), as 0 * NaN is NaN.
+ * one TMA box for head dims up to 128). Entries must lie in [0, num_pages)
+ * (read by the kernel, not checked). Rows of a cache past a sequence's
+ * length may hold anything (NaN included): they are masked, and their V
+ * rows zeroed in shared memory before use.
  * mgpu_kv_cache_append writes new rows into such caches. seqused_k and
  * paged caches run on compute capability 9.0 (10.0: NOT_SUPPORTED), and
  * the decode planning (packing, splits) is 9.0's.
