@@ -5,7 +5,7 @@
  * 64 / 128 / 256) with GQA packing and key splits forced on and off,
  * per-sequence key counts (seqused_k, including 0 and 1), a paged KV cache
  * with shuffled, non-contiguous pages (sequences of 0, 1 and page_size + 1
- * keys; rows past each sequence holding other finite data), a workspace too
+ * keys; cache rows past each sequence holding NaN), a workspace too
  * small for the splits asked for, and mgpu_kv_cache_append followed by
  * attention over the grown cache.
  *
@@ -204,6 +204,23 @@ static void run_case(mgpu_handle *h, struct dcase c)
         lens32[b] = len[b];
     cudaMemcpy(used_dev, lens32, sizeof(int32_t) * c.batch, cudaMemcpyHostToDevice);
     free(lens32);
+    /* Cache rows past each sequence's length (the rest of its last page, or
+     * of its contiguous rows) hold NaN: the kernel must not let them in. */
+    if (c.ragged || paged || c.append) {
+        for (int b = 0; b < c.batch; b++) {
+            /* rows len .. the end of the page (or of the sequence's rows): contiguous */
+            const int pos = len[b], within = pos % page_rows;
+            if (paged && within == 0)
+                continue; /* the sequence ends on a page boundary: no tail */
+            const int page = paged ? table[b * max_blocks + pos / c.page_size] : b;
+            const size_t at = ((size_t)page * page_rows + within) * row_elems * 2;
+            const size_t bytes = (size_t)(page_rows - within) * row_elems * 2;
+            if (!paged && pos >= cap)
+                continue;
+            cudaMemset((char *)k_dev + at, 0xff, bytes);
+            cudaMemset((char *)v_dev + at, 0xff, bytes);
+        }
+    }
 
     void *o_dev = NULL;
     cudaMalloc(&o_dev, q_elems * 2);
