@@ -245,11 +245,14 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
     /* the packed map's KV-head stride (group * head stride) must stay a TMA stride */
     if (group > block_m || p->q_strides.head * group >= ((int64_t)1 << 40) / ELEMENT_BYTES)
         return 0;
+    const int64_t per_tile = block_m / group;
+    if (mgpu_attention_product_exceeds(mgpu_cdiv(p->seqlen_q, per_tile), p->heads_kv, p->batch,
+                                       MGPU_ATTENTION_MAX_SIZE))
+        return 0; /* the packed tiles must stay an int32 count, as the unpacked ones (validated) */
     if (force)
         return force > 0;
     if (group == 1)
         return 0;
-    const int64_t per_tile = block_m / group;
     const double unpacked = (double)p->seqlen_q / (double)round_up(p->seqlen_q, block_m);
     const double packed = (double)(p->seqlen_q * group) / (double)(mgpu_cdiv(p->seqlen_q, per_tile) * block_m);
     return unpacked < 0.9 * packed;
