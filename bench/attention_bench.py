@@ -21,7 +21,15 @@ events around single calls, warm-up, median of the runs. TFLOP/s: forward
 4 * B * H * Sq * Sk * D (halved for causal), backward 2.5x that. Ratio =
 peer time / mgpu time (> 1: mgpu faster).
 
-Run: python3 bench/attention_bench.py [--lib build/libmgpukernels.so] [--json out.json] [--passes fwd,bwd]
+Decode (--passes decode,paged): one query row per sequence over 1k ... 128k keys, batch 1 ... 64,
+GQA 8:1, MHA and MQA, head dims 64 / 128 / 256, against SDPA cuDNN and flash, with K + V bytes/s
+and their share of the device-to-device copy bandwidth measured in the same process; and paged
+decode (shuffled pages of 16 ... 256 rows) against contiguous decode of the same shape (mgpu
+both: PyTorch's SDPA has no paged-cache backend). Small caches stay in L2 between the timed
+calls (both libraries alike).
+
+Run: python3 bench/attention_bench.py [--lib build/libmgpukernels.so] [--json out.json]
+     [--passes fwd,bwd | decode,paged]
 """
 import argparse
 import json
@@ -171,11 +179,121 @@ def bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
         row[name + "_bwd_ratio"] = ms / row["mgpu_bwd_ms"] if ms else None
 
 
+# Decode (one query row per sequence), bf16: (B, Sk, Hq, Hkv, D). GQA 8:1 and MHA over batch and
+# keys at head dim 128; head dims 64 and 256; MQA. Rows whose K + V exceed DECODE_MAX_KV_BYTES are
+# skipped (memory and time on the bench machine).
+DECODE_SHAPES = (
+    [(b, sk, 64, 8, 128) for b in (1, 8, 64) for sk in (1024, 8192, 32768, 131072)]
+    + [(b, sk, 32, 32, 128) for b in (1, 8, 64) for sk in (1024, 8192, 32768)]
+    + [(b, sk, 64, 8, d) for d in (64, 256) for b in (1, 8) for sk in (8192, 32768)]
+    + [(b, sk, 32, 32, d) for d in (64, 256) for b in (1, 8) for sk in (8192,)]
+    + [(1, 131072, 8, 1, 128)]
+)
+DECODE_MAX_KV_BYTES = 6 << 30
+# Paged decode against contiguous decode of the same shape: (B, Sk, Hq, Hkv, D, page_size).
+PAGED_SHAPES = [(8, 32768, 64, 8, 128, 256), (8, 32768, 64, 8, 128, 64), (8, 32768, 64, 8, 128, 16),
+                (64, 8192, 64, 8, 128, 256), (1, 131072, 64, 8, 128, 256)]
+
+
+def copy_bandwidth():
+    """Device-to-device copy of 1 GiB: (bytes read + written) / median time, bytes/s."""
+    src = torch.empty(1 << 29, device="cuda", dtype=torch.float16).normal_()
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src))
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2.0 * (1 << 30) / (ms * 1e-3)
+
+
+def bench_decode(mk, handle, copy_bw):
+    """Decode rows: mgpu against SDPA cuDNN (and flash); KV bytes/s beside TFLOP/s."""
+    rows = []
+    peers = [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
+    for (b, sk, hq, hkv, d) in DECODE_SHAPES:
+        kv_bytes = 2 * b * sk * hkv * d * 2
+        if kv_bytes > DECODE_MAX_KV_BYTES:
+            continue
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((b, hq, 1), float("nan"), device="cuda", dtype=torch.float32)
+        row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "kv_bytes": kv_bytes}
+        bench_fwd(mk, handle, peers, row, q, k, v, o, lse, False, 4.0 * b * hq * sk * d)
+        for name in ["mgpu"] + [n for n, _ in peers]:
+            ms = row.get(name + "_ms")
+            row[name + "_kv_tbps"] = kv_bytes / (ms * 1e-3) / 1e12 if ms else None
+        row["mgpu_copy_frac"] = row["mgpu_kv_tbps"] * 1e12 / copy_bw
+        rows.append(row)
+        del q, k, v, o, lse
+        torch.cuda.empty_cache()
+    return rows
+
+
+def bench_paged(mk, handle):
+    """Paged decode (shuffled pages) against contiguous decode of the same shape, both mgpu."""
+    rows = []
+    for (b, sk, hq, hkv, d, page) in PAGED_SHAPES:
+        nb = sk // page
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        perm = torch.randperm(b * nb, device="cuda")
+        k_cache, v_cache = torch.empty_like(k).view(b * nb, page, hkv, d), torch.empty_like(v).view(b * nb, page, hkv, d)
+        k_cache[perm] = k.view(b * nb, page, hkv, d)
+        v_cache[perm] = v.view(b * nb, page, hkv, d)
+        table = perm.view(b, nb).to(torch.int32)
+        used = torch.full((b,), sk, device="cuda", dtype=torch.int32)
+        o_c, o_p = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
+        run_c = mk.attention_fwd(q, k, v, o_c, handle=handle, prepare=True)
+        run_p = mk.attention_fwd(q, k_cache, v_cache, o_p, seqused_k=used, block_table=table, max_seqlen_k=sk,
+                                 handle=handle, prepare=True)
+        run_c()
+        run_p()
+        torch.cuda.synchronize()
+        row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "page": page, "rel_err": rel_err(o_p, o_c),
+               "contiguous_ms": median_ms(run_c), "paged_ms": median_ms(run_p)}
+        row["paged_cost"] = row["paged_ms"] / row["contiguous_ms"] - 1.0
+        row["paged_kv_tbps"] = 2 * b * sk * hkv * d * 2 / (row["paged_ms"] * 1e-3) / 1e12
+        rows.append(row)
+        del q, k, v, k_cache, v_cache, o_c, o_p, run_c, run_p
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_decode(rows, paged, copy_bw):
+    print("\ndecode (Sq = 1, bf16; KV TB/s = K + V bytes / time; copy bandwidth %.2f TB/s read + write)" % (
+        copy_bw / 1e12))
+    print("| B | Sk | Hq/Hkv | D | mgpu us | mgpu KV TB/s | of copy bw | cuDNN us | cuDNN KV TB/s | vs cuDNN | "
+          "flash us | vs flash | rel err vs cuDNN |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        us = lambda name: fmt(r[name + "_ms"] * 1e3 if r.get(name + "_ms") else None, "%.1f")
+        print("| %d | %d | %d/%d | %d | %s | %.2f | %.0f %% | %s | %s | %s | %s | %s | %s |" % (
+            r["B"], r["Sk"], r["Hq"], r["Hkv"], r["D"], us("mgpu"), r["mgpu_kv_tbps"], 100 * r["mgpu_copy_frac"],
+            us("cudnn"), fmt(r.get("cudnn_kv_tbps"), "%.2f"), fmt(r.get("cudnn_ratio"), "%.2f"), us("flash"),
+            fmt(r.get("flash_ratio"), "%.2f"), fmt(r.get("cudnn_rel_err"), "%.1e")))
+    geomeans(rows, [("cudnn", None), ("flash", None)], "_ratio")
+    for r in rows:
+        for name in ("cudnn", "flash"):
+            if r.get(name + "_error"):
+                print("%s refused B=%d Sk=%d H=%d/%d D=%d: %s" % (name, r["B"], r["Sk"], r["Hq"], r["Hkv"], r["D"],
+                                                                  r[name + "_error"]))
+    if paged:
+        print("\npaged decode (shuffled pages) vs contiguous, mgpu both; PyTorch's SDPA has no paged-cache backend")
+        print("| B | Sk | Hq/Hkv | D | page | contiguous us | paged us | paged cost | paged KV TB/s | rel err |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in paged:
+            print("| %d | %d | %d/%d | %d | %d | %.1f | %.1f | %+.1f %% | %.2f | %.1e |" % (
+                r["B"], r["Sk"], r["Hq"], r["Hkv"], r["D"], r["page"], r["contiguous_ms"] * 1e3, r["paged_ms"] * 1e3,
+                100 * r["paged_cost"], r["paged_kv_tbps"], r["rel_err"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lib", default="build/libmgpukernels.so")
     ap.add_argument("--json", default=None)
-    ap.add_argument("--passes", default="fwd,bwd", help="comma-separated: fwd, bwd")
+    ap.add_argument("--passes", default="fwd,bwd", help="comma-separated: fwd, bwd, decode, paged")
     args = ap.parse_args()
     passes = set(args.passes.split(","))
     torch.manual_seed(0)
@@ -186,6 +304,22 @@ def main():
     rows = []
     print("device: %s, torch %s, cuDNN %s" % (torch.cuda.get_device_name(), torch.__version__,
                                               torch.backends.cudnn.version()))
+    if passes & {"decode", "paged"}:
+        copy_bw = copy_bandwidth()
+        decode_rows = bench_decode(mk, handle, copy_bw) if "decode" in passes else []
+        paged_rows = bench_paged(mk, handle) if "paged" in passes else []
+        print_decode(decode_rows, paged_rows, copy_bw)
+        bad = [r for r in decode_rows if r.get("cudnn_rel_err") is not None and not r["cudnn_rel_err"] <= 1e-2]
+        bad += [r for r in paged_rows if not r["rel_err"] <= 1e-3]
+        print("decode cross-check: %d of %d rows within tolerance" % (len(decode_rows) + len(paged_rows) - len(bad),
+                                                                      len(decode_rows) + len(paged_rows)))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                           "copy_bandwidth": copy_bw, "decode": decode_rows, "paged": paged_rows}, f, indent=1)
+        if not passes & {"fwd", "bwd"}:
+            handle.close()
+            return 1 if bad else 0
     for dtype in (torch.bfloat16, torch.float16):
         for (b, s, hq, hkv, d) in SHAPES:
             for causal in (False, True):

@@ -43,6 +43,8 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
         [ -x $B/tests/test_attention_bwd_gpu ] &&
             run "sanitizer_${tool}_attention_bwd" env MGPU_TEST_QUICK=1 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_attention_bwd_gpu
     done
+    [ -x $B/tests/test_attention_decode_gpu ] &&
+        run sanitizer_memcheck_attention_decode env MGPU_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_attention_decode_gpu
     [ -x $B/tests/test_graph_gpu ] && run sanitizer_memcheck_graph compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_graph_gpu
     # cuBLAS's own split-K kernels report races of their own; count only ours.
     summary+=("$(printf '%-28s %s' "hazards in mgpu_ kernels" "$(grep -cE '(Race|Error).*mgpu_' "$OUT"/sanitizer_*.log | paste -sd' ')")")
@@ -62,6 +64,7 @@ done
 [ "${SKIP_BENCH:-0}" = 1 ] || run bench_models $B/bench/mgpu-bench --models --dtype bf16 --reps 20 --json "$OUT/bench_models.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run gather_bench python3 bench/gather_bench.py --lib $B/libmgpukernels.so --json "$OUT/gather_bench.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run attention_bench python3 bench/attention_bench.py --lib $B/libmgpukernels.so --json "$OUT/attention_bench.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run attention_decode_bench python3 bench/attention_bench.py --lib $B/libmgpukernels.so --passes decode,paged --json "$OUT/attention_decode.json"
 echo
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
 [ -f "$OUT/bench_lt.log" ] && cat "$OUT/bench_lt.log"

@@ -287,4 +287,32 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::gemm_small_m<Config@i@>(args);\n}\n",
         .smem_bytes = no_smem,
     },
+    [GEN_ATTENTION_FWD_COMBINE_SM90] = {
+        .name = "ATTENTION_FWD_COMBINE_SM90",
+        .doc = "attention forward: merges the key splits of a split call (O, LSE); head dim at run time",
+        .family = GEN_FAMILY_HELPER,
+        .header = "hopper/attention_fwd_combine.cuh",
+        .group = "attention_fwd_sm90",
+        .entry = "mgpu_attention_fwd_combine_sm90_@dtype@",
+        .unit = "\nstatic_assert(mgpu::attn_fwd_combine::kThreads == @threads@ && @threads@ == "
+                "MGPU_ATTENTION_FWD_COMBINE_THREADS, \"@name@: threads differ from gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_args a)\n"
+                "{\n    mgpu::attn_fwd_combine::combine<@type@>(a);\n}\n",
+        .smem_bytes = no_smem,
+    },
+    [GEN_KV_CACHE_APPEND_SM90] = {
+        .name = "KV_CACHE_APPEND_SM90",
+        .doc = "writes new K / V rows into a (paged) KV cache; 16-bit elements, head dim at run time",
+        .family = GEN_FAMILY_HELPER,
+        .header = "hopper/attention_fwd_kv_append.cuh",
+        .group = "attention_fwd_sm90",
+        .entry = "mgpu_kv_cache_append_sm90",
+        .unit = "\nstatic_assert(@threads@ == MGPU_KV_APPEND_THREADS, \"@name@: threads differ from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"
+                "@name@(const __grid_constant__ mgpu_kv_cache_append_args a)\n"
+                "{\n    mgpu::kv_append::append(a);\n}\n",
+        .smem_bytes = no_smem,
+    },
 };

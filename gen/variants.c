@@ -125,6 +125,11 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
      .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_SM100_BLOCK_M(d),                          \
                    .block_n = MGPU_ATTENTION_FWD_SM100_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_SM100_STAGES}},
 #define SM100_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM100_ATTENTION_FWD, dt)
+/* The combine pass of split-key attention forward calls, one per dtype (head
+ * dim at run time), and the KV-cache append (a 16-byte copy: any 16-bit
+ * dtype); one thread moves 4 fp32 / 8 16-bit elements at a time. */
+#define SM90_ATTENTION_FWD_COMBINE(dt) \
+    {GEN_ATTENTION_FWD_COMBINE_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_COMBINE_THREADS, .helper = {4}}
 
 /* Attention backward's preprocess and postprocess: one of each per dtype (the
  * head dim is a run-time argument), 256 threads (the kernel checks it), no
@@ -171,6 +176,8 @@ const struct gen_variant gen_variants[] = {
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
 
     SM100_ATTENTION_FWD_FAMILY(GEN_BF16) SM100_ATTENTION_FWD_FAMILY(GEN_F16)
+    SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
+    {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

@@ -31,10 +31,14 @@
  *                                                    yet run on hardware
  *   mgpu_scatter_add    fp32/bf16/fp16, atomic or    same kernels
  *                       deterministic (sorted)
- *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features (FA4-style tcgen05
- *                       128, 192, 256; causal,       kernel, S / P / O in tensor memory).
- *                       windows, soft-cap, GQA,      NOT YET RUN ON HARDWARE: compiled
- *                       varlen, LSE                  and SASS-checked only
+ *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features except decode
+ *                       128, 192, 256; causal,       and paged K/V (FA4-style tcgen05
+ *                       windows, soft-cap, GQA,      kernel, S / P / O in tensor memory).
+ *                       varlen, LSE; decode (GQA     NOT YET RUN ON HARDWARE: compiled
+ *                       packing, key splits),        and SASS-checked only
+ *                       paged K/V cache
+ *   mgpu_kv_cache_append  16-bit K/V rows into a     none yet (ARCH_MISMATCH)
+ *                       paged or contiguous cache
  *   mgpu_attention_bwd  as the forward, plus a       none yet (ARCH_MISMATCH)
  *                       deterministic mode
  *
@@ -562,6 +566,36 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  *   fixed length  lse[(b * heads_q + h) * seqlen_q + i]        [batch][heads_q][seqlen_q]
  *   varlen        lse[h * total_q + cu_seqlens_q[b] + i]        [heads_q][total_q]
  *
+ * Inference. seqused_k (fixed length only): sequence b attends to its first
+ * seqused_k[b] keys (0 allowed: O = 0, LSE = +infinity); seqlen_k is their
+ * upper bound. Decode steps (few query rows) are planned differently, with
+ * the same results: the query heads sharing a KV head are packed into one
+ * tile (each K/V byte is read once per sequence), and when the tiles cannot
+ * fill the GPU the keys are split across CTAs whose partial results a
+ * second small kernel merges in a fixed order (deterministic). Splitting
+ * uses the handle's workspace, (head_dim + 1) * 4 bytes per query row and
+ * split; with less workspace the call uses fewer splits (never fails).
+ * MGPU_LOG=1 prints the choice; MGPU_FORCE_PACK_GQA=0/1 and
+ * MGPU_FORCE_NUM_SPLITS=n force it (tests and benchmarks).
+ *
+ * Paged K/V (block_table != NULL; fixed-length queries, cu_seqlens NULL):
+ * k and v point to caches of num_pages pages, each page_size rows of
+ * heads_kv heads: element (page, row, head, dim) at
+ *   page * k_strides.batch + row * k_strides.seq + head * k_strides.head + dim
+ * (all-zero strides: dense [num_pages][page_size][heads_kv][head_dim]).
+ * Key j of sequence b is row j % page_size of page
+ * block_table[b * max_blocks_per_seq + j / page_size]; seqused_k gives each
+ * sequence's length (required), seqlen_k their maximum, at most
+ * max_blocks_per_seq * page_size. page_size is a positive multiple of 16
+ * (engines use 16 ... 256; a page of 128 or more rows moves a key block in
+ * one TMA box for head dims up to 128). Entries must lie in [0, num_pages)
+ * (read by the kernel, not checked). Rows of a cache past a sequence's
+ * length may hold anything (NaN included): they are masked, and their V
+ * rows zeroed in shared memory before use.
+ * mgpu_kv_cache_append writes new rows into such caches. seqused_k and
+ * paged caches run on compute capability 9.0 (10.0: NOT_SUPPORTED), and
+ * the decode planning (packing, splits) is 9.0's.
+ *
  * Descriptors carry their size in their first field: start from
  * MGPU_ATTENTION_FWD_DESC_INIT, then set the fields.
  */
@@ -586,11 +620,21 @@ typedef struct mgpu_attention_fwd_desc {
     const int32_t *cu_seqlens_k;/* device, batch + 1 offsets, or NULL */
     int64_t total_q, total_k;   /* varlen only: rows of the packed Q / O and K / V */
     mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
+    /* Inference (decode) fields; see "Paged K/V" above. All 0/NULL: off. */
+    const int32_t *seqused_k;   /* device, batch key counts (each <= seqlen_k), or NULL */
+    const int32_t *block_table; /* device, [batch][max_blocks_per_seq] page indices, or NULL */
+    int64_t max_blocks_per_seq; /* entries per sequence of block_table */
+    int64_t page_size;          /* rows per page: a positive multiple of 16 */
+    int64_t num_pages;          /* pages of the K and V caches */
 } mgpu_attention_fwd_desc;
 
 #define MGPU_ATTENTION_FWD_DESC_INIT                                                                      \
     {sizeof(mgpu_attention_fwd_desc), 0, 0, 0, 0, 0, 0, MGPU_DTYPE_BF16, 0.0f, 0, -1, -1, 0.0f, NULL, NULL, \
-     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}}
+     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL, 0, 0, 0}
+
+/* struct_size of descriptors made before the inference fields existed; the
+ * library still takes them (the fields then read as 0 / NULL). */
+#define MGPU_ATTENTION_FWD_DESC_SIZE_V1 offsetof(mgpu_attention_fwd_desc, seqused_k)
 
 /*
  * O = attention(Q, K, V) as described above; q, k, v, o are device pointers,
@@ -621,6 +665,47 @@ typedef struct mgpu_attention_fwd_desc {
  */
 MGPU_API mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
                                         const void *k, const void *v, void *o, float *lse);
+
+/*
+ * KV-cache append: writes seqlen_new new rows per sequence into K and V
+ * caches laid out as for paged attention above. Row j of sequence b of
+ * k_new / v_new ([batch][seqlen_new][heads_kv][head_dim] through
+ * new_strides; all-zero: dense) goes to position pos = cache_seqlens[b] + j:
+ * row pos % page_size of page block_table[b * max_blocks_per_seq +
+ * pos / page_size]. With block_table NULL the caches are contiguous:
+ * sequence b is page b (num_pages >= batch) of page_size rows. Positions
+ * past the table (pos >= max_blocks_per_seq * page_size, or page_size
+ * without a table) are skipped. cache_seqlens (int32, device) is read, not
+ * updated: attend with seqused_k[b] = cache_seqlens[b] + seqlen_new.
+ * One small kernel on the handle's stream; nothing allocated.
+ */
+typedef struct mgpu_kv_cache_append_desc {
+    size_t struct_size;         /* sizeof(mgpu_kv_cache_append_desc), set by MGPU_KV_CACHE_APPEND_DESC_INIT */
+    int64_t batch, seqlen_new, heads_kv, head_dim;
+    mgpu_dtype dtype;           /* MGPU_DTYPE_F16 or MGPU_DTYPE_BF16 */
+    const int32_t *cache_seqlens; /* device, batch entries: rows already in each sequence */
+    const int32_t *block_table; /* device, [batch][max_blocks_per_seq], or NULL (contiguous) */
+    int64_t max_blocks_per_seq;
+    int64_t page_size;          /* rows per page (contiguous: per sequence) */
+    int64_t num_pages;
+    mgpu_attention_strides new_strides;   /* of k_new and v_new: {batch, seq, head} */
+    mgpu_attention_strides cache_strides; /* of k_cache and v_cache: {page, row, head} */
+} mgpu_kv_cache_append_desc;
+
+#define MGPU_KV_CACHE_APPEND_DESC_INIT \
+    {sizeof(mgpu_kv_cache_append_desc), 0, 0, 0, 0, MGPU_DTYPE_BF16, NULL, NULL, 0, 0, 0, {0, 0, 0}, {0, 0, 0}}
+
+/*
+ * Returns SUCCESS (also with nothing to write), INVALID_HANDLE,
+ * NULL_POINTER (desc; the tensors or cache_seqlens when there is work),
+ * INVALID_VALUE (struct_size; cache_seqlens / block_table not 4-byte
+ * aligned), INVALID_SIZE (negative sizes, page_size < 1, num_pages < batch
+ * without a table, sizes above 2^31 - 1), INVALID_LD (negative strides),
+ * UNSUPPORTED_DTYPE, NOT_SUPPORTED (head_dim not a multiple of 8; bases or
+ * strides not 16-byte aligned), ARCH_MISMATCH, DRIVER_ERROR or LAUNCH_FAILED.
+ */
+MGPU_API mgpu_status mgpu_kv_cache_append(mgpu_handle *handle, const mgpu_kv_cache_append_desc *desc,
+                                          const void *k_new, const void *v_new, void *k_cache, void *v_cache);
 
 /* ------------------------------------------------------ attention backward */
 

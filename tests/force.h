@@ -1,10 +1,11 @@
 /*
  * For GPU tests that force several plans in one process. The library reads
- * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE
- * and MGPU_DEBUG_FP8_NO_PROMOTION once per process; force_setenv /
- * force_unsetenv change the environment and hand the new values to the
- * library (mgpu_env_override), so a test reads like the environment it sets.
- * These tests link the library's static core.
+ * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE,
+ * MGPU_DEBUG_FP8_NO_PROMOTION, MGPU_FORCE_PACK_GQA and MGPU_FORCE_NUM_SPLITS
+ * once per process; force_setenv / force_unsetenv change the environment
+ * and hand the new values to the library (mgpu_env_override), so a test
+ * reads like the environment it sets. These tests link the library's
+ * static core.
  */
 #ifndef MGPU_TESTS_FORCE_H
 #define MGPU_TESTS_FORCE_H
@@ -35,6 +36,10 @@ static void force_apply(void)
                                : strcmp(schedule, "cooperative") == 0 ? 1
                                : strcmp(schedule, "pingpong") == 0    ? 2
                                                                       : 0;
+    const char *pack = getenv("MGPU_FORCE_PACK_GQA");
+    const char *nsplits = getenv("MGPU_FORCE_NUM_SPLITS");
+    force_env.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
+    force_env.force_num_splits = nsplits ? atoi(nsplits) : 0;
     mgpu_env_override(&force_env);
 }
 

@@ -11,8 +11,10 @@
  * reference; O's padding between rows must still hold the poison. It prints
  * the relative error ||O - ref|| / ||ref||, the max abs error and the max LSE
  * error per case; a case passes when the relative error is <= 1e-2, the LSE
- * error <= 1e-2 and nothing is left NaN. MGPU_TEST_QUICK=1 runs a few small
- * cases (for compute-sanitizer). Exits 77 without a device.
+ * error <= 1e-2 and nothing is left NaN. Some cases force GQA packing and
+ * key splits (MGPU_FORCE_PACK_GQA / MGPU_FORCE_NUM_SPLITS through force.h)
+ * together with masks, soft-cap, varlen and layouts. MGPU_TEST_QUICK=1 runs
+ * a few small cases (for compute-sanitizer). Exits 77 without a device.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -23,6 +25,7 @@
 
 #include "check.h"
 #include "attention_test_util.h"
+#include "force.h"
 #include "gpu_util.h"
 
 #define MAX_REL_ERR 1e-2
@@ -41,6 +44,8 @@ struct tcase {
     int varlen;
     enum layout layout;
     int no_lse;
+    int pack;   /* MGPU_FORCE_PACK_GQA for the call: 1 on, -1 off, 0 the planner's choice */
+    int splits; /* MGPU_FORCE_NUM_SPLITS for the call; 0 the planner's choice */
 };
 
 struct tensor {
@@ -210,9 +215,18 @@ static void run_case(mgpu_handle *h, struct tcase c)
         desc.v_strides = v.st;
     }
     desc.o_strides = o.st; /* O is always given explicitly; DENSE gives dense values */
+    if (c.pack)
+        force_setenv("MGPU_FORCE_PACK_GQA", c.pack > 0 ? "1" : "0");
+    if (c.splits) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c.splits);
+        force_setenv("MGPU_FORCE_NUM_SPLITS", n);
+    }
     mgpu_status s = mgpu_attention_fwd(h, &desc, (const uint16_t *)q.dev + q.offset,
                                        (const uint16_t *)k.dev + k.offset, (const uint16_t *)v.dev + v.offset, o.dev,
                                        c.no_lse ? NULL : lse_dev);
+    force_unsetenv("MGPU_FORCE_PACK_GQA");
+    force_unsetenv("MGPU_FORCE_NUM_SPLITS");
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
           mgpu_last_error_message(), cudaGetErrorString(ce));
@@ -333,12 +347,12 @@ static void run_case(mgpu_handle *h, struct tcase c)
     const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
     const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 && rel <= MAX_REL_ERR &&
                      lse_max <= MAX_LSE_ERR;
-    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s: rel=%.2e "
-           "maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
+    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s pack=%d "
+           "splits=%d: rel=%.2e maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
            pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
            c.causal, c.wl, c.wr, (double)c.softcap, (double)scale, layout_name(c.layout), c.varlen ? " varlen" : "",
-           c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", rel, max_abs, lse_max, bad, lse_bad,
-           clobbered);
+           c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", c.pack, c.splits, rel, max_abs, lse_max,
+           bad, lse_bad, clobbered);
     CHECK(pass, "case above failed");
 
     free(dots);
@@ -394,8 +408,37 @@ static void quick_cases(mgpu_handle *h)
              .wr = -1);
 }
 
+/* GQA packing and key splits forced on every feature of the call: masks,
+ * soft-cap, varlen (ragged, an empty query sequence), layouts, no LSE,
+ * head dims, group sizes that do not divide the query block. */
+static void pack_split_cases(mgpu_handle *h)
+{
+    CASE(.batch = 3, .sq = 5, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .pack = 1, .splits = 3);
+    CASE(.batch = 2, .sq = 40, .sk = 333, .hq = 12, .hkv = 2, .d = 64, .dtype = F16, .wl = 60, .wr = 5,
+         .softcap = 10.0f, .pack = 1, .splits = 4);
+    CASE(.batch = 4, .sq = 70, .sk = 300, .hq = 8, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1, .varlen = 1, .pack = 1, .splits = 2);
+    CASE(.batch = 2, .sq = 3, .sk = 500, .hq = 6, .hkv = 6, .d = 256, .dtype = BF16, .wl = -1, .wr = -1,
+         .layout = PADDED, .pack = -1, .splits = 5);
+    CASE(.batch = 2, .sq = 9, .sk = 400, .hq = 24, .hkv = 1, .d = 96, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .layout = BHSD, .pack = 1, .splits = 1);
+    CASE(.batch = 1, .sq = 1, .sk = 2000, .hq = 8, .hkv = 1, .d = 192, .dtype = BF16, .wl = -1, .wr = -1,
+         .no_lse = 1, .pack = 1, .splits = 16);
+    CASE(.batch = 3, .sq = 130, .sk = 260, .hq = 3, .hkv = 3, .d = 64, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .layout = FUSED, .splits = 3);
+    CASE(.batch = 1, .sq = 200, .sk = 1000, .hq = 4, .hkv = 2, .d = 128, .dtype = F16, .wl = 100, .wr = 20,
+         .pack = 1, .splits = 7);
+    /* More splits than key blocks (capped), and the planner's own choice. */
+    CASE(.batch = 1, .sq = 1, .sk = 200, .hq = 32, .hkv = 8, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .splits = 64);
+    CASE(.batch = 2, .sq = 1, .sk = 5000, .hq = 32, .hkv = 4, .d = 128, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1);
+}
+
 static void full_cases(mgpu_handle *h)
 {
+    pack_split_cases(h);
     static const int dims[] = {64, 96, 128, 192, 256};
     static const mgpu_dtype dtypes[] = {BF16, F16};
     /* Every variant, causal and not, with a ragged last block. */
@@ -496,8 +539,13 @@ int main(void)
     if (!h || !ref_blas)
         return check_exit();
     const char *quick = getenv("MGPU_TEST_QUICK");
-    if (quick && quick[0] == '1')
+    if (quick && quick[0] == '1') {
         quick_cases(h);
+        CASE(.batch = 3, .sq = 5, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1,
+             .wr = -1, .pack = 1, .splits = 3);
+        CASE(.batch = 4, .sq = 70, .sk = 300, .hq = 8, .hkv = 2, .d = 64, .dtype = F16, .wl = 50, .wr = 3,
+             .softcap = 5.0f, .varlen = 1, .pack = 1, .splits = 2);
+    }
     else
         full_cases(h);
 

@@ -25,6 +25,7 @@ static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
 #define V_ADDR ((const void *)(uintptr_t)0x7f2000000000)
 #define O_ADDR ((void *)(uintptr_t)0x7f3000000000)
 #define LSE_ADDR ((float *)(uintptr_t)0x7f4000000000)
+#define CACHE_ADDR ((void *)(uintptr_t)0x7f5000000000)
 
 /* Whether this build has attention forward kernels for a compute capability. */
 static int has_attention_cc(int major, int minor)
@@ -285,6 +286,209 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "varlen grid uses the longest sequence");
 }
 
+/* Decode planning: GQA packing, key splits (from the tile count, bounded by
+ * key blocks, forcing and the workspace), paged K/V maps, and validation of
+ * the inference fields. */
+static void test_inference_plan(void)
+{
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    mgpu_status s;
+    mgpu_attention_fwd_desc d = base_desc();
+    d.batch = 1;
+    d.seqlen_q = 1;
+    d.seqlen_k = 4096;
+    d.heads_q = 64;
+    d.heads_kv = 8;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+    if (idx < 0)
+        return;
+    const struct mgpu_variant *v = &mgpu_variants[idx];
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0};
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    const struct mgpu_attention_fwd_args *a = &plan.args;
+    CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
+          a->pack_gqa, a->tile_heads, a->tile_queries);
+    CHECK(plan.q_map.rank == 5 && plan.q_map.dims[0] == 128 && plan.q_map.dims[1] == 8 && plan.q_map.dims[2] == 1 &&
+              plan.q_map.dims[3] == 8 && plan.q_map.dims[4] == 1,
+          "packed q map dims");
+    CHECK(plan.q_map.byte_strides[0] == 128 * 2 && plan.q_map.byte_strides[1] == 64 * 128 * 2 &&
+              plan.q_map.byte_strides[2] == 8 * 128 * 2 && plan.q_map.byte_strides[3] == 64 * 128 * 2,
+          "packed q map strides");
+    CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == 8 && plan.q_map.box[2] == 16 && plan.q_map.box[3] == 1 &&
+              plan.q_map.box[4] == 1,
+          "packed q box");
+    /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best last wave (14: 112 CTAs). */
+    CHECK(a->num_splits == 14 && plan.grid == 8 * 14, "splits %d grid %u", a->num_splits, plan.grid);
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 8, "partial rows %lld, combine grid %u",
+          (long long)a->partial_rows, plan.combine_grid);
+    CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 14) && plan.workspace_bytes >= 14 * 64 * 129 * 4,
+          "workspace %zu", plan.workspace_bytes);
+    mgpu_attention_fwd_place_partials(&plan, 0x10000);
+    CHECK(a->o_partial == 0x10000 && a->lse_partial == 0x10000 + 14 * 64 * 128 * 4, "partials placed");
+    /* Short workspace: fewer splits; none: no split (never a failure). */
+    choice.workspace_bytes = mgpu_attention_fwd_split_bytes(&p, 3);
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->num_splits == 3 && plan.grid == 24, "workspace for 3 splits: %d", a->num_splits);
+    mgpu_attention_make_plan(&p, v, &hopper, &plan);
+    CHECK(a->num_splits == 1 && a->pack_gqa == 1 && plan.workspace_bytes == 0, "no workspace: %d splits",
+          a->num_splits);
+    /* Forcing: packing off, splits on; splits beyond the key blocks are capped. */
+    choice.workspace_bytes = (size_t)32 << 20;
+    choice.force_pack = -1;
+    choice.force_splits = 5;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->pack_gqa == 0 && a->tile_heads == 64 && a->tile_queries == 128 && plan.q_map.rank == 4 &&
+              a->num_splits == 5 && plan.grid == 64 * 5,
+          "forced: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
+    choice.force_splits = 1000;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->num_splits == 32, "splits capped at the 32 key blocks: %d", a->num_splits);
+    choice.force_pack = 0;
+    choice.force_splits = 0;
+
+    /* Full GPU: no split; MHA: no packing; long queries: neither. */
+    d.batch = 64;
+    d.heads_kv = 64;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    /* 4096 and 512 equal tiles of 32 key blocks: the persistent grid */
+    CHECK(a->pack_gqa == 0 && a->num_splits == 1 && plan.grid == 132, "MHA batch 64: pack %d splits %d",
+          a->pack_gqa, a->num_splits);
+    d.heads_kv = 8;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->pack_gqa == 1 && a->num_splits == 1 && plan.grid == 132, "GQA batch 64: pack %d splits %d grid %u",
+          a->pack_gqa, a->num_splits, plan.grid);
+    d.seqlen_q = 4096;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->pack_gqa == 0 && a->num_splits == 1, "prefill: pack %d splits %d", a->pack_gqa, a->num_splits);
+    /* Groups larger than a query block cannot pack, even forced. */
+    d.seqlen_q = 1;
+    d.heads_q = 256;
+    d.heads_kv = 1;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    choice.force_pack = 1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->pack_gqa == 0, "group 256 does not pack");
+    choice.force_pack = 0;
+
+    /* The decode features are the sm_90a kernel's: on sm_100a no packing, no splits. */
+    if (has_attention_cc(10, 0)) {
+        d = base_desc();
+        d.batch = 1;
+        d.seqlen_q = 1;
+        d.seqlen_k = 4096;
+        d.heads_q = 64;
+        d.heads_kv = 8;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int i100 = mgpu_select_attention_fwd(&p, &blackwell, NULL, &s);
+        CHECK(i100 >= 0, "10.0 decode: %s", mgpu_last_error_message());
+        if (i100 >= 0) {
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[i100], &blackwell, &choice, &plan);
+            CHECK(a->pack_gqa == 0 && a->num_splits == 1 && a->tile_heads == 64 &&
+                      a->tile_queries == mgpu_variants[i100].attention.block_m,
+                  "10.0 decode: pack %d splits %d", a->pack_gqa, a->num_splits);
+        }
+    }
+
+    /* Paged K/V. */
+    const int32_t *table = (const int32_t *)(uintptr_t)0x5000, *used = (const int32_t *)(uintptr_t)0x6000;
+    d = base_desc();
+    d.batch = 4;
+    d.seqlen_q = 1;
+    d.seqlen_k = 3000;
+    d.heads_q = 32;
+    d.heads_kv = 8;
+    d.seqused_k = used;
+    d.block_table = table;
+    d.max_blocks_per_seq = 12;
+    d.page_size = 256;
+    d.num_pages = 100;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(p.k_strides.seq == 8 * 128 && p.k_strides.batch == 256 * 8 * 128, "dense page strides");
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->block_table == 0x5000 && a->seqused_k == 0x6000 && a->page_size == 256 && a->block_table_stride == 12 &&
+              a->page_box_rows == 128 && a->num_pages == 100,
+          "paged args: box %d", a->page_box_rows);
+    CHECK(plan.k_map.dims[1] == 256 && plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 &&
+              plan.k_map.box[1] == 128 && plan.k_map.byte_strides[2] == 256 * 8 * 128 * 2,
+          "paged k map");
+    if (has_attention_cc(10, 0))
+        CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+              "10.0 has no paged kernel");
+    d.page_size = 48;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE); /* 12 * 48 < 3000 */
+    d.max_blocks_per_seq = 63;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->page_box_rows == 16 && plan.v_map.box[1] == 16, "page 48: boxes of 16 rows (%d)", a->page_box_rows);
+    d.page_size = 40;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE);
+    d.page_size = 48;
+    d.seqused_k = NULL;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_VALUE);
+    d.seqused_k = used;
+    d.num_pages = 0;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE);
+    d.num_pages = 100;
+    d.block_table = (const int32_t *)(uintptr_t)0x5002;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_VALUE);
+    d.block_table = table;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = 4;
+    d.total_k = 3000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_VALUE);
+    /* A descriptor of the first layout still validates (inference fields off). */
+    d = base_desc();
+    d.struct_size = MGPU_ATTENTION_FWD_DESC_SIZE_V1;
+    d.block_table = table; /* beyond the first layout: not read */
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(p.block_table == 0 && p.seqused_k == 0, "v1 descriptor: no inference fields");
+
+    /* KV-cache append. */
+    mgpu_kv_cache_append_desc ad = MGPU_KV_CACHE_APPEND_DESC_INIT;
+    struct mgpu_kv_cache_append_args aa;
+    ad.batch = 4;
+    ad.seqlen_new = 1;
+    ad.heads_kv = 8;
+    ad.head_dim = 128;
+    ad.cache_seqlens = used;
+    ad.block_table = table;
+    ad.max_blocks_per_seq = 12;
+    ad.page_size = 256;
+    ad.num_pages = 100;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_SUCCESS);
+    CHECK(aa.vectors == 2 * 4 * 8 * 16 && aa.k_cache_strides[0] == 256 * 8 * 128 && aa.k_new_strides[1] == 8 * 128,
+          "append args");
+    ad.head_dim = 100;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_NOT_SUPPORTED);
+    ad.head_dim = 128;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, (char *)O_ADDR + 8, CACHE_ADDR, &aa),
+                 MGPU_STATUS_NOT_SUPPORTED);
+    ad.cache_seqlens = NULL;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_NULL_POINTER);
+    ad.cache_seqlens = used;
+    ad.block_table = NULL;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_SUCCESS);
+    ad.num_pages = 3;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_INVALID_SIZE);
+    ad.seqlen_new = 0;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, NULL, NULL, NULL, NULL, &aa), MGPU_STATUS_SUCCESS);
+    CHECK(aa.vectors == 0, "nothing to append");
+    ad.struct_size = 8;
+    CHECK_STATUS(mgpu_kv_cache_append_validate(&ad, Q_ADDR, K_ADDR, O_ADDR, CACHE_ADDR, &aa), MGPU_STATUS_INVALID_VALUE);
+    CHECK(mgpu_select_attention_fwd_combine(MGPU_DTYPE_BF16, &hopper, &s) >= 0 &&
+              mgpu_select_attention_fwd_combine(MGPU_DTYPE_F16, &hopper, &s) >= 0 &&
+              mgpu_select_kv_cache_append(&hopper, &s) >= 0,
+          "helper variants");
+    CHECK(mgpu_select_kv_cache_append(&blackwell, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.0");
+}
+
 /* ---- Blackwell (made-up cc 10.0 device) ---------------------------------- */
 
 /* Selects on the Blackwell device and checks the variant against the ABI's
@@ -430,6 +634,7 @@ int main(void)
     test_validation();
     test_selection();
     test_plan();
+    test_inference_plan();
     test_selection_sm100();
     return check_exit();
 }

@@ -80,6 +80,43 @@
  *   dynamic shared memory = AttnFwdConfig<T, D>::kSmemBytes (set
  *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once per function).
  *
+ * GQA packing (pack_gqa = 1; group_size <= kBlockM). A tile serves the
+ * group_size query heads of one KV head: tile row r = query (r / group_size)
+ * of the tile, head (head_kv * group_size + r % group_size), so all heads of a
+ * group walk the same K/V blocks and each K/V byte is read once per tile.
+ * tile_heads = heads_kv, tile_queries = floor(kBlockM / group_size); rows
+ * r >= tile_queries * group_size of the tile are padding (never stored). Q is
+ * read through a rank-5 map {head_dim, group_size, seq, heads_kv, nbatch}
+ * (strides {head, seq, group_size * head, batch} * 2 bytes) with box
+ * {64, group_size, tile_queries, 1, 1}: the packed tile is one box per 64
+ * columns. The mask, O and LSE use the query and head of each row.
+ * Unpacked: tile_heads = heads_q, tile_queries = kBlockM, Q's map as above.
+ *
+ * Split keys (num_splits > 1). Tile t of the grid is (split t % num_splits,
+ * work tile t / num_splits); a split takes the key blocks
+ * [begin + split * per, min(end, begin + (split + 1) * per)) of its work tile,
+ * per = ceil((end - begin) / num_splits). It writes its normalised O in fp32
+ * and its LSE (-infinity for rows without keys) to
+ *     o_partial[(split * partial_rows + row) * head_dim + d], lse_partial[split * partial_rows + row]
+ * with row the LSE index of the query row (the layout above, lse_*_stride),
+ * and writes nothing to O or lse. The combine kernel
+ * (hopper/attention_fwd_combine.cuh, same args, grid ceil(partial_rows / 8),
+ * 256 threads) then merges the splits of each row in split order
+ * (deterministic) into O (dtype) and LSE (when lse != 0).
+ *
+ * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
+ * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
+ * page strides); key row j of sequence b lives in page
+ * block_table[b * block_table_stride + j / page_size], row j % page_size.
+ * Their tensor maps are {head_dim, page_size, heads_kv, num_pages} with box
+ * {64, page_box_rows, 1, 1}; a key block is kBlockN / page_box_rows boxes.
+ * Pages past the sequence's last (ceil(seqlen / page_size) - 1) are never
+ * looked up: rows of the last block beyond the sequence come from its last
+ * page again and are masked.
+ *
+ * seqused_k (!= 0, not varlen): sequence b has seqused_k[b] keys (the mask's
+ * seqlen_k of that sequence); seqlen_k is their upper bound.
+ *
  * Validation the runtime must do (the kernel trusts these):
  *   - head_dim equals the variant's; heads_q % heads_kv == 0, group_size = heads_q / heads_kv
  *   - Q, K, V base addresses 16-byte aligned; seq/head/batch strides of Q, K, V
@@ -155,7 +192,10 @@ MGPU_ABI_FN int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_d
  * holding the TMA warp and the MMA warp. One work tile (block_m rows of one
  * head of one sequence) per CTA: the runtime launches grid = {tiles, 1, 1}
  * with tiles = ceil(seqlen_q / block_m) * heads_q * batch and leaves
- * tile_counter and lpt_group 0. The Q tensor map's box is {64, block_m, 1, 1}.
+ * tile_counter and lpt_group 0; of the inference fields it sets only
+ * tile_heads = heads_q, tile_queries = block_m, num_splits = 1 (no GQA
+ * packing, no splits, no seqused_k or paged K/V: calls with those do not
+ * select an sm_100a variant). The Q tensor map's box is {64, block_m, 1, 1}.
  * Shared memory: Q (block_m rows), `stages` K and V tiles (block_n rows), every
  * tile's head dim padded to whole 128-byte swizzle rows, plus 5 KiB (barriers,
  * per-row softmax messages, base alignment). */
@@ -203,6 +243,55 @@ struct mgpu_attention_fwd_args {
      * (tiles taken beyond the first gridDim.x, CTAs done), 0 between launches
      * (the last CTA to finish resets them). 0: CTA c takes tiles c, c + grid, ... */
     uint64_t tile_counter;
+
+    /* ---- Inference features (see "GQA packing", "Split keys", "Paged K/V" above). */
+    int32_t pack_gqa;          /* 1: a tile's rows are (query, head of the group) pairs */
+    int32_t tile_heads;        /* heads a tile index runs over: heads_q, or heads_kv when packed */
+    int32_t tile_queries;      /* queries per tile: kBlockM, or kBlockM / group_size when packed */
+    int32_t num_splits;        /* >= 1: CTAs sharing the key blocks of one tile */
+    uint64_t o_partial;        /* num_splits > 1: fp32 [num_splits][partial_rows][head_dim] */
+    uint64_t lse_partial;      /* num_splits > 1: fp32 [num_splits][partial_rows] */
+    int64_t partial_rows;      /* rows of the call, indexed as the LSE: batch * heads_q * seqlen_q or
+                                  heads_q * total_q */
+    uint64_t seqused_k;        /* int32[batch] device: keys of each sequence (<= seqlen_k), or 0 */
+    uint64_t block_table;      /* int32[batch][block_table_stride] device: pages of each sequence, or 0 */
+    int32_t block_table_stride;/* entries per sequence (max_blocks_per_seq) */
+    int32_t page_size;         /* rows per page */
+    int32_t page_box_rows;     /* rows per TMA box of a paged K / V load: gcd(page_size, kBlockN) */
+    int32_t num_pages;         /* pages of the caches (the tensor maps' outer extent) */
+};
+
+/* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes
+ * struct mgpu_attention_fwd_args itself: grid {ceil(partial_rows / 8), 1, 1},
+ * block {MGPU_ATTENTION_FWD_COMBINE_THREADS, 1, 1}, no shared memory. */
+#define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
+#define MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA 8
+/* Most splits of one work tile (the combine reads them all per row). */
+#define MGPU_ATTENTION_FWD_MAX_SPLITS 128
+
+/*
+ * KV-cache append (hopper/attention_fwd_kv_append.cuh, mgpu_kv_cache_append):
+ * row j < seqlen_new of sequence b of K_new / V_new ([batch][seqlen_new]
+ * [heads_kv][head_dim] through their strides) goes to cache position
+ * pos = cache_seqlens[b] + j: page block_table[b * block_table_stride +
+ * pos / page_size] (block_table 0: page b), row pos % page_size of the
+ * caches [pages][page_size][heads_kv][head_dim] (batch stride = page
+ * stride). Positions whose page index is >= block_table_stride (block_table
+ * 0: pos >= page_size) are skipped. One thread per 16-byte vector:
+ * 2 * batch * seqlen_new * heads_kv * head_dim / 8 vectors, grid
+ * ceil(vectors / MGPU_KV_APPEND_THREADS) (< 2^31), 16-bit elements, bases
+ * and strides 16-byte aligned (the runtime checks).
+ */
+#define MGPU_KV_APPEND_THREADS 256
+
+struct mgpu_kv_cache_append_args {
+    int32_t batch, seqlen_new, heads_kv, head_dim;
+    int32_t page_size, block_table_stride;
+    uint64_t k_new, v_new, k_cache, v_cache; /* device addresses */
+    uint64_t block_table, cache_seqlens;     /* int32 device arrays (block_table may be 0) */
+    int64_t vectors;                         /* 2 * batch * seqlen_new * heads_kv * head_dim / 8 */
+    /* Strides in elements: {batch, seq, head} of K_new, V_new, and {page, row, head} of the caches. */
+    int64_t k_new_strides[3], v_new_strides[3], k_cache_strides[3], v_cache_strides[3];
 };
 
 struct mgpu_attention_fwd_params {

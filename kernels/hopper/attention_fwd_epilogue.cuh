@@ -67,18 +67,23 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     }
     named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
 
-    const int first_row = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
-    const int rows = min(Cfg::kRowsPerConsumer, w.seqlen_q - first_row);
+    /* Tile rows of this warpgroup that hold queries (packed tiles may end in
+     * padding rows); each row's query and head (abi/attention_abi.h). */
+    const int rows = max(0, min(Cfg::kRowsPerConsumer, w.tile_rows - consumer * Cfg::kRowsPerConsumer));
     const int64_t batch_term = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.o_batch_stride;
     uint8_t *o_base = reinterpret_cast<uint8_t *>(a.o) +
-                      (batch_term + static_cast<int64_t>(w.q_offset + first_row) * a.o_seq_stride +
+                      (batch_term + static_cast<int64_t>(w.q_offset) * a.o_seq_stride +
                        static_cast<int64_t>(w.head_q) * a.o_head_stride) *
                           Cfg::kElementBytes;
     for (int idx = thread; idx < rows * kChunksPerRow; idx += Cfg::kWarpgroupThreads) {
         const int r = idx / kChunksPerRow, chunk = idx % kChunksPerRow;
         const int tile_row = consumer * Cfg::kRowsPerConsumer + r;
+        const int query = w.q_row0 + tile_row / w.row_div, head = tile_row % w.row_div;
+        if (query >= w.seqlen_q)
+            continue;
         const uint4 v = ld_shared_u128(staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(tile_row, chunk * kChunkElems));
-        *reinterpret_cast<uint4 *>(o_base + (static_cast<int64_t>(r) * a.o_seq_stride + chunk * kChunkElems) *
+        *reinterpret_cast<uint4 *>(o_base + (static_cast<int64_t>(query) * a.o_seq_stride +
+                                             static_cast<int64_t>(head) * a.o_head_stride + chunk * kChunkElems) *
                                                 Cfg::kElementBytes) = v;
     }
     /* Generic-proxy writes and reads of the buffer before the next TMA write. */
@@ -92,10 +97,48 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
                          static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int row = w.m_block * Cfg::kBlockM + tile_row0 + 8 * h;
-            if (row < w.seqlen_q)
-                lse_out[row] = lse[h];
+            const int tile_row = tile_row0 + 8 * h;
+            const int query = w.q_row0 + tile_row / w.row_div;
+            if (tile_row < w.tile_rows && query < w.seqlen_q)
+                lse_out[static_cast<int64_t>(tile_row % w.row_div) * a.lse_head_stride + query] = lse[h];
         }
+    }
+}
+
+/* The epilogue of one split (num_splits > 1): normalised O in fp32 and the
+ * LSE (-infinity for rows without keys) straight from registers into the
+ * partial buffers (abi/attention_abi.h, "Split keys"); the Q buffer is
+ * released as in attn_fwd_epilogue. */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_fwd_args &a,
+                                                          typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
+                                                          int consumer, int q_stage,
+                                                          const float (&o)[Cfg::kHeadDim / 2], const float (&lse)[2])
+{
+    constexpr int kRowsPerWarp = 16;
+    int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    asm volatile("" : "+r"(thread));
+    const int warp = thread / 32, lane = thread % 32;
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(&smem.q_empty[q_stage]);
+    const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
+    const int64_t first = static_cast<int64_t>(w.split) * a.partial_rows +
+                          static_cast<int64_t>(w.batch) * a.lse_batch_stride +
+                          static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int tile_row = tile_row0 + 8 * h;
+        const int query = w.q_row0 + tile_row / w.row_div;
+        if (tile_row >= w.tile_rows || query >= w.seqlen_q)
+            continue;
+        const int64_t row = first + static_cast<int64_t>(tile_row % w.row_div) * a.lse_head_stride + query;
+        float *o_row = reinterpret_cast<float *>(a.o_partial) + row * Cfg::kHeadDim + 2 * (lane % 4);
+#pragma unroll
+        for (int j = 0; j < Cfg::kHeadDim / 8; ++j)
+            *reinterpret_cast<float2 *>(o_row + 8 * j) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+        if (lane % 4 == 0)
+            reinterpret_cast<float *>(a.lse_partial)[row] = lse[h] == INFINITY ? -INFINITY : lse[h];
     }
 }
 

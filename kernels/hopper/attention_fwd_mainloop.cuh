@@ -48,10 +48,86 @@ __device__ __forceinline__ void load_tile(uint8_t *dst, const CUtensorMap *map, 
         tma_load_4d(dst + d * kBlockBytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
 }
 
+/* Q of a GQA-packed tile: one rank-5 box {64, group, queries, 1, 1} per 64
+ * head-dim columns (abi/attention_abi.h, "GQA packing"). */
+template <class Cfg>
+__device__ __forceinline__ void load_q_packed(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int row, int head_kv,
+                                              int tma_batch)
+{
+#pragma unroll
+    for (int d = 0; d < Cfg::kDimBlocks; ++d) {
+        const int32_t coords[5] = {d * Cfg::kSwizzleElems, 0, row, head_kv, tma_batch};
+        ptx::cp_async_bulk_tensor(ptx::space_shared, ptx::space_global, dst + d * Cfg::kQBlockBytes, map, coords, bar);
+    }
+}
+
+/* One key block of a paged cache: kBlockN / page_box_rows boxes, each inside
+ * one page (page_box_rows divides page_size and kBlockN). Pages past the
+ * sequence's last are not looked up; their rows (masked) come from the last. */
+template <class Cfg>
+__device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
+                                              const mgpu_attention_fwd_args &a, const int32_t *table, int last_page,
+                                              int head_kv, int n)
+{
+    for (int row = n * Cfg::kBlockN; row < (n + 1) * Cfg::kBlockN; row += a.page_box_rows) {
+        const int page = __ldg(&table[min(row / a.page_size, last_page)]);
+        const int within = row % a.page_size;
+        uint8_t *box = dst + (row - n * Cfg::kBlockN) * Cfg::kSwizzleBytes;
+#pragma unroll
+        for (int d = 0; d < Cfg::kDimBlocks; ++d)
+            tma_load_4d(box + d * Cfg::kKVBlockBytes, map, bar, d * Cfg::kSwizzleElems, within, head_kv, page);
+    }
+}
+
+/* The K and V loads of one tile, from its last key block down to its first;
+ * returns the key-block count over all tiles. Paged and contiguous caches
+ * are separate loops so that each keeps only its own addressing live (the
+ * producer runs on kProducerRegisters). */
+template <class Cfg, bool kPaged>
+__device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
+                                          const AttnFwdWork &w, int kv_iter)
+{
+    const int count = w.n_block_end - w.n_block_begin;
+    const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
+    /* Paged: this sequence's row of the block table and its last page;
+     * contiguous: the first row of the sequence and the maps' batch. */
+    const int32_t *table = nullptr;
+    int a0, a1;
+    if constexpr (kPaged) {
+        table = reinterpret_cast<const int32_t *>(p.args.block_table) +
+                static_cast<int64_t>(w.batch) * p.args.block_table_stride;
+        a0 = max(0, (w.seqlen_k - 1) / p.args.page_size);
+        a1 = 0;
+    } else {
+        a0 = w.k_offset;
+        a1 = w.tma_batch;
+    }
+    for (int i = 0; i < count; ++i, ++kv_iter) {
+        const int n = n_last - i;
+        const int stage = kv_iter % Cfg::kStages;
+        const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+        mbar_wait(&smem.k_empty[stage], phase ^ 1);
+        mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+        if constexpr (kPaged)
+            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, table, a0, head_kv, n);
+        else
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
+                                               head_kv, a1);
+        mbar_wait(&smem.v_empty[stage], phase ^ 1);
+        mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+        if constexpr (kPaged)
+            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, table, a0, head_kv, n);
+        else
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
+                                               head_kv, a1);
+    }
+    return kv_iter;
+}
+
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler)
+                                                  const AttnTileScheduler<> &scheduler)
 {
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
@@ -60,7 +136,7 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         t = scheduler.next(t); /* a dynamic scheduler counts every CTA out */
     for (; scheduler.valid(t); t = scheduler.next(t)) {
         const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
-        if (!attn_fwd_tile_active(w, Cfg::kBlockM))
+        if (!attn_fwd_tile_active(w))
             continue;
         /* A Q buffer is free once both consumers have stored from it the O of
          * the tile it last held (kQStages tiles ago). The tile index goes
@@ -68,25 +144,20 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         const int q_stage = q_iter % Cfg::kQStages;
         mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
         smem.q_tile[q_stage] = t;
-        mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
-        load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
-                                          w.q_offset + w.m_block * Cfg::kBlockM, w.head_q, w.tma_batch);
-        ++q_iter;
-        const int count = w.n_block_end - w.n_block_begin;
-        for (int i = 0; i < count; ++i, ++kv_iter) {
-            const int n = w.n_block_end - 1 - i;
-            const int stage = kv_iter % Cfg::kStages;
-            const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
-            const int row = w.k_offset + n * Cfg::kBlockN;
-            mbar_wait(&smem.k_empty[stage], phase ^ 1);
-            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], row, w.head_kv,
-                                               w.tma_batch);
-            mbar_wait(&smem.v_empty[stage], phase ^ 1);
-            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], row, w.head_kv,
-                                               w.tma_batch);
+        if (p.args.pack_gqa) {
+            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
+            load_q_packed<Cfg>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage], w.q_offset + w.q_row0, w.head_kv,
+                               w.tma_batch);
+        } else {
+            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
+            load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
+                                              w.q_offset + w.q_row0, w.head_q, w.tma_batch);
         }
+        ++q_iter;
+        if (p.args.block_table)
+            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter);
+        else
+            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter);
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;
@@ -143,6 +214,22 @@ __device__ __forceinline__ void convert_p(uint32_t (&pr)[Cfg::kBlockN / 4], cons
         pr[i] = pack2<typename Cfg::T>(s[2 * i], s[2 * i + 1]);
 }
 
+/* Zeroes rows [first, kBlockN) of a K/V tile (every 64-column block; the
+ * 128-byte swizzle permutes 16-byte chunks within a row, so a row stays
+ * whole), 128 threads of a warpgroup. */
+template <class Cfg>
+__device__ __noinline__ void zero_rows(uint8_t *tile, int first, int thread)
+{
+    constexpr int kChunks = Cfg::kSwizzleBytes / 16;
+    const int rows = Cfg::kBlockN - first;
+    for (int idx = thread; idx < rows * kChunks * Cfg::kDimBlocks; idx += Cfg::kWarpgroupThreads) {
+        const int chunk = idx % kChunks, rest = idx / kChunks;
+        const int row = first + rest % rows, block = rest / rows;
+        *reinterpret_cast<uint4 *>(tile + block * Cfg::kKVBlockBytes + row * Cfg::kSwizzleBytes + chunk * 16) =
+            make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
 /* Stage and phase of global key-block iteration g. */
 template <class Cfg>
 __device__ __forceinline__ int stage_of(int g)
@@ -169,7 +256,9 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     const int my_turn = Cfg::kBarrierTurnFirst + consumer;
     const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
     const int count = w.n_block_end - w.n_block_begin;
-    const int row_base = w.m_block * Cfg::kBlockM + consumer * Cfg::kRowsPerConsumer;
+    /* Tile rows of this warpgroup start at row_base; their queries (the mask's
+     * rows) are q_row0 + tile row / row_div. */
+    const int row_base = consumer * Cfg::kRowsPerConsumer;
 
     float s[Cfg::kBlockN / 2];
     uint32_t pr[Cfg::kBlockN / 4];
@@ -179,7 +268,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
      * Soft-cap: s <- (softcap / softmax_scale) tanh(s softmax_scale / softcap),
      * so that the common s * scale_log2 makes it softcap * log2(e) * tanh(.). */
     /* Blocks that need masking: some row of this warpgroup loses a key. */
-    const int row_lo = row_base, row_hi = row_base + Cfg::kRowsPerConsumer - 1;
+    const int row_lo = w.q_row0 + row_base / w.row_div;
+    const int row_hi = w.q_row0 + (row_base + Cfg::kRowsPerConsumer - 1) / w.row_div;
     auto needs_mask = [&](int n) {
         const int k0 = n * Cfg::kBlockN, k1 = k0 + Cfg::kBlockN;
         return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
@@ -188,7 +278,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         if (a.softcap > 0.f)
             apply_softcap(s, a.softmax_scale / a.softcap, a.softcap / a.softmax_scale);
         if (needs_mask(n))
-            apply_mask<Cfg::kBlockN>(s, w.mask, row_base, n * Cfg::kBlockN, thread);
+            apply_mask<Cfg::kBlockN>(s, w.mask, w.q_row0, row_base, w.row_div, n * Cfg::kBlockN, thread);
         softmax.update(s, a.scale_log2, correction);
     };
 
@@ -200,6 +290,21 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
             mbar_arrive(bar);
     };
 
+    /* Keys from a cache (seqused_k, paged or not): the rows of the first
+     * block (the last keys) past the sequence hold whatever the cache holds
+     * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
+     * (while S and P are not live yet). Both consumers write the same zeros;
+     * each fences and syncs its own warpgroup before its P V reads them. */
+    if (a.seqused_k != 0) {
+        const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
+        if (valid < Cfg::kBlockN) {
+            const int g = kv_iter;
+            mbar_wait(&smem.v_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+            zero_rows<Cfg>(smem.v[stage_of<Cfg>(g)], valid, thread);
+            fence_smem_to_async();
+            named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
+        }
+    }
     /* Block 0: scores only. */
     {
         const int g = kv_iter;

@@ -45,12 +45,14 @@ struct AttnMask {
 };
 
 /*
- * Sets the disallowed scores of an S fragment to -infinity. row_base is the
- * first query row of the warpgroup's 64, key_base the first key of the block.
+ * Sets the disallowed scores of an S fragment to -infinity. Tile row r (of
+ * the warpgroup's 64 starting at tile row row_base) is query
+ * q_row0 + r / row_div (row_div: the GQA group when packed, else 1); key_base
+ * is the first key of the block.
  */
 template <int kBlockN>
-__device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMask &mask, int row_base,
-                                           int key_base, int thread_in_wg)
+__device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMask &mask, int q_row0, int row_base,
+                                           int row_div, int key_base, int thread_in_wg)
 {
     constexpr int kRowsPerWarp = 16;
     constexpr int kQuadRowHalf = 8;
@@ -58,7 +60,8 @@ __device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMa
     const int col0 = key_base + 2 * (lane % 4);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int row = row_base + warp * kRowsPerWarp + lane / 4 + h * kQuadRowHalf;
+        const int tile_row = row_base + warp * kRowsPerWarp + lane / 4 + h * kQuadRowHalf;
+        const int row = q_row0 + (row_div == 1 ? tile_row : tile_row / row_div);
         const int lo = mask.key_begin(row), hi = mask.key_end(row);
 #pragma unroll
         for (int j = 0; j < kBlockN / 8; ++j) {

@@ -148,7 +148,7 @@ struct AttnFwdConfig {
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<Cfg::kBlockM> &scheduler, int consumer)
+                                                  const AttnTileScheduler<> &scheduler, int consumer)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
@@ -189,7 +189,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
          * (in registers) through the main loop. */
         int tile = t;
         asm volatile("" : "+r"(tile));
-        attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
+        if (a.num_splits > 1)
+            attn_fwd_epilogue_partial<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage,
+                                           o, lse);
+        else
+            attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
@@ -203,7 +207,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
-    const AttnTileScheduler<Cfg::kBlockM> scheduler(p.args);
+    const AttnTileScheduler<> scheduler(p.args);
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);

@@ -18,7 +18,7 @@ from .errors import (ArchMismatchError, DeviceUnavailableError, DriverError, Dty
                      NotSupportedError, OutOfMemoryError, WrongDeviceError)
 from .ops import (Call, Handle, attention_bwd, attention_bwd_supported,
                   attention_bwd_workspace_size, attention_fwd, check_index_errors,
-                  default_handle, gather, gemm, gemm_ex, gemm_workspace_size, scatter_add)
+                  default_handle, gather, gemm, gemm_ex, gemm_workspace_size, kv_cache_append, scatter_add)
 
 __version__ = "0.1.0"
 
@@ -32,6 +32,7 @@ __all__ = [
     "Handle", "Call", "default_handle", "library", "library_version",
     "gemm", "gemm_ex", "gemm_workspace_size", "gather", "scatter_add", "check_index_errors",
     "attention_fwd", "attention_bwd", "attention_bwd_supported", "attention_bwd_workspace_size",
+    "kv_cache_append",
     "MgpuError", "LibraryNotFoundError", "InvalidArgumentError", "DtypeError", "WrongDeviceError",
     "DeviceUnavailableError", "NoDriverError", "NoDeviceError", "NotSupportedError", "ArchMismatchError",
     "DriverError", "LaunchError", "OutOfMemoryError", "IndexOutOfRangeError", "InsufficientWorkspaceError",

@@ -88,8 +88,21 @@ _ATTENTION_COMMON = [
 
 
 class AttentionFwdDesc(ctypes.Structure):
-    """mgpu_attention_fwd_desc."""
-    _fields_ = list(_ATTENTION_COMMON)
+    """mgpu_attention_fwd_desc: the shared fields, then the inference fields (seqused_k, paged K/V)."""
+    _fields_ = _ATTENTION_COMMON + [
+        ("seqused_k", c_void_p), ("block_table", c_void_p), ("max_blocks_per_seq", c_int64),
+        ("page_size", c_int64), ("num_pages", c_int64),
+    ]
+
+
+class KvCacheAppendDesc(ctypes.Structure):
+    """mgpu_kv_cache_append_desc."""
+    _fields_ = [
+        ("struct_size", c_size_t), ("batch", c_int64), ("seqlen_new", c_int64), ("heads_kv", c_int64),
+        ("head_dim", c_int64), ("dtype", c_int), ("cache_seqlens", c_void_p), ("block_table", c_void_p),
+        ("max_blocks_per_seq", c_int64), ("page_size", c_int64), ("num_pages", c_int64),
+        ("new_strides", AttentionStrides), ("cache_strides", AttentionStrides),
+    ]
 
 
 class AttentionBwdDesc(ctypes.Structure):
@@ -140,6 +153,7 @@ _PROTOTYPES = {
     "mgpu_gemm_workspace_size": ([_H, c_int, c_int, c_int64, c_int64, c_int64, _P, c_int, c_int64,
                                   _P, c_int, c_int64, _P, c_int, c_int64, POINTER(c_size_t)], True),
     "mgpu_gemm_ex_workspace_size": ([_H, POINTER(GemmDesc), POINTER(c_size_t)], True),
+    "mgpu_kv_cache_append": ([_H, POINTER(KvCacheAppendDesc), _P, _P, _P, _P], True),
 }
 _RESTYPES = {"mgpu_version": c_int, "mgpu_status_string": c_char_p, "mgpu_last_error_message": c_char_p}
 

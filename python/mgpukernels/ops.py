@@ -370,22 +370,52 @@ def _attention_fields(q, k, v, o, causal, softmax_scale, window, softcap, cu_seq
 
 
 def attention_fwd(q, k, v, out, lse=None, *, causal=False, softmax_scale=None, window=(-1, -1), softcap=0.0,
-                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, handle=None,
-                  prepare=False):
+                  cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
+                  block_table=None, handle=None, prepare=False):
     """out = softmax(scale * q k^T [masked]) v (mgpu_attention_fwd), float16 or bfloat16.
 
     q, out: (batch, seq_q, heads_q, head_dim); k, v: (batch, seq_k, heads_kv, head_dim); or, with
     cu_seqlens_q / cu_seqlens_k (int32, batch + 1 offsets) and the longest lengths max_seqlen_*,
     packed (total, heads, head_dim). lse: None or float32 (batch, heads_q, seq_q) (varlen:
     (heads_q, total_q)), what the backward pass reads. window = (left, right), -1 unbounded;
-    softmax_scale None: 1 / sqrt(head_dim)."""
+    softmax_scale None: 1 / sqrt(head_dim). seqused_k: None or int32 (batch,), the keys each
+    sequence uses. block_table: None or int32 (batch, max_blocks_per_seq) page indices; k, v are
+    then caches (num_pages, page_size, heads_kv, head_dim), seqused_k is required and
+    max_seqlen_k (default max_blocks_per_seq * page_size) bounds it."""
     h = handle or default_handle()
-    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k)
-    dq, dk, dv, do, dl, cq, ck = (None if x is None else describe(x, h.stream) for x in arrays)
-    desc = _capi.new_desc(_capi.AttentionFwdDesc, **_attention_fields(
-        dq, dk, dv, do, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k))
+    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
+    dq, dk, dv, do, dl, cq, ck, du, dt = (None if x is None else describe(x, h.stream) for x in arrays)
+    f = _attention_fields(dq, dk, dv, do, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k)
+    if du is not None:
+        f.update(seqused_k=du.ptr)
+    if dt is not None:
+        pages, page_size = dk.shape[0], dk.shape[1]
+        f.update(block_table=dt.ptr, max_blocks_per_seq=dt.shape[1], page_size=page_size, num_pages=pages,
+                 batch=dq.shape[0], seqlen_k=max_seqlen_k or dt.shape[1] * page_size)
+    desc = _capi.new_desc(_capi.AttentionFwdDesc, **f)
     args = [h.ptr, ctypes.byref(desc), dq.ptr, dk.ptr, dv.ptr, do.ptr, dl.ptr if dl is not None else None]
     return _run("mgpu_attention_fwd", args, (arrays, desc), prepare)
+
+
+def kv_cache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, block_table=None, *, handle=None,
+                    prepare=False):
+    """Writes k_new, v_new (batch, seqlen_new, heads_kv, head_dim) into the caches at positions
+    cache_seqlens[b] + j (mgpu_kv_cache_append). Caches: (num_pages, page_size, heads_kv, head_dim)
+    with block_table int32 (batch, max_blocks_per_seq), or without one (batch or more, capacity,
+    heads_kv, head_dim), sequence b in row b. cache_seqlens (int32, batch) is read, not updated."""
+    h = handle or default_handle()
+    arrays = (k_new, v_new, k_cache, v_cache, cache_seqlens, block_table)
+    kn, vn, kc, vc, cl, bt = (None if x is None else describe(x, h.stream) for x in arrays)
+    if vn.shape != kn.shape or vc.shape != kc.shape or vn.strides != kn.strides or vc.strides != kc.strides:
+        raise ValueError("v_new / v_cache must have the shapes and strides of k_new / k_cache")
+    desc = _capi.new_desc(_capi.KvCacheAppendDesc, batch=kn.shape[0], seqlen_new=kn.shape[1],
+                          heads_kv=kn.shape[2], head_dim=kn.shape[3], dtype=_dtype_code(kn, "k_new"),
+                          cache_seqlens=cl.ptr, block_table=bt.ptr if bt is not None else None,
+                          max_blocks_per_seq=bt.shape[1] if bt is not None else 0, page_size=kc.shape[1],
+                          num_pages=kc.shape[0], new_strides=_strides(kn, "k_new", False),
+                          cache_strides=_strides(kc, "k_cache", False))
+    args = [h.ptr, ctypes.byref(desc), kn.ptr, vn.ptr, kc.ptr, vc.ptr]
+    return _run("mgpu_kv_cache_append", args, (arrays, desc), prepare)
 
 
 def attention_bwd_supported():

@@ -17,7 +17,7 @@ HEADER = REPO / "include" / "mgpukernels.h"
 
 STRUCTS = {"mgpu_gemm_desc": _capi.GemmDesc, "mgpu_gather_desc": _capi.GatherDesc,
            "mgpu_scatter_add_desc": _capi.ScatterAddDesc, "mgpu_attention_fwd_desc": _capi.AttentionFwdDesc,
-           "mgpu_attention_strides": _capi.AttentionStrides}
+           "mgpu_attention_strides": _capi.AttentionStrides, "mgpu_kv_cache_append_desc": _capi.KvCacheAppendDesc}
 
 
 def _header_has(name):

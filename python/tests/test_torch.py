@@ -210,6 +210,39 @@ def test_attention_fwd_varlen(h):
         start += n
 
 
+@needs_hopper
+@pytest.mark.parametrize("page", [16, 256])
+def test_kv_cache_append_then_paged_decode(h, page):
+    """A decode step: the new token's K/V appended into shuffled pages, then one query row per
+    sequence attends over the grown cache (paged, seqused_k), against the contiguous reference."""
+    b, hq, hkv, d, cap = 3, 16, 2, 128, 600
+    old = [0, 300, 599]
+    nb = (cap + page - 1) // page
+    k_all, v_all = randn(b, cap, hkv, d), randn(b, cap, hkv, d)
+    perm = torch.randperm(b * nb + 2, device=DEV)
+    table = perm[:b * nb].view(b, nb).to(torch.int32)
+    k_cache, v_cache = randn(b * nb + 2, page, hkv, d), randn(b * nb + 2, page, hkv, d)
+    for s in range(b):
+        for j in range(old[s]):
+            k_cache[table[s, j // page], j % page] = k_all[s, j]
+            v_cache[table[s, j // page], j % page] = v_all[s, j]
+    k_new, v_new = k_all[:, :1].clone(), v_all[:, :1].clone()
+    for s in range(b):  # the reference's new row sits at position old[s]
+        k_all[s, old[s]], v_all[s, old[s]] = k_new[s, 0], v_new[s, 0]
+    lens = torch.tensor(old, device=DEV, dtype=torch.int32)
+    mk.kv_cache_append(k_new, v_new, k_cache, v_cache, lens, table, handle=h)
+    q = randn(b, 1, hq, d)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.empty(b, hq, 1, device=DEV)
+    mk.attention_fwd(q, k_cache, v_cache, o, lse, causal=True, seqused_k=lens + 1, block_table=table,
+                     max_seqlen_k=cap, handle=h)
+    for s in range(b):
+        n = old[s] + 1
+        ref, ref_lse = sdpa_reference(q[s:s + 1], k_all[s:s + 1, :n], v_all[s:s + 1, :n], True)
+        assert rel_err(o[s:s + 1], ref) < 1e-2
+        assert rel_err(lse[s:s + 1], ref_lse) < 1e-4
+
+
 # ---------------------------------------------------------- torch module
 
 @needs_hopper

@@ -26,6 +26,9 @@ struct mgpu_attention_problem {
     int64_t total_q, total_k;   /* rows of the seq dimension of Q/O and K/V (fixed length: seqlen) */
     uintptr_t q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k;
     mgpu_attention_strides q_strides, k_strides, v_strides, o_strides;
+    /* Forward only (zero elsewhere): paged K / V and per-sequence key counts. */
+    uintptr_t block_table, seqused_k;
+    int64_t page_size, max_blocks_per_seq, num_pages;
 };
 
 /* The fields both descriptors share, in their order. */

@@ -1,9 +1,11 @@
 /*
  * mgpu_attention_fwd: check the handle, validate, select and plan
- * (attention_plan.c), encode the three rank-4 TMA tensor maps over Q, K and
- * V that attention_abi.h describes, launch on the handle's stream (one CTA
- * per 128-row query tile, or a persistent grid). The kernel's whole parameter is
- * struct mgpu_attention_fwd_params, passed by value.
+ * (attention_plan.c), encode the three TMA tensor maps over Q, K and V that
+ * attention_abi.h describes, launch on the handle's stream (one CTA per
+ * query tile or key split, or a persistent grid), and for split calls the
+ * combine pass after it (partial buffers in the handle's workspace). The
+ * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
+ * value. mgpu_kv_cache_append: validate, one copy kernel.
  */
 #include <string.h>
 
@@ -11,29 +13,43 @@
 #include "runtime.h"
 
 static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_variant *v, int forced,
-                     unsigned grid, int dynamic)
+                     const struct mgpu_attention_plan *plan)
 {
     mgpu_log("attention_fwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) "
-             "softcap=%g%s%s: %s%s grid=%u%s",
+             "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
              (long long)p->heads_kv, (long long)p->head_dim, p->dtype == MGPU_DTYPE_BF16 ? "bf16" : "f16", p->causal,
              p->window_left, p->window_right, (double)p->softcap, p->varlen ? " varlen" : "", p->lse ? " lse" : "",
-             v->name, forced ? " (forced)" : "", grid,
-             dynamic ? " (dynamic tiles)" : "");
+             p->seqused_k ? " seqused_k" : "", p->block_table ? " paged" : "", v->name, forced ? " (forced)" : "",
+             plan->grid, plan->dynamic ? " (dynamic tiles)" : "", plan->args.pack_gqa, plan->args.num_splits,
+             plan->args.num_splits > 1 ? " + combine" : "");
 }
 
 static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_attention_problem *p)
 {
     mgpu_status s;
-    const char *force = mgpu_env()->force_variant;
+    const struct mgpu_env *env = mgpu_env();
+    const char *force = env->force_variant;
     const int variant = mgpu_select_attention_fwd(p, &h->caps, force, &s);
     if (variant < 0)
         return s;
     const struct mgpu_variant *v = &mgpu_variants[variant];
+    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits};
     struct mgpu_attention_plan plan;
-    mgpu_attention_make_plan(p, v, &h->caps, &plan);
+    mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
+    int combine = -1;
+    if (plan.args.num_splits > 1) {
+        combine = mgpu_select_attention_fwd_combine(p->dtype, &h->caps, &s);
+        if (combine < 0)
+            return s;
+        CUdeviceptr workspace = 0;
+        s = mgpu_handle_workspace(h, plan.workspace_bytes, &workspace);
+        if (s != MGPU_STATUS_SUCCESS)
+            return s;
+        mgpu_attention_fwd_place_partials(&plan, (uint64_t)workspace);
+    }
     if (mgpu_log_enabled())
-        log_call(p, v, force && strcmp(force, v->name) == 0, plan.grid, plan.dynamic);
+        log_call(p, v, force && strcmp(force, v->name) == 0, &plan);
 
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);
@@ -48,8 +64,20 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (plan.dynamic)
         params.args.tile_counter = mgpu_handle_counter(h, MGPU_COUNTERS_ATTENTION);
 
+    /* Both kernels loaded before the first is queued. */
+    CUfunction fn;
+    s = mgpu_kernel_function(h, d, variant, &fn);
+    if (s == MGPU_STATUS_SUCCESS && combine >= 0)
+        s = mgpu_kernel_function(h, d, combine, &fn);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
     void *kernel_params[1] = {&params};
-    return mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
+    s = mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
+    if (s == MGPU_STATUS_SUCCESS && combine >= 0) {
+        void *combine_params[1] = {&params.args};
+        s = mgpu_launch(h, d, combine, plan.combine_grid, 1, 1, combine_params);
+    }
+    return s;
 }
 
 mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_desc *desc, const void *q,
@@ -63,4 +91,26 @@ mgpu_status mgpu_attention_fwd(mgpu_handle *handle, const mgpu_attention_fwd_des
     if (s != MGPU_STATUS_SUCCESS || mgpu_attention_problem_empty(&p))
         return s;
     return run(handle, d, &p);
+}
+
+mgpu_status mgpu_kv_cache_append(mgpu_handle *handle, const mgpu_kv_cache_append_desc *desc, const void *k_new,
+                                 const void *v_new, void *k_cache, void *v_cache)
+{
+    const struct mgpu_driver *d;
+    struct mgpu_kv_cache_append_args a;
+    mgpu_status s = mgpu_handle_enter(handle, &d);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = mgpu_kv_cache_append_validate(desc, k_new, v_new, k_cache, v_cache, &a);
+    if (s != MGPU_STATUS_SUCCESS || a.vectors == 0)
+        return s;
+    const int variant = mgpu_select_kv_cache_append(&handle->caps, &s);
+    if (variant < 0)
+        return s;
+    const int64_t grid = mgpu_cdiv(a.vectors, MGPU_KV_APPEND_THREADS);
+    if (mgpu_log_enabled())
+        mgpu_log("kv_cache_append b=%d new=%d hkv=%d d=%d page_size=%d%s: %s grid=%lld", a.batch, a.seqlen_new,
+                 a.heads_kv, a.head_dim, a.page_size, a.block_table ? " paged" : "", mgpu_variants[variant].name,
+                 (long long)grid);
+    void *kernel_params[1] = {&a};
+    return mgpu_launch(handle, d, variant, (unsigned)grid, 1, 1, kernel_params);
 }

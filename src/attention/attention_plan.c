@@ -13,21 +13,67 @@
  */
 #include "attention_plan.h"
 
+#include <math.h>
 #include <string.h>
 
 /* 16-bit elements. */
 #define ELEMENT_BYTES 2
 #define LSE_ALIGN_BYTES 4
 
+#define INDEX_ALIGN_BYTES 4
+#define PAGE_ROWS_MULTIPLE 16
+
+/* seqused_k and the paged cache (include/mgpukernels.h, "Paged K/V"). */
+static mgpu_status check_inference_fields(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
+{
+    p->seqused_k = (uintptr_t)d->seqused_k;
+    p->block_table = (uintptr_t)d->block_table;
+    if (p->seqused_k % INDEX_ALIGN_BYTES || p->block_table % INDEX_ALIGN_BYTES)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "seqused_k and block_table must be 4-byte aligned int32 arrays");
+    if (p->seqused_k && p->varlen)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "seqused_k is for fixed-length calls (cu_seqlens NULL)");
+    if (!p->block_table)
+        return MGPU_STATUS_SUCCESS;
+    if (p->varlen)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "a paged K/V cache (block_table) takes fixed-length queries: "
+                         "cu_seqlens_q and cu_seqlens_k must be NULL");
+    if (!p->seqused_k)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "a paged K/V cache (block_table) needs seqused_k, the length "
+                         "of each sequence");
+    if (d->page_size < PAGE_ROWS_MULTIPLE || d->page_size % PAGE_ROWS_MULTIPLE || d->page_size > MGPU_ATTENTION_MAX_SIZE)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "page_size is %lld; it must be a positive multiple of 16 rows",
+                         (long long)d->page_size);
+    if (d->num_pages < 1 || d->num_pages > MGPU_ATTENTION_MAX_SIZE || d->max_blocks_per_seq < 1 ||
+        d->max_blocks_per_seq > MGPU_ATTENTION_MAX_SIZE)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "num_pages (%lld) and max_blocks_per_seq (%lld) must lie in "
+                         "[1, 2^31 - 1] with a block_table", (long long)d->num_pages, (long long)d->max_blocks_per_seq);
+    if (mgpu_attention_product_exceeds(d->max_blocks_per_seq, d->page_size, 1, MGPU_ATTENTION_MAX_SIZE) ||
+        p->seqlen_k > d->max_blocks_per_seq * d->page_size)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "seqlen_k (%lld) must be at most max_blocks_per_seq * page_size "
+                         "(%lld * %lld), below 2^31", (long long)p->seqlen_k, (long long)d->max_blocks_per_seq,
+                         (long long)d->page_size);
+    if (mgpu_attention_product_exceeds(p->batch, d->max_blocks_per_seq, 1, INT64_MAX / 4))
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch * max_blocks_per_seq overflows");
+    p->page_size = d->page_size;
+    p->num_pages = d->num_pages;
+    p->max_blocks_per_seq = d->max_blocks_per_seq;
+    return MGPU_STATUS_SUCCESS;
+}
+
 mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, const void *q, const void *k,
                                         const void *v, void *o, float *lse, struct mgpu_attention_problem *out)
 {
     if (!desc)
         return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
-    if (desc->struct_size != sizeof(mgpu_attention_fwd_desc))
+    if (desc->struct_size != sizeof(mgpu_attention_fwd_desc) && desc->struct_size != MGPU_ATTENTION_FWD_DESC_SIZE_V1)
         return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
                          "desc->struct_size is %zu, expected %zu: start from MGPU_ATTENTION_FWD_DESC_INIT",
                          desc->struct_size, sizeof(mgpu_attention_fwd_desc));
+    /* A descriptor of the first layout: the inference fields read as zero. */
+    mgpu_attention_fwd_desc full;
+    memset(&full, 0, sizeof full);
+    memcpy(&full, desc, desc->struct_size);
+    desc = &full;
     struct mgpu_attention_problem p;
     mgpu_status s = mgpu_attention_check_fields(&MGPU_ATTENTION_FIELDS_OF(desc), &p);
     if (s != MGPU_STATUS_SUCCESS)
@@ -54,6 +100,10 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
     if (p.lse % LSE_ALIGN_BYTES)
         return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "lse must be 4-byte aligned (an fp32 array)");
 
+    s = check_inference_fields(desc, &p);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+
     p.softmax_scale = mgpu_attention_scale(desc->softmax_scale, p.head_dim);
     const struct mgpu_attention_tensor tensors[4] = {
         {"q", p.q, &desc->q_strides, &p.q_strides, 1},
@@ -61,7 +111,20 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
         {"v", p.v, &desc->v_strides, &p.v_strides, 0},
         {"o", p.o, &desc->o_strides, &p.o_strides, 1},
     };
-    s = mgpu_attention_resolve_strides(&p, tensors, 4);
+    if (p.block_table) {
+        /* K and V are caches of num_pages pages of page_size rows: the
+         * shared checks see them as a batch of num_pages sequences. */
+        struct mgpu_attention_problem pages = p;
+        pages.seqlen_k = pages.total_k = p.page_size;
+        pages.batch = p.num_pages;
+        s = mgpu_attention_resolve_strides(&p, tensors, 1);
+        if (s == MGPU_STATUS_SUCCESS)
+            s = mgpu_attention_resolve_strides(&pages, tensors + 1, 2);
+        if (s == MGPU_STATUS_SUCCESS)
+            s = mgpu_attention_resolve_strides(&p, tensors + 3, 1);
+    } else {
+        s = mgpu_attention_resolve_strides(&p, tensors, 4);
+    }
     if (s == MGPU_STATUS_SUCCESS)
         s = mgpu_attention_check_kernel_rules(&p, tensors, 4);
     if (s != MGPU_STATUS_SUCCESS)
@@ -82,9 +145,12 @@ static int variant_takes_persistent_grid(const struct mgpu_variant *v)
     return v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
 }
 
+/* Per-sequence key counts and paged caches are read by the sm_90a kernel only. */
 static int attention_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_attention_problem *p = ctx;
+    if ((p->seqused_k || p->block_table) && v->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+        return 0;
     return v->dtype == p->dtype && v->attention.head_dim == p->head_dim;
 }
 
@@ -93,6 +159,42 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
 {
     const struct mgpu_lookup q = {.what = "attention forward", .of_op = is_attention_kind, .caps = caps,
                                   .force = force, .fits = attention_fits, .ctx = p};
+    return mgpu_registry_lookup(&q, NULL, status);
+}
+
+static int is_combine_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_COMBINE_SM90;
+}
+
+static int is_append_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_KV_CACHE_APPEND_SM90;
+}
+
+static int dtype_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    return v->dtype == *(const int *)ctx;
+}
+
+static int any_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    (void)v;
+    (void)ctx;
+    return 1;
+}
+
+int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *caps, mgpu_status *status)
+{
+    const struct mgpu_lookup q = {.what = "attention forward combine", .of_op = is_combine_kind, .caps = caps,
+                                  .fits = dtype_fits, .ctx = &dtype};
+    return mgpu_registry_lookup(&q, NULL, status);
+}
+
+int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status *status)
+{
+    const struct mgpu_lookup q = {.what = "KV-cache append", .of_op = is_append_kind, .caps = caps,
+                                  .fits = any_fits, .ctx = NULL};
     return mgpu_registry_lookup(&q, NULL, status);
 }
 
@@ -107,8 +209,101 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
  * heaviest first together: well inside the L2 of an H100 (50 MiB) or H200. */
 #define LPT_GROUP_KV_BYTES ((int64_t)24 << 20)
 
+/* Tiles that fill the GPU well enough without splitting the keys. */
+#define SPLIT_MIN_FILL 0.8
+/* A split count is good when its last wave is this full relative to the best. */
+#define SPLIT_WAVE_SLACK 0.85
+/* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
+#define PARTIAL_ALIGN 256
+
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* Rows of the call, indexed as the LSE: the partial buffers' rows. */
+static int64_t partial_rows(const struct mgpu_attention_problem *p)
+{
+    return p->varlen ? p->heads_q * p->total_q : p->batch * p->heads_q * p->seqlen_q;
+}
+
+size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
+{
+    if (num_splits <= 1)
+        return 0;
+    const int64_t rows = partial_rows(p) * num_splits;
+    return (size_t)(round_up(rows * p->head_dim * 4, PARTIAL_ALIGN) + round_up(rows * 4, PARTIAL_ALIGN));
+}
+
+/* GQA packing pays when a query tile would be mostly padding: the packed
+ * tile's share of useful rows against the unpacked one's (FlashAttention-3's
+ * rule), and only with group sizes a tile can hold. */
+static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int force)
+{
+    const int64_t group = p->heads_q / p->heads_kv;
+    /* the packed map's KV-head stride (group * head stride) must stay a TMA stride */
+    if (group > block_m || p->q_strides.head * group >= ((int64_t)1 << 40) / ELEMENT_BYTES)
+        return 0;
+    const int64_t per_tile = block_m / group;
+    if (mgpu_attention_product_exceeds(mgpu_cdiv(p->seqlen_q, per_tile), p->heads_kv, p->batch,
+                                       MGPU_ATTENTION_MAX_SIZE))
+        return 0; /* the packed tiles must stay an int32 count, as the unpacked ones (validated) */
+    if (force)
+        return force > 0;
+    if (group == 1)
+        return 0;
+    const double unpacked = (double)p->seqlen_q / (double)round_up(p->seqlen_q, block_m);
+    const double packed = (double)(p->seqlen_q * group) / (double)(mgpu_cdiv(p->seqlen_q, per_tile) * block_m);
+    return unpacked < 0.9 * packed;
+}
+
+/* Key splits: 1 when the work tiles fill the SMs; else the fewest splits
+ * whose last wave is nearly as full as the best count's (FlashAttention's
+ * heuristic), at most one per key block. Then as many as the workspace
+ * holds. */
+static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, int64_t key_blocks, int sms,
+                         size_t workspace_bytes, int force)
+{
+    int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
+    if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
+        limit = MGPU_ATTENTION_MAX_SIZE / tiles;
+    /* the combine's grid: rows / 8 CTAs */
+    if (partial_rows(p) > MGPU_ATTENTION_MAX_SIZE)
+        limit = 1;
+    int splits = 1;
+    if (force > 0) {
+        splits = force;
+    } else if (sms > 0 && (double)tiles < SPLIT_MIN_FILL * sms) {
+        double eff[MGPU_ATTENTION_FWD_MAX_SPLITS + 1], best = 0;
+        const int64_t top = limit < sms ? limit : sms;
+        for (int64_t s = 1; s <= top; s++) {
+            const double waves = (double)(tiles * s) / sms;
+            eff[s] = waves / ceil(waves);
+            best = eff[s] > best ? eff[s] : best;
+        }
+        for (int64_t s = 1; s <= top; s++)
+            if (eff[s] >= SPLIT_WAVE_SLACK * best) {
+                splits = (int)s;
+                break;
+            }
+    }
+    if (splits > limit)
+        splits = (int)limit;
+    while (splits > 1 && mgpu_attention_fwd_split_bytes(p, splits) > workspace_bytes)
+        splits--;
+    return splits < 1 ? 1 : splits;
+}
+
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
+{
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0};
+    mgpu_attention_make_plan_ex(p, v, caps, &none, out);
+}
+
+void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                                 const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                                 struct mgpu_attention_plan *out)
 {
     memset(out, 0, sizeof *out);
     struct mgpu_attention_fwd_args *a = &out->args;
@@ -132,30 +327,194 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
         a->cu_seqlens_q = (uint64_t)p->cu_seqlens_q;
         a->cu_seqlens_k = (uint64_t)p->cu_seqlens_k;
     }
-    mgpu_attention_map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, v->attention.block_m);
-    mgpu_attention_map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, v->attention.block_n);
-    mgpu_attention_map_shape(&out->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, v->attention.block_n);
-    const int64_t tiles = mgpu_cdiv(p->seqlen_q, v->attention.block_m) * p->heads_q * p->batch;
+    a->seqused_k = (uint64_t)p->seqused_k;
+
+    const int block_m = v->attention.block_m, block_n = v->attention.block_n;
+    const int64_t group = p->heads_q / p->heads_kv;
+    /* The decode features are the sm_90a kernel's (abi/attention_abi.h). */
+    const int decode_features = v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
+    a->pack_gqa = decode_features && choose_pack(p, block_m, choice->force_pack);
+    a->tile_heads = (int32_t)(a->pack_gqa ? p->heads_kv : p->heads_q);
+    a->tile_queries = (int32_t)(a->pack_gqa ? block_m / group : block_m);
+    if (a->pack_gqa) {
+        /* {head_dim, group, seq, heads_kv, nbatch}: the packed tile is one box per 64 columns. */
+        struct mgpu_tensor_map_desc *m = &out->q_map;
+        mgpu_attention_map_shape(m, p->q, p, p->total_q, p->heads_q, &p->q_strides, block_m);
+        m->rank = 5;
+        m->dims[1] = (uint64_t)group;
+        m->dims[2] = (uint64_t)p->total_q;
+        m->dims[3] = (uint64_t)p->heads_kv;
+        m->dims[4] = (uint64_t)(p->varlen ? 1 : p->batch);
+        const uint64_t seq_bytes = m->byte_strides[0], head_bytes = m->byte_strides[1];
+        const uint64_t batch_bytes = m->byte_strides[2];
+        m->byte_strides[0] = head_bytes;
+        m->byte_strides[1] = seq_bytes;
+        m->byte_strides[2] = head_bytes * (uint64_t)group;
+        m->byte_strides[3] = batch_bytes;
+        m->box[1] = (uint32_t)group;
+        m->box[2] = (uint32_t)a->tile_queries;
+        m->box[3] = 1;
+        m->box[4] = 1;
+    } else {
+        mgpu_attention_map_shape(&out->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, block_m);
+    }
+    if (p->block_table) {
+        /* Pages: {head_dim, page_size, heads_kv, num_pages}, boxes of gcd(page_size, block_n) rows. */
+        int64_t box = p->page_size, r = block_n;
+        while (r) {
+            const int64_t t = box % r;
+            box = r;
+            r = t;
+        }
+        a->block_table = (uint64_t)p->block_table;
+        a->block_table_stride = (int32_t)p->max_blocks_per_seq;
+        a->page_size = (int32_t)p->page_size;
+        a->page_box_rows = (int32_t)box;
+        a->num_pages = (int32_t)p->num_pages;
+        struct mgpu_attention_problem pages = *p;
+        pages.batch = p->num_pages;
+        mgpu_attention_map_shape(&out->k_map, p->k, &pages, p->page_size, p->heads_kv, &p->k_strides, (int)box);
+        mgpu_attention_map_shape(&out->v_map, p->v, &pages, p->page_size, p->heads_kv, &p->v_strides, (int)box);
+    } else {
+        mgpu_attention_map_shape(&out->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, block_n);
+        mgpu_attention_map_shape(&out->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, block_n);
+    }
+
+    const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
+    a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
+                                                    choice->workspace_bytes, choice->force_splits)
+                                    : 1;
+    a->partial_rows = partial_rows(p);
+    out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
+    out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA);
+
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
      * current one, which pays where the per-tile fill and epilogue are a large
-     * share, i.e. short key loops. Needs the second Q buffer. */
-    const int unwindowed = !p->varlen && p->window_left < 0 && p->window_right < 0;
-    const int short_loop = mgpu_cdiv(p->seqlen_k, v->attention.block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
-    const int q_stages = mgpu_attention_fwd_q_stages(v->attention.block_m, v->attention.block_n, v->attention.head_dim, v->attention.stages);
-    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
-    const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 && sms < tiles;
-    out->grid = (unsigned)(persistent ? sms : tiles);
+     * share, i.e. short key loops. Needs the second Q buffer. Split calls
+     * have few tiles by construction: one CTA each. */
+    const int unwindowed = !p->varlen && !p->seqused_k && !p->block_table && p->window_left < 0 &&
+                           p->window_right < 0;
+    const int short_loop = mgpu_cdiv(p->seqlen_k, block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
+    const int q_stages = mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
+    const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 &&
+                           sms < tiles && a->num_splits == 1;
+    out->grid = (unsigned)(persistent ? sms : tiles * a->num_splits);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */
     out->dynamic = persistent && p->causal;
     if (out->dynamic) {
-        /* per (batch, head); seqlen_k < 2^31, head_dim <= 256 here */
+        /* per (batch, tile head); seqlen_k < 2^31, head_dim <= 256 here */
         const int64_t kv_bytes = 2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES;
-        int64_t group = LPT_GROUP_KV_BYTES / (kv_bytes > 0 ? kv_bytes : 1);
-        const int64_t pairs = p->heads_q * p->batch;
-        group = group < 1 ? 1 : group > pairs ? pairs : group;
-        a->lpt_group = (int32_t)group;
+        int64_t lpt = LPT_GROUP_KV_BYTES / (kv_bytes > 0 ? kv_bytes : 1);
+        const int64_t pairs = a->tile_heads * p->batch;
+        lpt = lpt < 1 ? 1 : lpt > pairs ? pairs : lpt;
+        a->lpt_group = (int32_t)lpt;
     }
+}
+
+/* Places the partial buffers at the workspace's base. */
+void mgpu_attention_fwd_place_partials(struct mgpu_attention_plan *plan, uint64_t workspace)
+{
+    struct mgpu_attention_fwd_args *a = &plan->args;
+    if (a->num_splits <= 1)
+        return;
+    const int64_t rows = a->partial_rows * a->num_splits;
+    a->o_partial = workspace;
+    a->lse_partial = workspace + (uint64_t)round_up(rows * a->head_dim * 4, PARTIAL_ALIGN);
+}
+
+/* ---------------------------------------------------------------- KV-cache append */
+
+static mgpu_status append_strides(const char *name, const mgpu_attention_strides *given, int64_t rows,
+                                  int64_t heads, int64_t d, int64_t out[3])
+{
+    if (given->batch == 0 && given->seq == 0 && given->head == 0) {
+        out[2] = d;
+        out[1] = heads * d;
+        out[0] = rows * heads * d;
+    } else {
+        out[0] = given->batch;
+        out[1] = given->seq;
+        out[2] = given->head;
+    }
+    if (out[0] < 0 || out[1] < 0 || out[2] < 0)
+        return mgpu_fail(MGPU_STATUS_INVALID_LD, "%s strides {%lld, %lld, %lld} must be >= 0", name,
+                         (long long)out[0], (long long)out[1], (long long)out[2]);
+    if (out[0] % 8 || out[1] % 8 || out[2] % 8)
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "%s strides {%lld, %lld, %lld} must be multiples of 8 elements "
+                         "(16-byte vectors)", name, (long long)out[0], (long long)out[1], (long long)out[2]);
+    return MGPU_STATUS_SUCCESS;
+}
+
+mgpu_status mgpu_kv_cache_append_validate(const mgpu_kv_cache_append_desc *desc, const void *k_new, const void *v_new,
+                                          void *k_cache, void *v_cache, struct mgpu_kv_cache_append_args *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!desc)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
+    if (desc->struct_size != sizeof(mgpu_kv_cache_append_desc))
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
+                         "desc->struct_size is %zu, expected %zu: start from MGPU_KV_CACHE_APPEND_DESC_INIT",
+                         desc->struct_size, sizeof(mgpu_kv_cache_append_desc));
+    if (desc->dtype != MGPU_DTYPE_F16 && desc->dtype != MGPU_DTYPE_BF16)
+        return mgpu_fail(MGPU_STATUS_UNSUPPORTED_DTYPE, "KV-cache dtype is %d; it must be MGPU_DTYPE_F16 or "
+                         "MGPU_DTYPE_BF16", (int)desc->dtype);
+    if ((uintptr_t)desc->cache_seqlens % INDEX_ALIGN_BYTES || (uintptr_t)desc->block_table % INDEX_ALIGN_BYTES)
+        return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "cache_seqlens and block_table must be 4-byte aligned int32 arrays");
+    const int64_t sizes[] = {desc->batch, desc->seqlen_new, desc->heads_kv, desc->head_dim, desc->page_size,
+                             desc->num_pages, desc->max_blocks_per_seq};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i] < 0 || sizes[i] > MGPU_ATTENTION_MAX_SIZE)
+            return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch, seqlen_new, heads_kv, head_dim, page_size, num_pages "
+                             "and max_blocks_per_seq must each lie in [0, 2^31 - 1]");
+    if (desc->batch == 0 || desc->seqlen_new == 0 || desc->heads_kv == 0)
+        return MGPU_STATUS_SUCCESS;
+    if (desc->page_size < 1 || desc->head_dim < 1)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "page_size (%lld) and head_dim (%lld) must be >= 1",
+                         (long long)desc->page_size, (long long)desc->head_dim);
+    if (desc->block_table ? desc->max_blocks_per_seq < 1 : desc->num_pages < desc->batch)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, desc->block_table ? "max_blocks_per_seq must be >= 1 with a "
+                         "block_table" : "a contiguous cache (block_table NULL) needs num_pages >= batch (one "
+                         "page per sequence)");
+    if (desc->head_dim % 8)
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "head_dim %lld: the append moves 16-byte vectors and needs a "
+                         "multiple of 8", (long long)desc->head_dim);
+    int64_t vectors;
+    if (!mgpu_mul3_ok(desc->batch, desc->seqlen_new, desc->heads_kv, &vectors) ||
+        !mgpu_mul_ok(vectors, desc->head_dim / 4, &vectors) ||
+        mgpu_cdiv(vectors, MGPU_KV_APPEND_THREADS) > MGPU_ATTENTION_MAX_SIZE)
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "2 * batch * seqlen_new * heads_kv * head_dim / 8 vectors exceed "
+                         "2^31 - 1 CTAs of %d", MGPU_KV_APPEND_THREADS);
+    if (!k_new || !v_new || !k_cache || !v_cache || !desc->cache_seqlens)
+        return mgpu_fail(MGPU_STATUS_NULL_POINTER, "k_new, v_new, k_cache, v_cache and cache_seqlens must not be NULL");
+    const uintptr_t bases[4] = {(uintptr_t)k_new, (uintptr_t)v_new, (uintptr_t)k_cache, (uintptr_t)v_cache};
+    for (int i = 0; i < 4; i++)
+        if (bases[i] % 16)
+            return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "k_new, v_new, k_cache and v_cache must be 16-byte aligned");
+    mgpu_status s = append_strides("new", &desc->new_strides, desc->seqlen_new, desc->heads_kv, desc->head_dim,
+                                   out->k_new_strides);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = append_strides("cache", &desc->cache_strides, desc->page_size, desc->heads_kv, desc->head_dim,
+                           out->k_cache_strides);
+    if (s != MGPU_STATUS_SUCCESS)
+        return s;
+    memcpy(out->v_new_strides, out->k_new_strides, sizeof out->v_new_strides);
+    memcpy(out->v_cache_strides, out->k_cache_strides, sizeof out->v_cache_strides);
+    out->batch = (int32_t)desc->batch;
+    out->seqlen_new = (int32_t)desc->seqlen_new;
+    out->heads_kv = (int32_t)desc->heads_kv;
+    out->head_dim = (int32_t)desc->head_dim;
+    out->page_size = (int32_t)desc->page_size;
+    out->block_table_stride = (int32_t)desc->max_blocks_per_seq;
+    out->k_new = (uint64_t)(uintptr_t)k_new;
+    out->v_new = (uint64_t)(uintptr_t)v_new;
+    out->k_cache = (uint64_t)(uintptr_t)k_cache;
+    out->v_cache = (uint64_t)(uintptr_t)v_cache;
+    out->block_table = (uint64_t)(uintptr_t)desc->block_table;
+    out->cache_seqlens = (uint64_t)(uintptr_t)desc->cache_seqlens;
+    out->vectors = vectors;
+    return MGPU_STATUS_SUCCESS;
 }

@@ -33,11 +33,29 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;
-    /* rank 4: {head_dim, seq rows, heads, nbatch}, boxes of {64, block rows, 1, 1} */
+    /* rank 4: {head_dim, seq rows, heads, nbatch}, boxes of {64, block rows, 1, 1};
+     * Q packed: rank 5 {head_dim, group, seq, heads_kv, nbatch}; K, V paged:
+     * {head_dim, page_size, heads_kv, num_pages} (kernels/abi/attention_abi.h) */
     struct mgpu_tensor_map_desc q_map, k_map, v_map;
     unsigned grid;
     int dynamic; /* 1: the persistent grid takes tiles from the handle's counter (args.tile_counter) */
+    size_t workspace_bytes; /* split calls: the partial buffers */
+    unsigned combine_grid;  /* split calls: CTAs of the combine pass */
 };
+
+/* What the planner may use beyond the problem: the handle's workspace, and
+ * the forcing switches (MGPU_FORCE_PACK_GQA: 1 / -1 / 0 planner's choice;
+ * MGPU_FORCE_NUM_SPLITS: n >= 1, 0 planner's choice; both still bounded by
+ * what is valid: group sizes up to the query block, one split per key
+ * block, 128 splits, the workspace). */
+struct mgpu_attention_fwd_choice {
+    size_t workspace_bytes;
+    int force_pack;
+    int force_splits;
+};
+
+/* Workspace bytes of the partial buffers of a call split num_splits ways. */
+size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits);
 
 /* grid: persistent (min(tiles, SMs)) for fixed-length calls without window
  * masks and with at most 32 key blocks on variants that double-buffer Q
@@ -46,5 +64,27 @@ struct mgpu_attention_plan {
  * (kernels/abi/attention_abi.h, "Launch"). */
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out);
+
+/* The same with the workspace and forcing of `choice` (make_plan: no
+ * workspace, so never split; packing by the planner). GQA packing: when an
+ * unpacked query tile would be mostly padding (short queries, group <= 128).
+ * Key splits: when the work tiles fill less than 80 % of the SMs, the
+ * fewest splits whose last wave is within 85 % of the best, at most one
+ * per key block and 128, then as many as the workspace holds. */
+void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                                 const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                                 struct mgpu_attention_plan *out);
+
+/* Sets args.o_partial / lse_partial at the start of the workspace (split calls). */
+void mgpu_attention_fwd_place_partials(struct mgpu_attention_plan *plan, uint64_t workspace);
+
+/* mgpu_kv_cache_append's checks; SUCCESS with out->vectors 0 when there is
+ * nothing to write. */
+mgpu_status mgpu_kv_cache_append_validate(const mgpu_kv_cache_append_desc *desc, const void *k_new, const void *v_new,
+                                          void *k_cache, void *v_cache, struct mgpu_kv_cache_append_args *out);
+
+/* The combine and KV-append helper variants for a dtype (-1 with *status set when absent). */
+int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *caps, mgpu_status *status);
+int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status *status);
 
 #endif

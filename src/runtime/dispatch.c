@@ -85,6 +85,9 @@ static void read_env(void)
                               : strcmp(schedule, "cooperative") == 0 ? 1
                               : strcmp(schedule, "pingpong") == 0    ? 2
                                                                      : 0;
+    const char *pack = getenv("MGPU_FORCE_PACK_GQA");
+    env_read.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
+    env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
 }
 
 const struct mgpu_env *mgpu_env(void)

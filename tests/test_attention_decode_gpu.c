@@ -1,0 +1,443 @@
+/*
+ * GPU test of mgpu_attention_fwd's inference paths against a CPU reference
+ * (float inputs as decoded from the device, double sums): decode and short
+ * query shapes (batch 1 ... 64, keys 1 ... 4096+, GQA 8:1, MQA, MHA, head dims
+ * 64 / 128 / 256) with GQA packing and key splits forced on and off,
+ * per-sequence key counts (seqused_k, including 0 and 1), a paged KV cache
+ * with shuffled, non-contiguous pages (sequences of 0, 1 and page_size + 1
+ * keys; cache rows past each sequence holding NaN), a workspace too
+ * small for the splits asked for, and mgpu_kv_cache_append followed by
+ * attention over the grown cache.
+ *
+ * O and LSE are poisoned (NaN) before each call; a case passes with
+ * ||O - ref|| / ||ref|| <= 1e-2, LSE error <= 1e-2, nothing NaN, and every
+ * row either right or (no keys) O = 0 with LSE = +infinity.
+ * MGPU_TEST_QUICK=1 runs a few small cases (for compute-sanitizer).
+ * Exits 77 without a device.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "force.h"
+#include "gpu_util.h"
+
+#define MAX_REL_ERR 1e-2
+#define MAX_LSE_ERR 1e-2
+
+struct dcase {
+    int batch, sq, sk, hq, hkv, d;
+    mgpu_dtype dtype;
+    int causal;
+    int window;         /* > 0: window_left (right of the diagonal: causal or unbounded) */
+    float softcap;
+    int pack, splits;   /* forcing: MGPU_FORCE_PACK_GQA (1 / -1), MGPU_FORCE_NUM_SPLITS; 0: planner */
+    int ragged;         /* seqused_k: lengths 0, 1, page_size + 1, random, sk (cycled) */
+    int page_size;      /* > 0: paged cache */
+    int append;         /* > 0: append this many rows (= sq) with mgpu_kv_cache_append first */
+    size_t workspace;   /* > 0: the handle's workspace for this case */
+};
+
+static uint64_t seed = 7;
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+/* A device buffer of random 16-bit values and its host copy as floats. */
+static void *random_dev(size_t elems, mgpu_dtype dt, float **host)
+{
+    void *dev = NULL;
+    cudaMalloc(&dev, elems * 2 + 16);
+    fill_normal(dev, dt, elems, seed++, 1.0f);
+    uint16_t *raw = malloc(elems * 2);
+    cudaMemcpy(raw, dev, elems * 2, cudaMemcpyDeviceToHost);
+    *host = malloc(elems * sizeof(float));
+    for (size_t i = 0; i < elems; i++)
+        (*host)[i] = host_load_elem(raw + i, dt);
+    free(raw);
+    return dev;
+}
+
+static void reload(const void *dev, size_t elems, mgpu_dtype dt, float *host)
+{
+    uint16_t *raw = malloc(elems * 2);
+    cudaMemcpy(raw, dev, elems * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < elems; i++)
+        host[i] = host_load_elem(raw + i, dt);
+    free(raw);
+}
+
+static void force_case(const struct dcase *c)
+{
+    if (c->pack)
+        force_setenv("MGPU_FORCE_PACK_GQA", c->pack > 0 ? "1" : "0");
+    if (c->splits) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", c->splits);
+        force_setenv("MGPU_FORCE_NUM_SPLITS", n);
+    }
+}
+
+static void unforce(void)
+{
+    force_unsetenv("MGPU_FORCE_PACK_GQA");
+    force_unsetenv("MGPU_FORCE_NUM_SPLITS");
+}
+
+static void run_case(mgpu_handle *h, struct dcase c)
+{
+    const mgpu_dtype dt = c.dtype;
+    const int group = c.hq / c.hkv;
+    const int paged = c.page_size > 0;
+    const int wl = c.window > 0 ? c.window : -1;
+    const size_t row_elems = (size_t)c.hkv * c.d;
+
+    /* Key counts per sequence (before an append: the cache's old rows). */
+    int *len = malloc(sizeof(int) * c.batch);
+    uint64_t rs = (uint64_t)(c.batch * 977 + c.sk * 13 + c.d);
+    const int tail = c.append > 0 ? c.append : 0;
+    const int cap = c.sk; /* rows each sequence may hold */
+    for (int b = 0; b < c.batch; b++) {
+        int l = cap - tail;
+        if (c.ragged) {
+            const int page = paged ? c.page_size : 16;
+            const int choices[5] = {0, 1, page + 1, (int)(next_rand(&rs) % (uint64_t)(cap - tail + 1)), cap - tail};
+            l = choices[b % 5];
+            if (l > cap - tail)
+                l = cap - tail;
+        }
+        len[b] = l;
+    }
+
+    /* K / V storage: contiguous [batch][sk][hkv][d], or pages of page_size
+     * rows shuffled across a cache with spare pages. */
+    const int max_blocks = paged ? (cap + c.page_size - 1) / c.page_size : 1;
+    const int pages = paged ? c.batch * max_blocks + 3 : c.batch;
+    const int page_rows = paged ? c.page_size : cap;
+    const size_t cache_elems = (size_t)pages * page_rows * row_elems;
+    float *kh, *vh;
+    void *k_dev = random_dev(cache_elems, dt, &kh), *v_dev = random_dev(cache_elems, dt, &vh);
+    int32_t *table = NULL, *table_dev = NULL;
+    if (paged) {
+        int *perm = malloc(sizeof(int) * pages);
+        for (int i = 0; i < pages; i++)
+            perm[i] = i;
+        for (int i = pages - 1; i > 0; i--) {
+            const int j = (int)(next_rand(&rs) % (uint64_t)(i + 1)), t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        table = malloc(sizeof(int32_t) * c.batch * max_blocks);
+        for (int b = 0; b < c.batch; b++)
+            for (int blk = 0; blk < max_blocks; blk++) {
+                const int used = blk * c.page_size < len[b] + tail;
+                table[b * max_blocks + blk] = used ? perm[b * max_blocks + blk] : -1;
+            }
+        cudaMalloc((void **)&table_dev, sizeof(int32_t) * c.batch * max_blocks);
+        cudaMemcpy(table_dev, table, sizeof(int32_t) * c.batch * max_blocks, cudaMemcpyHostToDevice);
+        free(perm);
+    }
+    int32_t *used_dev = NULL;
+    cudaMalloc((void **)&used_dev, sizeof(int32_t) * c.batch);
+
+    float *qh;
+    const size_t q_elems = (size_t)c.batch * c.sq * c.hq * c.d;
+    void *q_dev = random_dev(q_elems, dt, &qh);
+
+    if (c.append > 0) {
+        /* New rows at the old lengths, then attend with the grown lengths. */
+        float *knh, *vnh;
+        const size_t new_elems = (size_t)c.batch * c.append * row_elems;
+        void *kn = random_dev(new_elems, dt, &knh), *vn = random_dev(new_elems, dt, &vnh);
+        int32_t *lens32 = malloc(sizeof(int32_t) * c.batch);
+        for (int b = 0; b < c.batch; b++)
+            lens32[b] = len[b];
+        cudaMemcpy(used_dev, lens32, sizeof(int32_t) * c.batch, cudaMemcpyHostToDevice);
+        mgpu_kv_cache_append_desc ad = MGPU_KV_CACHE_APPEND_DESC_INIT;
+        ad.batch = c.batch;
+        ad.seqlen_new = c.append;
+        ad.heads_kv = c.hkv;
+        ad.head_dim = c.d;
+        ad.dtype = dt;
+        ad.cache_seqlens = used_dev;
+        ad.block_table = table_dev;
+        ad.max_blocks_per_seq = max_blocks;
+        ad.page_size = page_rows;
+        ad.num_pages = pages;
+        CHECK_STATUS(mgpu_kv_cache_append(h, &ad, kn, vn, k_dev, v_dev), MGPU_STATUS_SUCCESS);
+        cudaDeviceSynchronize();
+        /* Expected cache: the old one with the new rows written in. */
+        for (int b = 0; b < c.batch; b++)
+            for (int j = 0; j < c.append; j++) {
+                const int pos = len[b] + j;
+                const int page = paged ? table[b * max_blocks + pos / c.page_size] : b;
+                const size_t dst = ((size_t)page * page_rows + pos % page_rows) * row_elems;
+                const size_t src = ((size_t)b * c.append + j) * row_elems;
+                memcpy(kh + dst, knh + src, row_elems * sizeof(float));
+                memcpy(vh + dst, vnh + src, row_elems * sizeof(float));
+            }
+        float *kg = malloc(cache_elems * sizeof(float)), *vg = malloc(cache_elems * sizeof(float));
+        reload(k_dev, cache_elems, dt, kg);
+        reload(v_dev, cache_elems, dt, vg);
+        long diff = 0;
+        for (size_t i = 0; i < cache_elems; i++)
+            diff += kg[i] != kh[i] || vg[i] != vh[i];
+        CHECK(diff == 0, "append: %ld cache elements differ from the expected cache", diff);
+        for (int b = 0; b < c.batch; b++)
+            len[b] += c.append;
+        free(kg);
+        free(vg);
+        free(knh);
+        free(vnh);
+        free(lens32);
+        cudaFree(kn);
+        cudaFree(vn);
+    }
+    int32_t *lens32 = malloc(sizeof(int32_t) * c.batch);
+    for (int b = 0; b < c.batch; b++)
+        lens32[b] = len[b];
+    cudaMemcpy(used_dev, lens32, sizeof(int32_t) * c.batch, cudaMemcpyHostToDevice);
+    free(lens32);
+    /* Cache rows past each sequence's length (the rest of its last page, or
+     * of its contiguous rows) hold NaN: the kernel must not let them in. */
+    if (c.ragged || paged || c.append) {
+        for (int b = 0; b < c.batch; b++) {
+            /* rows len .. the end of the page (or of the sequence's rows): contiguous */
+            const int pos = len[b], within = pos % page_rows;
+            if (paged && within == 0)
+                continue; /* the sequence ends on a page boundary: no tail */
+            const int page = paged ? table[b * max_blocks + pos / c.page_size] : b;
+            const size_t at = ((size_t)page * page_rows + within) * row_elems * 2;
+            const size_t bytes = (size_t)(page_rows - within) * row_elems * 2;
+            if (!paged && pos >= cap)
+                continue;
+            cudaMemset((char *)k_dev + at, 0xff, bytes);
+            cudaMemset((char *)v_dev + at, 0xff, bytes);
+        }
+    }
+
+    void *o_dev = NULL;
+    cudaMalloc(&o_dev, q_elems * 2);
+    poison(o_dev, q_elems * 2);
+    const size_t n_lse = (size_t)c.batch * c.hq * c.sq;
+    float *lse_dev = NULL;
+    cudaMalloc((void **)&lse_dev, n_lse * sizeof(float));
+    poison(lse_dev, n_lse * sizeof(float));
+
+    mgpu_attention_fwd_desc desc = MGPU_ATTENTION_FWD_DESC_INIT;
+    desc.batch = c.batch;
+    desc.seqlen_q = c.sq;
+    desc.seqlen_k = cap;
+    desc.heads_q = c.hq;
+    desc.heads_kv = c.hkv;
+    desc.head_dim = c.d;
+    desc.dtype = dt;
+    desc.causal = c.causal;
+    desc.window_left = wl;
+    desc.softcap = c.softcap;
+    if (c.ragged || paged || c.append)
+        desc.seqused_k = used_dev;
+    if (paged) {
+        desc.block_table = table_dev;
+        desc.max_blocks_per_seq = max_blocks;
+        desc.page_size = c.page_size;
+        desc.num_pages = pages;
+    }
+    void *small_ws = NULL;
+    if (c.workspace) {
+        cudaMalloc(&small_ws, c.workspace);
+        CHECK_STATUS(mgpu_set_workspace(h, small_ws, c.workspace), MGPU_STATUS_SUCCESS);
+    }
+    force_case(&c);
+    mgpu_status s = mgpu_attention_fwd(h, &desc, q_dev, k_dev, v_dev, o_dev, lse_dev);
+    unforce();
+    cudaError_t ce = cudaDeviceSynchronize();
+    CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
+          mgpu_last_error_message(), cudaGetErrorString(ce));
+    if (c.workspace) {
+        CHECK_STATUS(mgpu_set_workspace(h, NULL, 0), MGPU_STATUS_SUCCESS);
+        CHECK_STATUS(mgpu_reserve_workspace(h, (size_t)32 << 20), MGPU_STATUS_SUCCESS);
+        cudaFree(small_ws);
+    }
+
+    float *og = malloc(q_elems * sizeof(float)), *lg = malloc(n_lse * sizeof(float));
+    reload(o_dev, q_elems, dt, og);
+    cudaMemcpy(lg, lse_dev, n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+
+    const float scale = 1.0f / sqrtf((float)c.d);
+    const int wr = c.causal ? 0 : -1; /* causal: no key right of the diagonal */
+    double err2 = 0, ref2 = 0, lse_err = 0;
+    long bad = 0;
+    double *p = malloc(sizeof(double) * (cap > 0 ? cap : 1)), *acc = malloc(sizeof(double) * c.d);
+    for (int b = 0; b < c.batch; b++) {
+        const int Sk = len[b], diag = Sk - c.sq;
+        for (int hh = 0; hh < c.hq; hh++) {
+            const int hk = hh / group;
+            for (int i = 0; i < c.sq; i++) {
+                const float *qr = qh + (((size_t)b * c.sq + i) * c.hq + hh) * c.d;
+                double mx = -INFINITY;
+                for (int j = 0; j < Sk; j++) {
+                    p[j] = -INFINITY;
+                    if ((wr >= 0 && j > i + diag + wr) || (wl >= 0 && j < i + diag - wl))
+                        continue;
+                    const int page = paged ? table[b * max_blocks + j / c.page_size] : b;
+                    const float *kr = kh + (((size_t)page * page_rows + j % page_rows) * c.hkv + hk) * c.d;
+                    double dot = 0;
+                    for (int x = 0; x < c.d; x++)
+                        dot += (double)qr[x] * kr[x];
+                    double sv = dot * scale;
+                    if (c.softcap > 0)
+                        sv = c.softcap * tanh(sv / c.softcap);
+                    p[j] = sv;
+                    mx = fmax(mx, sv);
+                }
+                double sum = 0;
+                for (int x = 0; x < c.d; x++)
+                    acc[x] = 0;
+                for (int j = 0; j < Sk; j++) {
+                    if (p[j] == -INFINITY)
+                        continue;
+                    const double e = exp(p[j] - mx);
+                    sum += e;
+                    const int page = paged ? table[b * max_blocks + j / c.page_size] : b;
+                    const float *vr = vh + (((size_t)page * page_rows + j % page_rows) * c.hkv + hk) * c.d;
+                    for (int x = 0; x < c.d; x++)
+                        acc[x] += e * vr[x];
+                }
+                const float *orow = og + (((size_t)b * c.sq + i) * c.hq + hh) * c.d;
+                for (int x = 0; x < c.d; x++) {
+                    const double ref = sum > 0 ? acc[x] / sum : 0.0;
+                    if (!isfinite(orow[x])) {
+                        bad++;
+                        continue;
+                    }
+                    err2 += (orow[x] - ref) * (orow[x] - ref);
+                    ref2 += ref * ref;
+                }
+                const float l = lg[((size_t)b * c.hq + hh) * c.sq + i];
+                if (sum > 0) {
+                    if (!isfinite(l))
+                        bad++;
+                    else
+                        lse_err = fmax(lse_err, fabs(l - (mx + log(sum))));
+                } else if (!(isinf(l) && l > 0)) {
+                    bad++;
+                }
+            }
+        }
+    }
+    const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+    const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && rel <= MAX_REL_ERR && lse_err <= MAX_LSE_ERR;
+    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g pack=%d splits=%d%s page=%d "
+           "append=%d ws=%zu: rel=%.2e lse=%.2e bad=%ld\n",
+           pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
+           c.causal, wl, wr, (double)c.softcap, c.pack, c.splits, c.ragged ? " ragged" : "", c.page_size,
+           c.append, c.workspace, rel, lse_err, bad);
+    CHECK(pass, "case above failed");
+
+    free(p);
+    free(acc);
+    free(og);
+    free(lg);
+    free(qh);
+    free(kh);
+    free(vh);
+    free(len);
+    free(table);
+    cudaFree(q_dev);
+    cudaFree(k_dev);
+    cudaFree(v_dev);
+    cudaFree(o_dev);
+    cudaFree(lse_dev);
+    cudaFree(used_dev);
+    cudaFree(table_dev);
+}
+
+#define CASE(...) run_case(h, (struct dcase){__VA_ARGS__})
+#define BF16 MGPU_DTYPE_BF16
+#define F16 MGPU_DTYPE_F16
+
+static void quick_cases(mgpu_handle *h)
+{
+    CASE(.batch = 2, .sq = 1, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .pack = 1, .splits = 4);
+    CASE(.batch = 5, .sq = 1, .sk = 300, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1, .page_size = 32,
+         .splits = 3);
+    CASE(.batch = 3, .sq = 2, .sk = 400, .hq = 8, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .page_size = 256,
+         .append = 2, .pack = 1, .splits = 2);
+    CASE(.batch = 5, .sq = 1, .sk = 300, .hq = 4, .hkv = 4, .d = 256, .dtype = BF16, .ragged = 1, .page_size = 16,
+         .splits = 2);
+}
+
+static void full_cases(mgpu_handle *h)
+{
+    static const int dims[] = {64, 128, 256};
+    static const int keys[] = {1, 17, 1000, 4100};
+    /* Decode: GQA 8:1, MQA, MHA; every head dim; splits and packing forced
+     * on and off, and the planner's choice. */
+    for (int di = 0; di < 3; di++)
+        for (int ki = 0; ki < 4; ki++) {
+            const int d = dims[di], sk = keys[ki];
+            CASE(.batch = 2, .sq = 1, .sk = sk, .hq = 16, .hkv = 2, .d = d, .dtype = BF16);
+            CASE(.batch = 2, .sq = 1, .sk = sk, .hq = 16, .hkv = 2, .d = d, .dtype = BF16, .pack = -1, .splits = 1);
+            CASE(.batch = 1, .sq = 1, .sk = sk, .hq = 8, .hkv = 1, .d = d, .dtype = F16, .pack = 1, .splits = 8);
+            CASE(.batch = 3, .sq = 1, .sk = sk, .hq = 4, .hkv = 4, .d = d, .dtype = BF16, .splits = 3);
+        }
+    /* Batch 1 ... 64 at GQA 8:1 (64 query heads over 8). */
+    CASE(.batch = 1, .sq = 1, .sk = 4096, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16);
+    CASE(.batch = 16, .sq = 1, .sk = 1000, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16);
+    CASE(.batch = 64, .sq = 1, .sk = 300, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16);
+    CASE(.batch = 64, .sq = 1, .sk = 300, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16, .pack = -1);
+    /* Short queries (speculative decode, chunked prefill), causal, windows, soft-cap. */
+    CASE(.batch = 4, .sq = 7, .sk = 1000, .hq = 32, .hkv = 4, .d = 128, .dtype = BF16, .causal = 1);
+    CASE(.batch = 2, .sq = 16, .sk = 2000, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .causal = 1, .window = 300,
+         .softcap = 20.0f, .pack = 1, .splits = 5);
+    CASE(.batch = 2, .sq = 33, .sk = 700, .hq = 12, .hkv = 2, .d = 256, .dtype = BF16, .causal = 1, .splits = 4);
+    /* Per-sequence lengths 0, 1, page_size + 1, ...: contiguous and paged
+     * (pages of 16 ... 256 rows, shuffled). */
+    CASE(.batch = 10, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1);
+    CASE(.batch = 10, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .splits = 6);
+    static const int page_sizes[] = {16, 48, 64, 128, 256};
+    for (int i = 0; i < 5; i++) {
+        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1,
+             .page_size = page_sizes[i]);
+        CASE(.batch = 5, .sq = 3, .sk = 800, .hq = 8, .hkv = 8, .d = 64, .dtype = F16, .ragged = 1, .causal = 1,
+             .page_size = page_sizes[i], .pack = -1, .splits = 3);
+        CASE(.batch = 5, .sq = 1, .sk = 700, .hq = 8, .hkv = 1, .d = 256, .dtype = BF16, .ragged = 1,
+             .page_size = page_sizes[i], .pack = 1, .splits = 2);
+    }
+    /* Append then attend: contiguous and paged caches. */
+    CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);
+    CASE(.batch = 5, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .ragged = 1,
+         .page_size = 64, .append = 1);
+    CASE(.batch = 3, .sq = 5, .sk = 900, .hq = 8, .hkv = 2, .d = 64, .dtype = F16, .causal = 1, .page_size = 128,
+         .append = 5, .splits = 4);
+    /* A workspace too small for the splits asked for: fewer splits, same result. */
+    CASE(.batch = 1, .sq = 1, .sk = 8000, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16, .splits = 32,
+         .workspace = 64 * 1024);
+    CASE(.batch = 1, .sq = 1, .sk = 8000, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16, .workspace = 256);
+}
+
+int main(void)
+{
+    if (!gpu_available()) {
+        printf("no CUDA device: skipped\n");
+        return MGPU_TEST_SKIP;
+    }
+    mgpu_handle *h = NULL;
+    CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
+    if (!h)
+        return check_exit();
+    const char *quick = getenv("MGPU_TEST_QUICK");
+    if (quick && quick[0] == '1')
+        quick_cases(h);
+    else
+        full_cases(h);
+    mgpu_destroy(h);
+    return check_exit();
+}
