@@ -285,7 +285,7 @@ int main(void)
         {33, 17, 0, 1, e4, e4, bf, 1.0f, 2.0f, 0.5f, 0.5f, 3.0f, 0, NULL, NULL, MGPU_ACTIVATION_RELU, 1}, /* k == 0 */
     };
     for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        run_case(&paths[i]);  /* on 10.0 the sm90 names and split-K are ignored: the planner's picks */
+        run_case(&paths[i]);  /* on 10.0 the sm90 names are ignored: the planner's picks, split-K forced */
     if (cc == 100) {
         /* every sm_100a kind::f8f6f4 variant forced (lone CTAs and CTA pairs),
          * with edges in m, n, k, scales, beta, bias and activations, batches */
@@ -303,6 +303,9 @@ int main(void)
                      MGPU_ACTIVATION_RELU, 1},
                     {1000, 700, 3000, 1, pair_a[pi], pair_b[pi], MGPU_DTYPE_F16, 1.0f, 0.0f, 0.3f, 0.7f, 1.5f, 8, name,
                      NULL, none, 0},
+                    /* split-K: the last unit of a tile sums the slices and applies the epilogue */
+                    {200, 300, 3000, 2, pair_a[pi], pair_b[pi], bf, 1.0f, 0.5f, 0.5f, 2.0f, 1.5f, 0, name, "5",
+                     MGPU_ACTIVATION_GELU, 1},
                 };
                 for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++)
                     if (!quick || i == 0)
