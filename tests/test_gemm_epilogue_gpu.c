@@ -11,9 +11,9 @@
  * 2-CTA cluster variant, split-K (the reduction applies the epilogue), the
  * portable kernel (forced, and k == 0), batches with per-batch biases.
  * Thresholds are mgpu_gemm's (test_gemm_gpu.c): 1e-2 relative for 16-bit
- * outputs, 1e-4 for fp32. Skips (77) without a GPU or on a device other than
- * compute capability 9.0 (where mgpu_gemm_ex's epilogues are NOT_SUPPORTED,
- * which is checked there instead).
+ * outputs, 1e-4 for fp32. Runs on compute capability 9.0 and 10.0 (on 10.0
+ * every sm_100a 16-bit variant is also forced, with split-K); skips (77)
+ * without a GPU; on other devices checks that the call is refused.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -7,7 +7,8 @@
  * host. Outputs are poisoned (NaN) before each call when beta == 0; each
  * case checks the relative Frobenius error, the max abs error, that no NaN
  * came out and that nothing outside D changed. Skips (77) without a GPU; on
- * a GPU other than compute capability 9.0 it checks that the call is refused.
+ * a GPU other than compute capability 9.0 or 10.0 it checks that the call is
+ * refused. On 10.0 every sm_100a kind::f8f6f4 variant is also forced.
  *
  * Error budget (why the limits are what they are). The inputs are exact
  * fp8 values and the reference multiplies the same values in fp32, so input
@@ -16,7 +17,10 @@
  *     (about 2^-13 relative); the kernel adds each 128-element chunk of K
  *     into an fp32 accumulator, so this term stays near 1e-4 whatever K is
  *     (without that promotion it grows to percent level at K = 16384, which
- *     the 256 x 256 x 16384 case would catch);
+ *     the 256 x 256 x 16384 case would catch). On compute capability 10.0
+ *     the tensor cores accumulate in fp32 tensor memory without promotion
+ *     (docs/decisions/013-sm100-fp8-accumulation.md): the same limit holds
+ *     if that accumulation is as wide as fp32, and this case is its check;
  *   - rounding D to its dtype: 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32).
  * Limit: relative error <= FP8_ACCUM_REL + 2 eps(out); max abs error <= 8
  * times that times max |ref| (catches single wrong elements of large size).
