@@ -58,6 +58,8 @@ for cubin in $B/*.cubin; do
 done
 [ "${SKIP_BENCH:-0}" = 1 ] || run bench $B/bench/mgpu-bench ${BENCH_ARGS:-} --json "$OUT/bench.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run bench_lt $B/bench/mgpu-bench --fp8 --epilogue --json "$OUT/bench_lt.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run bench_small $B/bench/mgpu-bench --small --overhead --json "$OUT/bench_small.json"
+[ "${SKIP_BENCH:-0}" = 1 ] || run bench_models $B/bench/mgpu-bench --models --dtype bf16 --reps 20 --json "$OUT/bench_models.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run gather_bench python3 bench/gather_bench.py --lib $B/libmgpukernels.so --json "$OUT/gather_bench.json"
 [ "${SKIP_BENCH:-0}" = 1 ] || run attention_bench python3 bench/attention_bench.py --lib $B/libmgpukernels.so --json "$OUT/attention_bench.json"
 echo

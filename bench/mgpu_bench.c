@@ -3,9 +3,18 @@
  * the same process on the same GPU, on random normal data, and checks every
  * mgpu result against cuBLAS's before timing it.
  *
- *   mgpu-bench [--quick | --shape M,N,K[,BATCH]] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--reps N]
- *              [--json FILE]
+ *   mgpu-bench [--quick | --small | --models | --shape M,N,K[,BATCH] ...] [--dtype bf16|f16]
+ *              [--layout TN|NN|NT|TT] [--reps N] [--overhead] [--json FILE]
  *   mgpu-bench --fp8 [--epilogue] [--reps N] [--json FILE]
+ *
+ * --small runs the small and medium shapes (256^3 .. 2048^3, 1024 x 4096 x
+ * 1024, m = 1 / 16 / 64 / 128 with n = k = 4096 and 8192, 32 x 1024^3);
+ * --models the projection layers of Llama-3 8B and 70B and Mixtral 8x7B
+ * (QKV, O, gate / up, down; m = tokens = 1, 16, 128, 1024, 4096, 16384; A
+ * holds the activations, B the weights, both K-major); --shape may be given
+ * several times. --overhead adds, per shape, the host time of one call
+ * (200 calls queued back to back, wall clock / 200, both libraries) and
+ * the device time per call in that back-to-back loop (CUDA events / 200).
  *
  * --fp8 times mgpu_gemm_ex with e4m3 inputs (TN, bf16 output, per-tensor
  * scale pointers) against cuBLASLt's fp8 cublasLtMatmul with the same
@@ -26,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu_util.h"
 #include "mgpukernels.h"
@@ -41,6 +51,30 @@ static const struct shape full_shapes[] = {
     {128, 4096, 4096, 0},   {64, 8192, 8192, 0},    {128, 8192, 8192, 0},   {4000, 4000, 4000, 0},
     {8191, 8191, 8191, 0},  {1024, 1024, 1024, 32},
 };
+/* Small and medium problems (docs/performance.md, "Small and medium shapes"). */
+static const struct shape small_shapes[] = {
+    {256, 256, 256, 0},   {512, 512, 512, 0},   {1024, 1024, 1024, 0}, {2048, 2048, 2048, 0},
+    {1024, 4096, 1024, 0}, {1, 4096, 4096, 0},  {16, 4096, 4096, 0},   {1, 8192, 8192, 0},
+    {16, 8192, 8192, 0},  {64, 4096, 4096, 0},  {128, 4096, 4096, 0},  {64, 8192, 8192, 0},
+    {128, 8192, 8192, 0}, {1024, 1024, 1024, 32},
+};
+/* Projection layers (n = output features, k = input features) of real
+ * models; each runs at every entry of model_tokens as m. Mixtral 8x7B's
+ * attention and expert layers have Llama-3 8B's sizes (one expert's
+ * gate / up and down). */
+struct model_layer {
+    const char *name;
+    int64_t n, k;
+};
+static const struct model_layer model_layers[] = {
+    {"llama3-8b/mixtral qkv", 6144, 4096},   {"llama3-8b/mixtral o", 4096, 4096},
+    {"llama3-8b/mixtral gate,up", 14336, 4096}, {"llama3-8b/mixtral down", 4096, 14336},
+    {"llama3-70b qkv", 10240, 8192},         {"llama3-70b o", 8192, 8192},
+    {"llama3-70b gate,up", 28672, 8192},     {"llama3-70b down", 8192, 28672},
+};
+static const int64_t model_tokens[] = {1, 16, 128, 1024, 4096, 16384};
+#define N_MODEL_SHAPES ((int)(sizeof model_layers / sizeof model_layers[0] * sizeof model_tokens / sizeof model_tokens[0]))
+#define MAX_SHAPE_ARGS 64
 static const struct shape quick_shapes[] = {
     {4096, 4096, 4096, 0}, {128, 4096, 4096, 0}, {4000, 4000, 4000, 0}, {8191, 8191, 8191, 0},
 };
@@ -154,7 +188,35 @@ static void run_cublas(cublasHandle_t cb, struct shape s, cudaDataType ct, cubla
 struct timing {
     double mgpu_ms, cublas_ms, rel_err;
     int ok;
+    /* --overhead: per library (0 mgpu, 1 cuBLAS), microseconds per call of
+     * the back-to-back loop: host wall clock, device (events) */
+    double host_us[2], loop_us[2];
 };
+
+static int measure_overhead;
+
+/* Random normal 16-bit operands for the timed problems: a pool of
+ * POOL_ELEMS values per dtype, generated once on the host, copied out from
+ * an offset that depends on the seed (wrapping around). Matrices of the
+ * model shapes (up to 235 M elements) would otherwise take seconds each to
+ * generate; the values are the same distribution, never zeros. */
+#define POOL_ELEMS ((size_t)1 << 24)
+static void fill_pooled(void *dev, mgpu_dtype t, size_t count, uint64_t seed)
+{
+    static void *pool[2];
+    const int which = t == MGPU_DTYPE_BF16;
+    if (!pool[which]) {
+        pool[which] = malloc(POOL_ELEMS * 2 + 4);
+        ref_fill_normal(pool[which], NULL, t, POOL_ELEMS, 12345 + (uint64_t)which, 1.0f);
+    }
+    size_t at = (size_t)(seed * 7919u) % POOL_ELEMS, done = 0;
+    while (done < count) {
+        const size_t piece = count - done < POOL_ELEMS - at ? count - done : POOL_ELEMS - at;
+        cudaMemcpy((char *)dev + done * 2, (const char *)pool[which] + at * 2, piece * 2, cudaMemcpyHostToDevice);
+        done += piece;
+        at = 0;
+    }
+}
 
 /* Copies of a problem's operands (`set` bytes each) to rotate among so that
  * together they are at least 3x the L2: no run finds its operands in cache. */
@@ -195,6 +257,43 @@ static void time_alternating(void (*run)(void *ctx, int copy, int peer), void *c
     cudaEventDestroy(e1);
 }
 
+/* --overhead: OVERHEAD_CALLS calls of each library queued back to back:
+ * host wall clock per call (what a call costs the CPU) and device time per
+ * call (events around the loop: the GPU's own time when the host keeps
+ * ahead). */
+#define OVERHEAD_CALLS 200
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void time_overhead(void (*run)(void *ctx, int copy, int peer), void *ctx, int copies, struct timing *res)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int peer = 0; peer < 2; peer++) {
+        for (int i = 0; i < 10; i++)
+            run(ctx, i % copies, peer);
+        cudaDeviceSynchronize();
+        cudaEventRecord(e0, 0);
+        const double t0 = now_us();
+        for (int i = 0; i < OVERHEAD_CALLS; i++)
+            run(ctx, i % copies, peer);
+        const double t1 = now_us();
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        res->host_us[peer] = (t1 - t0) / OVERHEAD_CALLS;
+        res->loop_us[peer] = 1e3 * (double)ms / OVERHEAD_CALLS;
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+}
+
 /* One GEMM of run_shape on operand copy i: mgpu's (peer 0) or cuBLAS's (peer 1). */
 struct gemm_pair {
     mgpu_handle *h;
@@ -220,7 +319,7 @@ static void run_gemm_pair(void *ctx, int i, int peer)
 static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s, mgpu_dtype t,
                                mgpu_operation ta, mgpu_operation tb, int reps, size_t l2_bytes)
 {
-    struct timing res = {0, 0, 0, 1};
+    struct timing res = {.ok = 1};
     const int64_t lda = ta == MGPU_OP_N ? s.m : s.k, ldb = tb == MGPU_OP_N ? s.k : s.n, ldc = s.m;
     const int64_t batch = s.batch > 1 ? s.batch : 1;
     const size_t a_bytes = (size_t)(s.m * s.k * batch) * 2, b_bytes = (size_t)(s.k * s.n * batch) * 2;
@@ -231,8 +330,8 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
         A[i] = dalloc(a_bytes);
         B[i] = dalloc(b_bytes);
         C[i] = dalloc(c_bytes);
-        fill_normal(A[i], t, a_bytes / 2, 100 + 3 * (uint64_t)i, 1.0f);
-        fill_normal(B[i], t, b_bytes / 2, 101 + 3 * (uint64_t)i, 1.0f);
+        fill_pooled(A[i], t, a_bytes / 2, 100 + 3 * (uint64_t)i);
+        fill_pooled(B[i], t, b_bytes / 2, 101 + 3 * (uint64_t)i);
     }
     void *C_ref = dalloc(c_bytes);
     const cudaDataType ct = t == MGPU_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
@@ -259,6 +358,8 @@ static struct timing run_shape(mgpu_handle *h, cublasHandle_t cb, struct shape s
 
     struct gemm_pair pair = {h, cb, s, t, ta, tb, ct, cta, ctb, A, B, C, lda, ldb, ldc};
     time_alternating(run_gemm_pair, &pair, copies, reps, &res);
+    if (measure_overhead)
+        time_overhead(run_gemm_pair, &pair, copies, &res);
     for (int i = 0; i < copies; i++) {
         cudaFree(A[i]);
         cudaFree(B[i]);
@@ -421,7 +522,7 @@ static void run_lt_pair(void *ctx, int i, int peer)
 
 static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shape s, int reps, size_t l2_bytes)
 {
-    struct timing res = {0, 0, 0, 1};
+    struct timing res = {.ok = 1};
     const mgpu_dtype in = kind == LT_FP8 ? MGPU_DTYPE_E4M3 : MGPU_DTYPE_BF16;
     const size_t es = ref_dtype_bytes(in);
     const size_t a_bytes = (size_t)(s.m * s.k) * es, b_bytes = (size_t)(s.k * s.n) * es;
@@ -526,8 +627,9 @@ static int run_lt_sections(mgpu_handle *h, int fp8, int epilogue, int reps, size
 
 int main(int argc, char **argv)
 {
-    int quick = 0, reps = 30, fp8 = 0, epilogue = 0;
-    struct shape one = {0, 0, 0, 0};
+    int quick = 0, small = 0, models = 0, reps = 30, fp8 = 0, epilogue = 0;
+    struct shape given[MAX_SHAPE_ARGS];
+    int n_given = 0;
     const char *json = NULL;
     mgpu_dtype dtypes[2] = {MGPU_DTYPE_BF16, MGPU_DTYPE_F16};
     int n_dtypes = 2;
@@ -539,6 +641,12 @@ int main(int argc, char **argv)
             fp8 = 1;
         } else if (strcmp(argv[i], "--epilogue") == 0) {
             epilogue = 1;
+        } else if (strcmp(argv[i], "--small") == 0) {
+            small = 1;
+        } else if (strcmp(argv[i], "--models") == 0) {
+            models = 1;
+        } else if (strcmp(argv[i], "--overhead") == 0) {
+            measure_overhead = 1;
         } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
             long long m, n, k, b = 0;
             const int got = sscanf(argv[++i], "%lld,%lld,%lld,%lld", &m, &n, &k, &b);
@@ -546,7 +654,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "mgpu-bench: --shape wants M,N,K or M,N,K,BATCH (positive), got '%s'\n", argv[i]);
                 return 2;
             }
-            one = (struct shape){m, n, k, b};
+            if (n_given == MAX_SHAPE_ARGS) {
+                fprintf(stderr, "mgpu-bench: at most %d --shape arguments\n", MAX_SHAPE_ARGS);
+                return 2;
+            }
+            given[n_given++] = (struct shape){m, n, k, b};
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
@@ -561,8 +673,8 @@ int main(int argc, char **argv)
             tb = argv[i][1] == 'N' ? MGPU_OP_N : MGPU_OP_T;
         } else {
             fprintf(stderr,
-                    "usage: %s [--quick | --shape M,N,K[,BATCH]] [--dtype bf16|f16] [--layout TN|NN|NT|TT] [--fp8] [--epilogue] [--reps N] "
-                    "[--json FILE]\n",
+                    "usage: %s [--quick | --small | --models | --shape M,N,K[,BATCH] ...] [--dtype bf16|f16] "
+                    "[--layout TN|NN|NT|TT] [--fp8] [--epilogue] [--reps N] [--overhead] [--json FILE]\n",
                     argv[0]);
             return 2;
         }
@@ -592,9 +704,23 @@ int main(int argc, char **argv)
            prop.multiProcessorCount, "NT"[ta], "NT"[tb], reps);
     printf("%-22s %-5s %10s %9s %10s %9s %7s %9s %s\n", "m x n x k", "dtype", "mgpu ms", "TFLOP/s", "cuBLAS ms",
            "TFLOP/s", "ratio", "rel err", "check");
-    const struct shape *shapes = one.m ? &one : quick ? quick_shapes : full_shapes;
+    struct shape model_shapes[N_MODEL_SHAPES];
+    const char *shape_names[N_MODEL_SHAPES];
+    const int n_tokens = (int)(sizeof model_tokens / sizeof model_tokens[0]);
+    for (int i = 0; i < N_MODEL_SHAPES; i++) {
+        const struct model_layer *l = &model_layers[i / n_tokens];
+        model_shapes[i] = (struct shape){model_tokens[i % n_tokens], l->n, l->k, 0};
+        shape_names[i] = l->name;
+    }
+    const struct shape *shapes = n_given ? given
+                                 : models ? model_shapes
+                                 : small  ? small_shapes
+                                 : quick  ? quick_shapes
+                                          : full_shapes;
     const int n_shapes = fp8 || epilogue ? 0
-                         : one.m         ? 1
+                         : n_given       ? n_given
+                         : models        ? N_MODEL_SHAPES
+                         : small         ? (int)(sizeof small_shapes / sizeof small_shapes[0])
                          : quick         ? (int)(sizeof quick_shapes / sizeof quick_shapes[0])
                                          : (int)(sizeof full_shapes / sizeof full_shapes[0]);
     int failures = 0, first = 1;
@@ -615,9 +741,12 @@ int main(int argc, char **argv)
             else
                 snprintf(dims, sizeof dims, "%lldx%lldx%lld", (long long)s.m, (long long)s.n, (long long)s.k);
             const char *dn = dtypes[d] == MGPU_DTYPE_BF16 ? "bf16" : "f16";
-            printf("%-22s %-5s %10.3f %9.1f %10.3f %9.1f %6.3fx %9.2e %s\n", dims, dn, r.mgpu_ms,
+            printf("%-22s %-5s %10.3f %9.1f %10.3f %9.1f %6.3fx %9.2e %s%s%s\n", dims, dn, r.mgpu_ms,
                    flop / r.mgpu_ms / 1e9, r.cublas_ms, flop / r.cublas_ms / 1e9, ratio, r.rel_err,
-                   r.ok ? "ok" : "FAILED");
+                   r.ok ? "ok" : "FAILED", models && !n_given ? "  " : "", models && !n_given ? shape_names[i] : "");
+            if (measure_overhead)
+                printf("  overhead: host %.1f us/call (cuBLAS %.1f), back-to-back %.1f us/call (cuBLAS %.1f)\n",
+                       r.host_us[0], r.host_us[1], r.loop_us[0], r.loop_us[1]);
             fflush(stdout);
             failures += !r.ok;
             log_ratio_sum += log(ratio);
@@ -628,9 +757,15 @@ int main(int argc, char **argv)
             }
             if (jf) {
                 fprintf(jf, "%s  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, \"dtype\": \"%s\", \"mgpu_ms\": %.5f, "
-                            "\"cublas_ms\": %.5f, \"ratio\": %.4f, \"rel_err\": %.3e, \"ok\": %s}",
+                            "\"cublas_ms\": %.5f, \"ratio\": %.4f, \"rel_err\": %.3e, \"ok\": %s",
                         first ? "" : ",\n", (long long)s.m, (long long)s.n, (long long)s.k, (long long)(s.batch > 1 ? s.batch : 1), dn, r.mgpu_ms,
                         r.cublas_ms, ratio, r.rel_err, r.ok ? "true" : "false");
+                if (models && !n_given)
+                    fprintf(jf, ", \"layer\": \"%s\"", shape_names[i]);
+                if (measure_overhead)
+                    fprintf(jf, ", \"host_us\": [%.2f, %.2f], \"loop_us\": [%.2f, %.2f]", r.host_us[0], r.host_us[1],
+                            r.loop_us[0], r.loop_us[1]);
+                fputc('}', jf);
                 first = 0;
             }
         }

@@ -183,9 +183,9 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .family = GEN_FAMILY_GEMM,
         .header = "hopper/gemm_sm90_persistent.cuh",
         .group = "gemm_sm90_ws",
-        .entry = "mgpu_gemm_sm90_ws_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
+        .entry = "mgpu_gemm_sm90_@schedule@_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
         .unit = "\nusing Config@i@ = mgpu::sm90::PersistentGemmConfig<@type@, @b_type@, @a_kmajor@, @b_kmajor@, "
-                "@tile_m@, @tile_n@, @stages@, @cluster_n@>;\n"
+                "@tile_m@, @tile_n@, @stages@, @cluster_n@, @pingpong@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
                 "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
@@ -270,5 +270,21 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm100::attention_fwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_sm100_smem,
         .check = attention_fwd_sm100_check,
+    },
+    [GEN_GEMM_SMALL_M_SM90] = {
+        .name = "GEMM_SMALL_M_SM90",
+        .doc = "sm_90a GEMM for m <= tile_m (decode): B streamed into registers, mma.sync, split-K in one launch",
+        .family = GEN_FAMILY_GEMM,
+        .header = "hopper/gemm_sm90_small_m.cuh",
+        .group = "gemm_small_m_sm90",
+        .entry = "mgpu_gemm_small_m_sm90_@dtype@_@layout@_m@tile_m@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::SmallMGemmConfig<@type@, @tile_m@ / 8>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kMaxM == @tile_m@ && Config@i@::kCols == @tile_n@ && "
+                "Config@i@::kStepK == @tile_k@, \"@name@: tile differs from gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, Config@i@::kMinBlocks)\n"
+                "@name@(const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm90::gemm_small_m<Config@i@>(args);\n}\n",
+        .smem_bytes = no_smem,
     },
 };

@@ -34,7 +34,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * kind::f8f6f4, K = 32 per instruction; tile_k is 128 elements (one 128-byte
  * swizzle row, the same stage bytes as 16-bit), so the stages and tiles of
  * the 16-bit family fit unchanged. One fp32 accumulator in TMEM (no
- * two-level accumulation: docs/decisions/013-sm100-fp8-accumulation.md). */
+ * two-level accumulation: docs/decisions/014-sm100-fp8-accumulation.md). */
 #define SM100_FP8(da, db, st, cn, shape) \
     {GEN_GEMM_SM100_PERSISTENT, GEN_SM100A, da, 192, .gemm = {TN, 256, 128, 128, st, 1, cn, db, shape}}
 #define SM100_FP8_FAMILY(da, db) \
@@ -53,7 +53,16 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     SM90_WS_GEMM(dt, 256, 4, 1, GEN_GEMM_LARGE, __VA_ARGS__),                                              \
         SM90_WS_GEMM(dt, 256, 4, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__),                                  \
         SM90_WS_GEMM(dt, 128, 6, 1, GEN_GEMM_SMALL_M, __VA_ARGS__),                                        \
-        SM90_WS_GEMM(dt, 64, 8, 1, GEN_GEMM_TINY_M, __VA_ARGS__)
+        SM90_WS_GEMM(dt, 64, 8, 1, GEN_GEMM_TINY_M, __VA_ARGS__), SM90_PP_FAMILY(dt, __VA_ARGS__)
+/* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer
+ * warpgroup (kernels/hopper/gemm_sm90_pingpong.cuh), 6 stages of 32 KB,
+ * lone CTAs or 2-CTA clusters along N. */
+#define SM90_PP_GEMM(dt, cn, shape, ...)                                                                  \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 384,                                                        \
+     .gemm = {__VA_ARGS__, 128, 128, 64, 6, 1, cn, GEN_B_SAME, shape, GEN_SCHEDULE_PINGPONG}}
+#define SM90_PP_FAMILY(dt, ...) \
+    SM90_PP_GEMM(dt, 1, GEN_GEMM_LARGE_PINGPONG, __VA_ARGS__), \
+        SM90_PP_GEMM(dt, 2, GEN_GEMM_LARGE_PINGPONG_CLUSTER, __VA_ARGS__)
 /* fp8 (A `da`, B `db`), TN only (fp8 wgmma reads K-major operands): tile_k is
  * 128 elements (one 128-byte swizzle row, as for 16-bit). Each consumer holds
  * two accumulator sets (two-level accumulation), so tile_m stops at 192 rather
@@ -65,6 +74,19 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_FP8_FAMILY(da, db)                                                                          \
     SM90_WS_FP8(da, db, 192, 4, 1, GEN_GEMM_LARGE), SM90_WS_FP8(da, db, 192, 4, 2, GEN_GEMM_LARGE_CLUSTER), \
         SM90_WS_FP8(da, db, 128, 6, 1, GEN_GEMM_SMALL_M)
+/* Small-m (decode) GEMM, TN only: m <= 16 rows of D, 128 columns of D per
+ * CTA (8 warps of 16), 32 elements of K per step; no shared memory
+ * (hopper/gemm_sm90_small_m.cuh). Its m <= 64 form (tile_m 64) compiles but
+ * ran at 0.45-0.61x cuBLAS at m = 64 on H100 (one CTA per SM at 230
+ * registers), against 0.77-1.07x for the 64-row wgmma tile: not built. */
+#define SM90_SMALL_M_GEMM(dt, tm) \
+    {GEN_GEMM_SMALL_M_SM90, GEN_SM90A, dt, 256, .gemm = {TN, tm, 128, 32, 1, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
+/* e4m3 128 x 128 tiles in 2-CTA clusters, after the 192-row cluster row of
+ * the same class (which the planner therefore picks): 128-row fp8 tiles
+ * promote with two chain register sets (consume_fp8_pipelined), and this
+ * row is there to be measured against the 192-row ones through
+ * MGPU_FORCE_VARIANT (docs/decisions/015-gemm-pingpong-schedule.md). */
+#define SM90_WS_FP8_PIPELINED_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -127,7 +149,9 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FAMILY(GEN_BF16, NT),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
+    SM90_WS_FP8_PIPELINED_CLUSTER,
     GEMM_PACK(GEN_SM90A),
+    SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 
     SM100_GEMM_FAMILY(GEN_F16, TN), SM100_GEMM_FAMILY(GEN_F16, NN), SM100_GEMM_FAMILY(GEN_F16, TT),
     SM100_GEMM_FAMILY(GEN_F16, NT), SM100_GEMM_FAMILY(GEN_BF16, TN), SM100_GEMM_FAMILY(GEN_BF16, NN),
@@ -157,6 +181,9 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_SMALL_M] = "SMALL_M",
     [GEN_GEMM_LARGE] = "LARGE",
     [GEN_GEMM_LARGE_CLUSTER] = "LARGE_CLUSTER",
+    [GEN_GEMM_DECODE] = "DECODE",
+    [GEN_GEMM_LARGE_PINGPONG] = "LARGE_PINGPONG",
+    [GEN_GEMM_LARGE_PINGPONG_CLUSTER] = "LARGE_PINGPONG_CLUSTER",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

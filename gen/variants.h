@@ -38,10 +38,18 @@ enum gen_gemm_class {
     GEN_GEMM_SMALL_M,       /* m <= 128: 128-row tiles */
     GEN_GEMM_LARGE,         /* larger m: the largest tile, one CTA per tile */
     GEN_GEMM_LARGE_CLUSTER, /* the largest tile in 2-CTA clusters (A multicast) */
+    GEN_GEMM_DECODE,        /* m <= tile_m, K-major operands: the small-m (decode) kernel */
+    GEN_GEMM_LARGE_PINGPONG, /* larger m, ping-pong consumers (a whole tile per warpgroup) */
+    GEN_GEMM_LARGE_PINGPONG_CLUSTER, /* the same in 2-CTA clusters (A multicast) */
     GEN_GEMM_CLASS_COUNT
 };
 /* The names the generated header gives the classes: MGPU_GEMM_<name>. */
 extern const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT];
+
+/* How the consumer warpgroups of a persistent sm_90a GEMM share the work:
+ * cooperative (both on each tile; entry names _ws_) or ping-pong (each on
+ * its own tiles, in turns on the tensor cores; entry names _pp_). */
+enum gen_gemm_schedule { GEN_SCHEDULE_COOPERATIVE = 0, GEN_SCHEDULE_PINGPONG };
 
 struct gen_gemm {
     int a_kmajor, b_kmajor;     /* operand layouts the variant is compiled for (-1: any) */
@@ -50,6 +58,7 @@ struct gen_gemm {
     int cluster_m, cluster_n;   /* CTAs per cluster along M and N (0: no cluster) */
     enum gen_b_dtype b_dtype;   /* B's element type when it is not `dtype` */
     enum gen_gemm_class shape;  /* the shapes the planner sends here */
+    enum gen_gemm_schedule schedule; /* sm_90a persistent only; 0 (cooperative) elsewhere */
 };
 
 struct gen_attention {

@@ -1,15 +1,17 @@
 /*
  * For GPU tests that force several plans in one process. The library reads
- * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K and MGPU_FORCE_BAND once per
- * process; force_setenv / force_unsetenv change the environment and hand
- * the new values to the library (mgpu_env_override), so a test reads like
- * the environment it sets. These tests link the library's static core.
+ * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE
+ * and MGPU_DEBUG_FP8_NO_PROMOTION once per process; force_setenv /
+ * force_unsetenv change the environment and hand the new values to the
+ * library (mgpu_env_override), so a test reads like the environment it sets.
+ * These tests link the library's static core.
  */
 #ifndef MGPU_TESTS_FORCE_H
 #define MGPU_TESTS_FORCE_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dispatch.h"
 
@@ -26,6 +28,13 @@ static void force_apply(void)
     force_env.force_variant = force_variant_name[0] ? force_variant_name : NULL;
     force_env.force_split_k = splits ? atoi(splits) : 0;
     force_env.force_band = band ? atoi(band) : 0;
+    const char *no_promotion = getenv("MGPU_DEBUG_FP8_NO_PROMOTION");
+    force_env.debug_fp8_no_promotion = no_promotion && no_promotion[0] && no_promotion[0] != '0';
+    const char *schedule = getenv("MGPU_FORCE_SCHEDULE");
+    force_env.force_schedule = !schedule                              ? 0
+                               : strcmp(schedule, "cooperative") == 0 ? 1
+                               : strcmp(schedule, "pingpong") == 0    ? 2
+                                                                      : 0;
     mgpu_env_override(&force_env);
 }
 

@@ -39,20 +39,14 @@
 #include <string.h>
 
 #include "check.h"
+#include "attention_test_util.h"
 #include "gpu_util.h"
 
 #define POISON_16 0xffffu
-#define ALIGN_ELEMS 8 /* 16 bytes of 16-bit elements: what strides keep */
 #define ERR_FACTOR 2.0
 
 static cublasHandle_t ref_blas;
 static int cases_run, cases_failed, cases_skipped;
-
-enum layout {
-    DENSE,  /* zero strides for the inputs: the library's dense default */
-    BHSD,   /* (batch, head, seq, dim) memory order through strides */
-    PADDED, /* gaps after each head, row and batch entry */
-};
 
 struct tcase {
     int batch, sq, sk, hq, hkv, d;
@@ -82,31 +76,10 @@ static float round_to(mgpu_dtype t, float x)
     return host_load_elem(&h, t);
 }
 
-/* Strides of a tensor with `rows` seq rows per batch entry (varlen: the
- * packed total, one batch entry). */
-static mgpu_attention_strides strides_for(enum layout l, int64_t rows, int64_t heads, int64_t d)
-{
-    mgpu_attention_strides s;
-    if (l == BHSD) {
-        s.seq = d;
-        s.head = rows * d;
-        s.batch = heads * rows * d;
-    } else if (l == PADDED) {
-        s.head = d + 2 * ALIGN_ELEMS;
-        s.seq = heads * s.head + ALIGN_ELEMS;
-        s.batch = rows * s.seq + 4 * ALIGN_ELEMS;
-    } else {
-        s.head = d;
-        s.seq = heads * d;
-        s.batch = rows * heads * d;
-    }
-    return s;
-}
-
 static void tensor_alloc(struct tensor *t, enum layout l, int64_t nbatch, int64_t rows, int64_t heads, int64_t d)
 {
     t->st = strides_for(l, rows, heads, d);
-    t->elems = (size_t)((nbatch - 1) * t->st.batch + (rows - 1) * t->st.seq + (heads - 1) * t->st.head + d);
+    t->elems = span_of(&t->st, nbatch, rows, heads, d);
     if (rows == 0)
         t->elems = 1;
     cudaMalloc(&t->dev, t->elems * 2);
@@ -138,13 +111,6 @@ static void tensor_free(struct tensor *t)
 static size_t at(const struct tensor *t, int64_t b, int64_t s, int64_t h)
 {
     return (size_t)(b * t->st.batch + s * t->st.seq + h * t->st.head);
-}
-
-/* Deterministic pseudo-random lengths in [lo, hi]. */
-static int pick(uint64_t *s, int lo, int hi)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (int)((*s >> 33) % (uint64_t)(hi - lo + 1));
 }
 
 /* ---------------------------------------------------------------- reference GEMMs */
@@ -579,7 +545,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
     printf("%-4s %-4s %3d %2d %5d %5d %2d/%-2d %d %-9s %4g %-6s %s %d | %.1e/%.1e %.1e/%.1e %.1e/%.1e | %.1e %.1e %.1e "
            "| %ld %ld %ld\n",
            pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
-           c.causal, win, (double)c.softcap, c.layout == BHSD ? "bhsd" : c.layout == PADDED ? "padded" : "dense",
+           c.causal, win, (double)c.softcap, layout_name(c.layout),
            c.varlen ? "V" : "-", c.det, e_dq.err, e_dq.low_err, e_dk.err, e_dk.low_err, e_dv.err, e_dv.low_err,
            e_dq.rel, e_dk.rel, e_dv.rel, e_dq.nan + e_dk.nan + e_dv.nan, clob, det_diff);
     CHECK(pass, "case above failed");

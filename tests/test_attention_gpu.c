@@ -22,22 +22,15 @@
 #include <string.h>
 
 #include "check.h"
+#include "attention_test_util.h"
 #include "gpu_util.h"
 
 #define MAX_REL_ERR 1e-2
 #define MAX_LSE_ERR 1e-2
 #define POISON_16 0xffffu
-#define ALIGN_ELEMS 8 /* 16 bytes of 16-bit elements: what strides and offsets keep */
 #define REF_GPU_WORK ((int64_t)1 << 27) /* Sq * Sk * d of a head above which the reference uses cuBLAS */
 
 static cublasHandle_t ref_blas;
-
-enum layout {
-    DENSE,   /* zero strides: the library's dense default */
-    BHSD,    /* (batch, head, seq, dim) memory order through strides */
-    PADDED,  /* gaps after each head and each row */
-    FUSED,   /* Q, K, V interleaved in one (batch, seq, 3, heads, dim) buffer */
-};
 
 struct tcase {
     int batch, sq, sk, hq, hkv, d;
@@ -60,54 +53,10 @@ struct tensor {
 
 static uint64_t seed_counter = 1;
 
-static float decode(uint16_t v, mgpu_dtype t)
-{
-    if (t == MGPU_DTYPE_BF16) {
-        uint32_t u = (uint32_t)v << 16;
-        float f;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    const int sign = v >> 15, exp = (v >> 10) & 0x1f, mant = v & 0x3ff;
-    float mag = exp == 0 ? ldexpf((float)mant, -24) : exp == 31 ? (mant ? NAN : INFINITY)
-                                                                 : ldexpf((float)(mant | 0x400), exp - 25);
-    return sign ? -mag : mag;
-}
-
 /* Row (b, s, h) of a tensor: head_dim contiguous values. */
 static const float *row_of(const struct tensor *t, int64_t b, int64_t s, int64_t h)
 {
     return t->val + t->offset + b * t->st.batch + s * t->st.seq + h * t->st.head;
-}
-
-/* Strides of one tensor with `rows` seq rows per batch entry (varlen: the
- * packed total and one batch entry). */
-static mgpu_attention_strides strides_for(enum layout l, int64_t rows, int64_t heads, int64_t d)
-{
-    mgpu_attention_strides s;
-    switch (l) {
-    case BHSD:
-        s.seq = d;
-        s.head = rows * d;
-        s.batch = heads * rows * d;
-        break;
-    case PADDED:
-        s.head = d + 2 * ALIGN_ELEMS;
-        s.seq = heads * s.head + ALIGN_ELEMS;
-        s.batch = rows * s.seq + 4 * ALIGN_ELEMS;
-        break;
-    default:
-        s.head = d;
-        s.seq = heads * d;
-        s.batch = rows * heads * d;
-        break;
-    }
-    return s;
-}
-
-static size_t span_of(const mgpu_attention_strides *s, int64_t nbatch, int64_t rows, int64_t heads, int64_t d)
-{
-    return (size_t)((nbatch - 1) * s->batch + (rows - 1) * s->seq + (heads - 1) * s->head + d);
 }
 
 static void tensor_alloc(struct tensor *t, size_t elems)
@@ -124,7 +73,7 @@ static void tensor_fill(struct tensor *t, mgpu_dtype dt)
     fill_normal(t->dev, dt, t->elems, seed_counter++, 1.0f);
     cudaMemcpy(raw, t->dev, t->elems * 2, cudaMemcpyDeviceToHost);
     for (size_t i = 0; i < t->elems; i++)
-        t->val[i] = decode(raw[i], dt);
+        t->val[i] = host_load_elem(&raw[i], dt);
     free(raw);
 }
 
@@ -132,18 +81,6 @@ static void tensor_free(struct tensor *t)
 {
     cudaFree(t->dev);
     free(t->val);
-}
-
-/* Deterministic pseudo-random lengths in [lo, hi]. */
-static int pick(uint64_t *s, int lo, int hi)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (int)((*s >> 33) % (uint64_t)(hi - lo + 1));
-}
-
-static const char *layout_name(enum layout l)
-{
-    return l == BHSD ? "bhsd" : l == PADDED ? "padded" : l == FUSED ? "fused" : "dense";
 }
 
 /* A tensor's decoded values on the GPU in fp32, for the cuBLAS reference. */
@@ -366,7 +303,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
                 const int64_t row = bb * o.st.batch + (qo + i) * o.st.seq + hh * o.st.head;
                 for (int x = 0; x < c.d; x++) {
                     const double ref = sum > 0 ? pv[(size_t)i * c.d + x] / sum : 0.0;
-                    const float got = decode(oh[row + x], dt);
+                    const float got = host_load_elem(&oh[row + x], dt);
                     written[row + x] = 1;
                     if (!isfinite(got)) {
                         bad++;

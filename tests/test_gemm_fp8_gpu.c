@@ -16,11 +16,13 @@
  *   - the tensor cores sum an fp8 wgmma chain with fewer bits than fp32
  *     (about 2^-13 relative); the kernel adds each 128-element chunk of K
  *     into an fp32 accumulator, so this term stays near 1e-4 whatever K is
- *     (without that promotion it grows to percent level at K = 16384, which
- *     the 256 x 256 x 16384 case would catch). On compute capability 10.0
- *     the tensor cores accumulate in fp32 tensor memory without promotion
- *     (docs/decisions/013-sm100-fp8-accumulation.md): the same limit holds
- *     if that accumulation is as wide as fp32, and this case is its check;
+ *     (without that promotion it grows with K: the 256 x 256 x 16384 case
+ *     runs once more with the kernel's debugging switch
+ *     MGPU_DEBUG_FP8_NO_PROMOTION and must then fail the limit). On compute
+ *     capability 10.0 the tensor cores accumulate in fp32 tensor memory
+ *     without promotion (docs/decisions/014-sm100-fp8-accumulation.md; no
+ *     switch there): the same limit holds if that accumulation is as wide as
+ *     fp32, and the long-K cases are its check;
  *   - rounding D to its dtype: 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32).
  * Limit: relative error <= FP8_ACCUM_REL + 2 eps(out); max abs error <= 8
  * times that times max |ref| (catches single wrong elements of large size).
@@ -51,6 +53,8 @@ struct fp8_case {
     mgpu_activation act;
     int bias;                        /* 1: an fp32 per-row bias */
 };
+/* run_case with MGPU_DEBUG_FP8_NO_PROMOTION set: the error must then exceed the limit */
+static int no_promotion;
 
 static cublasHandle_t cublas;
 static mgpu_handle *handle;
@@ -136,9 +140,12 @@ static void run_case(const struct fp8_case *g)
         force_setenv("MGPU_FORCE_VARIANT", g->force_variant);
     if (g->force_splits)
         force_setenv("MGPU_FORCE_SPLIT_K", g->force_splits);
+    if (no_promotion)
+        force_setenv("MGPU_DEBUG_FP8_NO_PROMOTION", "1");
     mgpu_status s = mgpu_gemm_ex(handle, &desc);
     force_unsetenv("MGPU_FORCE_VARIANT");
     force_unsetenv("MGPU_FORCE_SPLIT_K");
+    force_unsetenv("MGPU_DEBUG_FP8_NO_PROMOTION");
     CHECK(s == MGPU_STATUS_SUCCESS, "%s: %s (%s)", label, mgpu_status_string(s), mgpu_last_error_message());
     cudaError_t e = cudaDeviceSynchronize();
     CHECK(e == cudaSuccess, "%s: kernel failed: %s", label, cudaGetErrorString(e));
@@ -178,8 +185,15 @@ static void run_case(const struct fp8_case *g)
     const double max_limit = MAX_ERR_FACTOR * rel_limit * (r.max_ref > 1 ? r.max_ref : 1);
     printf("%-150s rel %.2e max %.2e (ref max %.1f)\n", label, r.rel_err, r.max_err, r.max_ref);
     CHECK(r.nan_count == 0, "%s: %zu non-finite outputs", label, r.nan_count);
-    CHECK(r.rel_err <= rel_limit, "%s: relative error %.3e > %.2e", label, r.rel_err, rel_limit);
-    CHECK(r.max_err <= max_limit, "%s: max error %.3e > %.3e", label, r.max_err, max_limit);
+    if (no_promotion) {
+        /* the same check without the promotion must fail: the long-K case detects its absence */
+        printf("%-150s without promotion: rel %.2e > limit %.2e expected\n", label, r.rel_err, rel_limit);
+        CHECK(r.rel_err > rel_limit, "%s: without promotion the relative error %.3e stays within %.2e", label,
+              r.rel_err, rel_limit);
+    } else {
+        CHECK(r.rel_err <= rel_limit, "%s: relative error %.3e > %.2e", label, r.rel_err, rel_limit);
+        CHECK(r.max_err <= max_limit, "%s: max error %.3e > %.3e", label, r.max_err, max_limit);
+    }
     size_t bad = ref_changed_outside(dc, hc, c_bytes, g->c, m, n, ldc, stride_c, batch);
     CHECK(bad == 0, "%s: %zu elements outside D changed", label, bad);
 
@@ -268,6 +282,17 @@ int main(void)
                                      none, 0};
             run_case(&longk);
         }
+    /* the long-K check fails without the promotion (a debugging switch of the sm_90a kernel): the
+     * promoted and unpromoted runs of one case, fp32 output (its limit is the accumulation term).
+     * The sm_100a kernel has no promotion to switch off (decision 014). */
+    for (int a = 0; a < (cc == 90 ? 2 : 0); a++) {
+        struct fp8_case longk = {256, 256, 16384, 1, fp8[a], fp8[a], MGPU_DTYPE_F32, 1.0f, 0.0f, 0, 0, 0, 0, NULL,
+                                 NULL, none, 0};
+        run_case(&longk);
+        no_promotion = 1;
+        run_case(&longk);
+        no_promotion = 0;
+    }
     /* every path: the 128-row tile, split-K (reduction applies scales and epilogue), batches,
      * the portable kernel (k == 0 and forced), bias + activation */
     const mgpu_dtype e4 = MGPU_DTYPE_E4M3, e5 = MGPU_DTYPE_E5M2, bf = MGPU_DTYPE_BF16, f32 = MGPU_DTYPE_F32;
@@ -277,6 +302,13 @@ int main(void)
         {200, 136, 1000, 3, e5, e4, bf, 2.0f, 0.0f, 0.5f, 0, 0, 0, NULL, "3", MGPU_ACTIVATION_RELU, 1},
         {513, 300, 700, 2, e4, e4, MGPU_DTYPE_F16, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
          "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c1", NULL, MGPU_ACTIVATION_GELU, 1},
+        /* 128-row tiles (pipelined promotion) in 2-CTA clusters; one and an even number of k-tiles */
+        {513, 300, 700, 2, e4, e4, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
+         "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", NULL, MGPU_ACTIVATION_GELU, 1},
+        {300, 520, 128, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", NULL,
+         none, 0},
+        {300, 520, 4096, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", "3",
+         none, 0},
         {513, 300, 700, 2, e5, e5, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0, "mgpu_gemm_sm90_ws_e5m2_tn_192x128x128_s4_c1",
          NULL, MGPU_ACTIVATION_RELU, 1},
         /* 2-CTA clusters: 3 tile columns (the cluster's last CTA computes a tile outside D), with and without split-K */

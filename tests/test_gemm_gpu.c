@@ -10,7 +10,8 @@
  * TMA stores and the direct-store fallback (odd ldc), split-K (heuristic and
  * forced through MGPU_FORCE_SPLIT_K, bitwise reproducible), the operand pack
  * for odd leading dimensions, batch strides and pointers, broadcast batches,
- * and the portable kernel for k == 0.
+ * the portable kernel for k == 0, and the small-m (decode) kernel
+ * (MGPU_TEST_SMALL_M_ONLY=1: only its cases, for compute-sanitizer).
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -172,10 +173,13 @@ static void check_persistent_paths(mgpu_dtype t)
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
     const int blackwell = cc_major == 10;
-    const char *sm90_variants[] = {"256x128x64_s4_c1", "256x128x64_s4_c2", "128x128x64_s6_c1", "64x128x64_s8_c1"};
-    const char *sm100_variants[] = {"256x128x64_s4_c1", "256x128x64_s6_c2"};
-    const char *const *variants = blackwell ? sm100_variants : sm90_variants;
-    const unsigned n_variants = blackwell ? 2 : 4;
+    /* schedule (cooperative ws, ping-pong pp) and tile of each entry name */
+    const char *sm90_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s4_c2"},
+                                      {"ws", "128x128x64_s6_c1"}, {"ws", "64x128x64_s8_c1"},
+                                      {"pp", "128x128x64_s6_c1"}, {"pp", "128x128x64_s6_c2"}};
+    const char *sm100_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s6_c2"}};
+    const char *const(*variants)[2] = blackwell ? sm100_variants : sm90_variants;
+    const unsigned n_variants = blackwell ? 2 : 6;
     const char *layouts[4] = {"nn", "nt", "tn", "tt"};
     const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
     char name[96];
@@ -184,8 +188,8 @@ static void check_persistent_paths(mgpu_dtype t)
             if (quick && (l == 0 || l == 3))
                 continue; /* under compute-sanitizer: the nt and tn layouts cover both operand majornesses */
             const mgpu_operation ta = ops[l / 2], tb = ops[l % 2]; /* the name's letters */
-            snprintf(name, sizeof name, "mgpu_gemm_%s_ws_%s_%s_%s", blackwell ? "sm100" : "sm90",
-                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", layouts[l], variants[v]);
+            snprintf(name, sizeof name, "mgpu_gemm_%s_%s_%s_%s_%s", blackwell ? "sm100" : "sm90", variants[v][0],
+                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", layouts[l], variants[v][1]);
             /* 9 tile columns: the cluster's last CTA computes a tile outside D */
             struct gemm_case edge = {ta, tb, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
             run_forced(&edge, name, NULL);
@@ -212,12 +216,48 @@ static void check_persistent_paths(mgpu_dtype t)
         {MGPU_OP_N, MGPU_OP_T, 1000, 999, 777, 1, t, t, 0, 0, 0, 1, 0, 0, 1.0f, 0.0f},  /* A, B offset by 1 */
         {MGPU_OP_T, MGPU_OP_N, 1024, 1024, 1024, 8, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
         {MGPU_OP_N, MGPU_OP_N, 300, 200, 520, 5, t, t, 3, 5, 0, 0, 3, 0, 1.0f, 0.0f},  /* odd batch strides */
+        /* at most one wave of large tiles: 64- or 128-row tiles, no split */
+        {MGPU_OP_T, MGPU_OP_N, 256, 256, 256, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_N, MGPU_OP_T, 1024, 1024, 1024, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        {MGPU_OP_N, MGPU_OP_N, 2048, 2048, 2048, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_T, MGPU_OP_T, 1000, 4000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
     for (unsigned i = 0; i < sizeof heuristics / sizeof heuristics[0]; i++)
         run_case(&heuristics[i]);
     /* the small-m / skinny-n shapes again through split-K */
     for (unsigned i = 0; i < 3; i++)
         run_forced(&heuristics[i], NULL, i == 2 ? "8" : "4");
+}
+
+/* The small-m (decode) kernel, sm_90a: m <= 16 TN as the planner takes it
+ * (split-K by the SM count), forced slice counts (1: the epilogue straight
+ * from the accumulators), edges of n (not a multiple of 128) and of K (a
+ * partial last 32-element step), beta with fp32 and 16-bit out, batches
+ * (one counter per column block and entry) and a broadcast A. */
+static void check_small_m_paths(mgpu_dtype t)
+{
+    int dev = 0, cc_major = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (cc_major != 9)
+        return;
+    const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
+    struct gemm_case cases[] = {
+        {T, N, 1, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {T, N, 16, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {T, N, 7, 1000, 1000, 1, t, MGPU_DTYPE_F32, 0, 0, 3, 0, 0, 0, 0.5f, -1.5f},
+        {T, N, 16, 129, 8, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        {T, N, 9, 300, 2056, 3, t, t, 8, 16, 0, 0, 8, 0, 1.0f, 0.0f},
+        {T, N, 16, 520, 1024, 4, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 1, 2.0f, 1.0f},
+        {T, N, 2, 8192, 8192, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (quick && i == 6)
+            continue;
+        run_case(&cases[i]);
+        run_forced(&cases[i], NULL, "1");
+        run_forced(&cases[i], NULL, i % 2 ? "3" : "7");
+    }
 }
 
 /* Two runs on the same inputs give the same bits. */
@@ -248,12 +288,38 @@ static void check_deterministic_shape(int64_t m, int64_t n, int64_t k, const cha
     force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
+/* The small-m kernel (TN, m <= 16) with its K slices: the same bits twice. */
+static void check_deterministic_tn(int64_t m, int64_t n, int64_t k)
+{
+    float one = 1.0f, zero = 0.0f;
+    void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
+    void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
+    fill_normal(a, MGPU_DTYPE_BF16, (size_t)(m * k), 79, 1.0f);
+    fill_normal(b, MGPU_DTYPE_BF16, (size_t)(k * n), 80, 1.0f);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_T, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, k, b, MGPU_DTYPE_BF16,
+                           k, &zero, c1, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_T, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, k, b, MGPU_DTYPE_BF16,
+                           k, &zero, c2, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
+    float *h1 = malloc((size_t)(m * n * 4)), *h2 = malloc((size_t)(m * n * 4));
+    cudaMemcpy(h1, c1, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
+    cudaMemcpy(h2, c2, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
+    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "TN %lldx%lldx%lld: two identical calls gave different bits",
+          (long long)m, (long long)n, (long long)k);
+    free(h1);
+    free(h2);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c1);
+    cudaFree(c2);
+}
+
 /* Split-K included: its reduction adds the K slices in a fixed order. */
 static void check_deterministic(void)
 {
     check_deterministic_shape(1000, 700, 3000, NULL);
     check_deterministic_shape(1000, 700, 3000, "5");
     check_deterministic_shape(64, 4096, 4096, "4");
+    check_deterministic_tn(16, 4096, 4096);
 }
 
 /* Calls the device can reject only at run time. */
@@ -290,6 +356,16 @@ int main(void)
         return 1;
     }
     cublasCreate(&cublas);
+    /* MGPU_TEST_SMALL_M_ONLY=1: the small-m kernel's cases only (for compute-sanitizer runs of that kernel) */
+    const char *only = getenv("MGPU_TEST_SMALL_M_ONLY");
+    if (only && only[0] == '1') {
+        check_small_m_paths(MGPU_DTYPE_BF16);
+        check_small_m_paths(MGPU_DTYPE_F16);
+        check_deterministic_tn(16, 4096, 4096);
+        cublasDestroy(cublas);
+        mgpu_destroy(handle);
+        return check_exit();
+    }
 
     const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
     const mgpu_dtype ins[2] = {MGPU_DTYPE_BF16, MGPU_DTYPE_F16};
@@ -325,6 +401,7 @@ int main(void)
                     run_case(&cases[i]);
             }
         check_persistent_paths(t);
+        check_small_m_paths(t);
         /* k == 0: D = beta * C */
         struct gemm_case k0 = {MGPU_OP_N, MGPU_OP_N, 33, 17, 0, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 2.0f};
         run_case(&k0);

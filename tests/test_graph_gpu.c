@@ -1,12 +1,14 @@
 /*
  * Every operation inside ONE CUDA graph: GEMM (plain, split-K, an operand
  * that must be packed), fp8 GEMM, gather with out-of-range indices,
- * scatter-add and causal attention are captured on one stream, the graph is
- * replayed 100 times, and every result and the index-error report are
- * checked: the bf16 GEMMs against cuBLAS, gather and scatter-add against a
- * CPU reference, fp8 GEMM and attention against the same call made outside
- * capture (the warm-up that loads each kernel image; test_gemm_fp8_gpu and
- * test_attention_gpu check those against their references).
+ * scatter-add, causal attention and its deterministic backward (workspace
+ * reserved on the handle before capture) are captured on one stream, the
+ * graph is replayed 100 times, and every result and the index-error report
+ * are checked: the bf16 GEMMs against cuBLAS, gather and scatter-add against
+ * a CPU reference, fp8 GEMM and attention against the same call made outside
+ * capture (the warm-up that loads each kernel image; test_gemm_fp8_gpu,
+ * test_attention_gpu and test_attention_bwd_gpu check those against their
+ * references), the backward's dQ, dK, dV bitwise.
  *
  * Also BLAS semantics of alpha == 0: A and B full of NaN, C = beta * C
  * exactly, and cuBLAS's answer on the same inputs must agree.
@@ -36,6 +38,8 @@ static void *dev_alloc(size_t bytes)
     CUDA_OK(cudaMalloc(&p, bytes));
     return p;
 }
+
+#define N_GEMMS 4
 
 struct gemm_call {
     const char *what;
@@ -147,12 +151,14 @@ int main(void)
     cublasHandle_t cublas;
     cublasCreate(&cublas);
 
-    /* GEMMs: plain, split-K (small m, long k: 32 tiles on 132 SMs), A packed (odd lda) */
-    struct gemm_call gemms[3];
+    /* GEMMs: plain, split-K (small m, long k: 32 tiles on 132 SMs), A packed (odd lda),
+     * the small-m kernel (m <= 16: K slices summed by each column block's last CTA) */
+    struct gemm_call gemms[N_GEMMS];
     make_gemm(&gemms[0], "plain", 512, 512, 512, 512, 1);
     make_gemm(&gemms[1], "split-K", 64, 4096, 4096, 4096, 3);
     make_gemm(&gemms[2], "packed", 1000, 1000, 1000, 1001, 5);
-    for (int i = 0; i < 3; i++)
+    make_gemm(&gemms[3], "small m", 16, 4096, 4096, 4096, 7);
+    for (int i = 0; i < N_GEMMS; i++)
         cublas_ref(cublas, &gemms[i]);
 
     /* fp8 TN, e4m3 x e5m2 -> bf16 */
@@ -225,36 +231,54 @@ int main(void)
     fill_normal(q, MGPU_DTYPE_BF16, q_elems, 21, 1.0f);
     fill_normal(k, MGPU_DTYPE_BF16, kv_elems, 22, 1.0f);
     fill_normal(v, MGPU_DTYPE_BF16, kv_elems, 23, 1.0f);
+    /* its backward, deterministic: the graph's gradients must equal the eager call's bit for bit */
+    float *lse = dev_alloc((size_t)(4 * 16 * 1024) * 4);
+    void *dout = dev_alloc(q_elems * 2), *grads = dev_alloc((q_elems + 2 * kv_elems) * 2 * 2);
+    void *dq = grads, *dk = (char *)dq + q_elems * 2, *dv = (char *)dk + kv_elems * 2;
+    void *dq_ref = (char *)dv + kv_elems * 2, *dk_ref = (char *)dq_ref + q_elems * 2;
+    void *dv_ref = (char *)dk_ref + kv_elems * 2;
+    fill_normal(dout, MGPU_DTYPE_BF16, q_elems, 24, 1.0f);
+    mgpu_attention_bwd_desc bwd = MGPU_ATTENTION_BWD_DESC_INIT;
+    bwd.batch = att.batch, bwd.seqlen_q = att.seqlen_q, bwd.seqlen_k = att.seqlen_k;
+    bwd.heads_q = att.heads_q, bwd.heads_kv = att.heads_kv, bwd.head_dim = att.head_dim;
+    bwd.causal = 1, bwd.deterministic = 1;
+    size_t bwd_bytes = 0;
+    CHECK_STATUS(mgpu_attention_bwd_workspace_size(h, &bwd, &bwd_bytes), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_reserve_workspace(h, bwd_bytes), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaDeviceSynchronize());
 
     /* Warm-up, outside capture: loads every kernel image; its fp8 and attention results are the references. */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
     fp8.C = c8_ref;
     CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
     fp8.C = c8;
     CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o_ref, NULL), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o_ref, lse), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq_ref, dk_ref, dv_ref), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamSynchronize(stream));
     CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
 
     /* Poison every output, then capture all of it into one graph. */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         poison(gemms[i].c, (size_t)(gemms[i].m * gemms[i].n) * 2);
     poison(c8, (size_t)(f8 * f8) * 2);
     poison(d_gathered, (size_t)(n_idx * row_bytes));
     poison(o, q_elems * 2);
+    poison(dq, (q_elems + 2 * kv_elems) * 2);
     CUDA_OK(cudaDeviceSynchronize());
     cudaGraph_t graph = NULL;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         CHECK_STATUS(run_gemm(h, &gemms[i]), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gemm_ex(h, &fp8), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gather(h, &gather), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaMemsetAsync(d_sdst, 0, (size_t)(s_rows * s_cols) * 4, stream));
     CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, NULL), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, lse), MGPU_STATUS_SUCCESS); /* the same LSE again */
+    /* O of the eager forward (the captured one is compared with it below): the eager backward's inputs */
+    CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq, dk, dv), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     cudaGraphExec_t exec = NULL;
     if (graph)
@@ -263,11 +287,23 @@ int main(void)
         CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
 
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_GEMMS; i++)
         expect_close(gemms[i].what, gemms[i].c, gemms[i].ref, MGPU_DTYPE_BF16, gemms[i].m * gemms[i].n, 1e-2);
     expect_close("fp8 (against the uncaptured call)", c8, c8_ref, MGPU_DTYPE_BF16, f8 * f8, 1e-6);
     expect_close("causal attention (against the uncaptured call)", o, o_ref, MGPU_DTYPE_BF16, (int64_t)q_elems,
                  1e-6);
+    {
+        const size_t bytes = (q_elems + 2 * kv_elems) * 2;
+        unsigned char *mine = malloc(bytes), *ref = malloc(bytes);
+        CUDA_OK(cudaMemcpy(mine, dq, bytes, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(ref, dq_ref, bytes, cudaMemcpyDeviceToHost));
+        size_t differ = 0;
+        for (size_t i = 0; i < bytes; i++)
+            differ += mine[i] != ref[i];
+        CHECK(differ == 0, "deterministic attention backward in the graph: %zu of %zu bytes differ from the eager call",
+              differ, bytes);
+        free(mine), free(ref);
+    }
     expect_close("scatter-add", d_sdst, d_sref, MGPU_DTYPE_F32, s_rows * s_cols, 1e-5);
     unsigned char *gathered = malloc((size_t)(n_idx * row_bytes));
     CUDA_OK(cudaMemcpy(gathered, d_gathered, (size_t)(n_idx * row_bytes), cudaMemcpyDeviceToHost));

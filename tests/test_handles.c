@@ -151,7 +151,7 @@ static void check_graph_safe(void)
     CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &one), MGPU_STATUS_SUCCESS);   /* plain */
     CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);   /* A packed */
-    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "packed GEMM ran %s", stats().last_kernel);
+    CHECK(strstr(stats().last_kernel, "mgpu_gemm_sm90_") != NULL, "packed GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(fp8_gemm(h), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gather(h, &g), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_scatter_add(h, &s), MGPU_STATUS_SUCCESS);
@@ -178,14 +178,14 @@ static void check_workspace(void)
     CHECK(stats().live_allocations == live - 1, "the handle's own workspace was not freed");
     /* no workspace: split-K and packing give way, the calls still succeed */
     CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
-    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "unsplit GEMM ran %s", stats().last_kernel);
+    CHECK(strstr(stats().last_kernel, "mgpu_gemm_sm90_") != NULL, "unsplit GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);
     CHECK(strstr(stats().last_kernel, "portable") != NULL, "unaligned GEMM without workspace ran %s",
           stats().last_kernel);
     /* the caller's memory, then the handle's own again */
     CHECK_STATUS(mgpu_set_workspace(h, (void *)(uintptr_t)0x7e0000000000, (size_t)256 << 20), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);
-    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "packed GEMM ran %s", stats().last_kernel);
+    CHECK(strstr(stats().last_kernel, "mgpu_gemm_sm90_") != NULL, "packed GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(mgpu_reserve_workspace(h, 1024), MGPU_STATUS_SUCCESS); /* has more already */
     CHECK(stats().live_allocations == live - 1, "reserve allocated though the workspace was large enough");
     CHECK_STATUS(mgpu_reserve_workspace(h, (size_t)512 << 20), MGPU_STATUS_SUCCESS);
@@ -234,7 +234,7 @@ static void check_workspace_query(void)
     CHECK_STATUS(mgpu_gemm(h, MGPU_OP_N, MGPU_OP_N, 8191, 8191, 8191, &one, A_ADDR, MGPU_DTYPE_BF16, 8191, B_ADDR,
                            MGPU_DTYPE_BF16, 8191, &zero, C_ADDR, MGPU_DTYPE_BF16, 8191),
                  MGPU_STATUS_SUCCESS);
-    CHECK(strstr(stats().last_kernel, "sm90_ws") != NULL, "8191^3 with its workspace ran %s", stats().last_kernel);
+    CHECK(strstr(stats().last_kernel, "mgpu_gemm_sm90_") != NULL, "8191^3 with its workspace ran %s", stats().last_kernel);
 
     /* split-K (small m, long k): the partials; exactly that much keeps every
      * slice (the grid of an unlimited workspace), one byte less gives some up */

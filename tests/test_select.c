@@ -187,10 +187,18 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
         {128, 8192, 8192, 1, 64, 1, 1, 2},
         {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
-        {1000, 1000, 1000, 1, 256, 1, 4, 4},  /* 32 tiles, 16 k-tiles: four slices of 4 */
-        {4096, 128, 8192, 1, 256, 1, 8, 8},   /* skinny n */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
-        {300, 200, 20000, 1, 256, 1, 16, 2},  /* capped at MAX_SPLITS */
+        /* at most one wave of 256 x 128 tiles: 64-row tiles where they make
+         * one wave, else 128-row ones; split-K only with k >= 4096 and at
+         * most half the SMs busy */
+        {256, 256, 256, 1, 64, 1, 1, 4},      /* 8 tiles of 64 x 128, sqrt(8 x 2) */
+        {1024, 1024, 1024, 1, 64, 1, 1, 16},  /* 128 tiles, no split */
+        {1000, 1000, 1000, 1, 64, 1, 1, 16},
+        {2048, 2048, 2048, 1, 128, 1, 1, 11}, /* 512 tiles of 64 rows: 256 of 128, sqrt(132) */
+        {1024, 4096, 1024, 1, 128, 1, 1, 8},  /* 256 tiles of 128 x 128 (8 tile rows) */
+        {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
+        {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
+        {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -230,8 +238,201 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.band == 3, "forced band 3: got %d", plan.band);
     plan = plan_forced(8192, 8192, 8192, 1, caps, &huge);
     CHECK(plan.band == 32, "forced band 1000: got %d", plan.band);
+    /* MGPU_FORCE_SCHEDULE: the ping-pong rows for large 16-bit problems, with the cluster
+     * decision of the cooperative ones; small m and the cooperative choice unchanged */
+    const struct mgpu_gemm_force pingpong = {.schedule = MGPU_SCHEDULE_PINGPONG},
+                                 cooperative = {.schedule = MGPU_SCHEDULE_COOPERATIVE};
+    const struct { int64_t m, n, k; enum mgpu_gemm_shape_class want; int tile_m, cluster; } schedules[] = {
+        {8192, 8192, 8192, MGPU_GEMM_LARGE_PINGPONG_CLUSTER, 128, 2},
+        {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
+        {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
+    };
+    /* by default: ping-pong for a fused bias or activation with k <= 4096, cooperative otherwise */
+    const struct { int64_t m, n, k; int bias, act; int pp; } fused[] = {
+        {8192, 14336, 4096, 1, 1, 1}, {4096, 4096, 4096, 0, 1, 1}, {8192, 8192, 8192, 1, 1, 0},
+        {8192, 14336, 4096, 0, 0, 0}, {128, 4096, 4096, 1, 1, 0},
+    };
+    for (unsigned i = 0; i < sizeof fused / sizeof fused[0]; i++) {
+        struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+        p.m = fused[i].m, p.n = fused[i].n, p.k = fused[i].k, p.batch = 1;
+        p.lda = p.k, p.ldb = p.k, p.ldc = p.m;
+        p.bias = fused[i].bias ? (uintptr_t)0x100000 : 0;
+        p.bias_dtype = MGPU_DTYPE_F32;
+        p.bias_mode = MGPU_BIAS_PER_ROW;
+        p.activation = fused[i].act ? MGPU_ACTIVATION_GELU : MGPU_ACTIVATION_NONE;
+        struct mgpu_gemm_plan fp = {0};
+        mgpu_status st = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &fp, &st) == 0, "fused %lldx%lldx%lld: %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, mgpu_status_string(st));
+        const char *name = mgpu_variants[fp.variant].name;
+        CHECK((strstr(name, "_pp_") != NULL) == fused[i].pp, "%lldx%lldx%lld bias %d act %d: got %s",
+              (long long)p.m, (long long)p.n, (long long)p.k, fused[i].bias, fused[i].act, name);
+    }
+    for (unsigned i = 0; i < sizeof schedules / sizeof schedules[0]; i++) {
+        plan = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, &pingpong);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        CHECK(v->gemm.shape_class == schedules[i].want && v->gemm.tile_m == schedules[i].tile_m &&
+                  v->cluster == schedules[i].cluster &&
+                  (strstr(v->name, "_pp_") != NULL) == (schedules[i].tile_m == 128),
+              "%lldx%lldx%lld, ping-pong forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, v->name);
+        const struct mgpu_gemm_plan coop = plan_forced(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps,
+                                                       &cooperative);
+        const struct mgpu_gemm_plan plain = plan_of(schedules[i].m, schedules[i].n, schedules[i].k, 1, caps, 0);
+        CHECK(coop.variant == plain.variant && strstr(mgpu_variants[coop.variant].name, "_pp_") == NULL,
+              "%lldx%lldx%lld, cooperative forced: got %s", (long long)schedules[i].m, (long long)schedules[i].n,
+              (long long)schedules[i].k, mgpu_variants[coop.variant].name);
+    }
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
+}
+
+/* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
+ * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
+ * one CTA per SM runs, at least 8 steps of 32 per slice, at most 32 slices;
+ * one counter per column block and batch entry; partials in the workspace. */
+static void check_small_m_plans(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int splits; } cases[] = {
+        {1, 8192, 8192, 1, 2},    /* 64 column blocks of 128: 132 / 64 */
+        {16, 8192, 8192, 1, 2},
+        {1, 4096, 4096, 1, 4},    /* 32 blocks: 132 / 32 */
+        {16, 4096, 4096, 1, 4},
+        {8, 4096, 14336, 1, 4},
+        {16, 1024, 4096, 1, 16},  /* 8 blocks: 16, as many as 128 steps / 8 allow */
+        {16, 128, 256, 1, 1},     /* 8 steps: one slice */
+        {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
+        {4, 1000, 2048, 3, 5},    /* 8 blocks x 3 entries: 132 / 24 */
+        {16, 128, 65536, 1, 32},  /* capped at 32 slices */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int64_t blocks = (cases[i].n + 127) / 128;
+        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent &&
+                  plan.splits == cases[i].splits && plan.grid_x == blocks && plan.grid_y == (unsigned)cases[i].splits &&
+                  plan.grid_z == cases[i].batch,
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d, grid %u x %u x %u (want the m16 kernel, split-k %d)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch, v->name,
+              plan.splits, plan.grid_x, plan.grid_y, plan.grid_z, cases[i].splits);
+        const size_t partials = (size_t)blocks * 128 * 16 * 4 * (size_t)cases[i].batch * (size_t)cases[i].splits;
+        CHECK(plan.workspace_bytes == (cases[i].splits > 1 ? partials : 0) &&
+                  plan.args.split_counters == (cases[i].splits > 1 ? ample.split_counters : 0) &&
+                  plan.args.splits == cases[i].splits,
+              "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
+              (long long)cases[i].k, plan.workspace_bytes, cases[i].splits > 1 ? partials : 0);
+    }
+    /* what the kernel cannot read as it is goes to the persistent kernel */
+    struct mgpu_gemm_plan plan = plan_of(17, 4096, 4096, 1, caps, 0);
+    CHECK(!plan.small_m && mgpu_variants[plan.variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 17: %s",
+          mgpu_variants[plan.variant].name);
+    plan = plan_of(16, 4096, 4100, 1, caps, 0);
+    CHECK(!plan.small_m, "k = 4100 (not a multiple of 8): small-m kernel chosen");
+    mgpu_status s;
+    const int layouts[3][2] = {{MGPU_OP_N, MGPU_OP_N}, {MGPU_OP_T, MGPU_OP_T}, {MGPU_OP_N, MGPU_OP_T}};
+    for (int l = 0; l < 3; l++) {
+        struct mgpu_gemm_problem p = problem(layouts[l][0], layouts[l][1], MGPU_DTYPE_BF16);
+        p.m = 8;
+        p.lda = layouts[l][0] == MGPU_OP_N ? p.m : p.k;
+        p.ldc = p.m;
+        const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+        CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 8, layout %d: got %s", l, v ? v->name : "none");
+    }
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
+    p.m = 16;
+    p.n = 4096;
+    p.k = 4096;
+    p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
+          v ? v->name : "none");
+    struct mgpu_gemm_problem odd = p;
+    odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "odd lda: %s", v ? v->name : "none");
+    odd = p;
+    odd.b += 2;
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes: %s", v ? v->name : "none");
+    /* forcing the m <= 16 kernel where m does not fit is refused */
+    struct mgpu_gemm_problem m40 = p;
+    m40.m = 40;
+    m40.ldc = 40;
+    CHECK(pick(&m40, caps, "mgpu_gemm_small_m_sm90_f16_tn_m16", &s) == NULL && s == MGPU_STATUS_NOT_SUPPORTED,
+          "forcing the m16 kernel at m = 40: %s", mgpu_status_string(s));
+    v = pick(&m40, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 40 by default: %s", v ? v->name : "none");
+    /* forced split factors are taken, clamped to the 32-element steps */
+    plan = plan_of(16, 4096, 4096, 1, caps, 3);
+    CHECK(plan.small_m && plan.splits == 3 && plan.grid_y == 3, "forced split-k 3: %d", plan.splits);
+    plan = plan_of(16, 4096, 64, 1, caps, 100);
+    CHECK(plan.small_m && plan.splits == 2, "forced split-k 100 with 2 steps: %d", plan.splits);
+    /* the split follows the SM count */
+    struct mgpu_device_caps fewer = *caps;
+    fewer.sm_count = 78;
+    plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
+    CHECK(plan.small_m && plan.splits == 2, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
+    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
+    struct mgpu_gemm_problem q = p;
+    struct mgpu_gemm_resources small = ample;
+    small.workspace_bytes = (size_t)3 << 18;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
+              plan.degraded && plan.workspace_wanted == (size_t)4 << 18,
+          "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
+    small.workspace_bytes = 1000;
+    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&
+              plan.workspace_bytes == 0 && plan.degraded,
+          "tiny workspace: split-k %d", plan.splits);
+    /* fp8 keeps the persistent kernel */
+    struct mgpu_gemm_problem f8 = p;
+    f8.a_dtype = f8.b_dtype = MGPU_DTYPE_E4M3;
+    v = pick(&f8, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "fp8 m = 16: %s", v ? v->name : "none");
+}
+
+/* The planner memoizes the variant per thread, keyed on everything the
+ * selection reads (src/gemm/gemm_plan.c, "selection memo"): a second plan of
+ * the same problem must equal the first, and a problem that differs only in
+ * pointer alignment, layout or device must be planned anew. */
+static void check_selection_memo(const struct mgpu_device_caps *caps)
+{
+    mgpu_status s;
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.m = 16;
+    p.n = p.k = p.lda = p.ldb = 4096;
+    p.ldc = 16;
+    const struct mgpu_variant *first = pick(&p, caps, NULL, &s);
+    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "m = 16: %s", first ? first->name : "none");
+    struct mgpu_gemm_problem moved = p;
+    moved.b += 2; /* still 2-byte aligned, no longer 16 */
+    const struct mgpu_variant *v = pick(&moved, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "B off 16 bytes after a memoized plan: %s",
+          v ? v->name : "none");
+    moved = p;
+    moved.b += 4096; /* another pointer, same alignment: the same choice */
+    CHECK(pick(&moved, caps, NULL, &s) == first, "B moved by 4096 bytes");
+    CHECK(pick(&p, caps, NULL, &s) == first, "the first problem again");
+    struct mgpu_gemm_problem nn = p;
+    nn.transa = MGPU_OP_N;
+    nn.lda = 16;
+    v = pick(&nn, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "NN after a memoized TN plan: %s", v ? v->name : "none");
+    struct mgpu_device_caps other = *caps;
+    other.cc_major = 8;
+    v = pick(&p, &other, NULL, &s);
+    CHECK(v == NULL && s == MGPU_STATUS_ARCH_MISMATCH, "cc 8.0 after a memoized cc 9.0 plan: %s",
+          mgpu_status_string(s));
+    /* many shapes twice: more than the memo holds, every answer the same */
+    const int64_t ms[12] = {1, 16, 17, 64, 128, 129, 256, 1000, 1024, 2048, 4096, 8192};
+    int got[2][12];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 12; i++) {
+            struct mgpu_gemm_plan plan = plan_of(ms[i], 2048, 2048, 1, caps, 0);
+            got[round][i] = plan.variant * 64 + plan.splits;
+        }
+    for (int i = 0; i < 12; i++)
+        CHECK(got[0][i] == got[1][i], "m = %lld: plans differ between rounds", (long long)ms[i]);
 }
 
 /* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
@@ -710,6 +911,8 @@ int main(void)
         check_unaligned_paths(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
         check_force(&hopper);
         check_plans(&hopper);
+        check_small_m_plans(&hopper);
+        check_selection_memo(&hopper);
         check_fp8(&hopper);
         check_epilogue_plans(&hopper);
     }

@@ -86,6 +86,10 @@ struct mgpu_gemm_args {
     int32_t bias_mode;    /* enum mgpu_abi_bias_mode */
     int32_t activation;   /* enum mgpu_abi_activation */
     int32_t b_dtype;      /* enum mgpu_abi_dtype of B (portable kernel; ab_dtype is A's) */
+    /* Debugging only (MGPU_DEBUG_FP8_NO_PROMOTION): the persistent sm90
+     * kernel sums each fp8 unit in one tensor-core chain, without the fp32
+     * promotion of every k-tile (tests show the accuracy it loses). */
+    int32_t fp8_no_promotion;
 };
 
 /* Dynamic shared memory of a persistent Hopper GEMM variant, as the runtime

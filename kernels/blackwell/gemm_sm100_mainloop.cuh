@@ -116,7 +116,7 @@ __device__ __forceinline__ void commit_to(uint64_t *bar)
  * (K = 32; the instruction descriptor carries the e4m3 / e5m2 codes). The
  * fp8 products are summed into the fp32 accumulator in tensor memory across
  * the whole K loop, with no second-level promotion as on Hopper: see
- * docs/decisions/013-sm100-fp8-accumulation.md. */
+ * docs/decisions/014-sm100-fp8-accumulation.md. */
 template <class Cfg>
 __device__ __forceinline__ void mma(uint32_t d_tmem, uint64_t a_desc, uint64_t b_desc, uint32_t idesc, bool accumulate)
 {

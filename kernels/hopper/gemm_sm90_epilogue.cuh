@@ -6,10 +6,11 @@
  *
  * The persistent kernel computes D^T tiles (wgmma rows are D's columns), so
  * each thread's accumulator pairs are two consecutive rows of one column of
- * the column-major D: contiguous in memory. A fused epilogue (bias,
- * activation, output scale) is applied to the accumulators in registers
- * first (apply_fused); the plain one, alpha * acc + beta * C, is computed as
- * the elements are staged. store_tile writes them out:
+ * the column-major D: contiguous in memory. The epilogue (alpha, beta * C
+ * and, when fused, bias, activation, output scale) is applied in registers
+ * one chunk at a time just before the chunk is staged (apply_chunk), so only
+ * that chunk's C and bias values are live beside the accumulators (no
+ * register spills). store_tile writes the chunks out:
  *
  *   TMA stores: the warpgroup's 64 columns x tile_m rows leave in chunks
  *     of 64 columns x 128 bytes of rows (one TMA box, 8 KB). A chunk is written
@@ -80,63 +81,65 @@ __device__ __forceinline__ void store_pair(uint8_t *p, float v0, float v1)
  * D column col0 + 16*w + l/4 + 8*((i/2)%2) and D row row0 + 8*(i/4) + 2*(l%4) + i%2,
  * where col0 is the warpgroup's first column and row0 the tile's first row. */
 
-/* The fused part of the epilogue (bias, activation, output scale), applied to
- * the accumulators in registers before they are stored:
- * acc = scale_d * act(alpha * acc + beta * C + bias). Every loop is unrolled
- * over registers and every condition on `ep` is uniform, so the plain
- * epilogue, which skips this, pays nothing for it. */
-template <int kBM, class OutT>
-__device__ __forceinline__ void apply_fused(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
-                                            const OutT *c, int row0, int col0)
+/* The epilogue of one chunk of the tile (kFrags groups of 8 rows starting at
+ * fragment j0, rows chunk_row0 ..), in registers:
+ * acc = scale_d * act(alpha * acc + beta * C + bias). Applied chunk by chunk,
+ * just before the chunk is staged, so that the C and bias values of one
+ * chunk only are live beside the accumulators. Every condition on `ep` is
+ * uniform; the plain epilogue (alpha * acc + beta * C) skips bias, activation
+ * and scale. */
+template <int kBM, int kFrags, class OutT>
+__device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
+                                            const GemmEpilogue &ep, const OutT *c, int chunk_row0, int col0,
+                                            const float (&col_b)[2])
 {
     const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
     const bool read_c = ep.beta != 0.0f;
-    const bool row_bias = ep.bias && !ep.bias_per_column, col_bias = ep.bias && ep.bias_per_column;
-    float col_b[2] = {0.0f, 0.0f};
+    const bool row_bias = ep.bias && !ep.bias_per_column;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int col = col0 + 16 * w + l / 4 + 8 * h;
-        if (col_bias && col < args.n)
-            col_b[h] = ep.bias_at<OutT>(col);
-    }
-#pragma unroll
-    for (int f = 0; f < kBM / 8; ++f) {
-        const int row = row0 + 8 * f + 2 * (l % 4);
+    for (int f = 0; f < kFrags; ++f) {
+        const int j = j0 + f;
+        const int row = chunk_row0 + 8 * f + 2 * (l % 4);
         float row_b[2] = {0.0f, 0.0f};
+        if (row_bias) {
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
-            if (row_bias && row + e < args.m)
-                row_b[e] = ep.bias_at<OutT>(row + e);
+            for (int e = 0; e < 2; ++e)
+                if (row + e < args.m)
+                    row_b[e] = ep.bias_at<OutT>(row + e);
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int col = col0 + 16 * w + l / 4 + 8 * h;
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                float &v = acc[4 * f + 2 * h + e];
+                float &v = acc[4 * j + 2 * h + e];
                 v *= ep.alpha;
                 if (read_c && col < args.n && row + e < args.m)
                     v = fmaf(ep.beta, epi::load_c(c + static_cast<int64_t>(col) * args.ldc + row + e), v);
-                v += row_b[e] + col_b[h];
+                if (ep.fused)
+                    v += row_b[e] + col_b[h];
             }
         }
     }
+    if (!ep.fused)
+        return;
     if (ep.activation == MGPU_ABI_ACT_RELU) {
 #pragma unroll
-        for (int i = 0; i < kBM / 2; ++i)
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
             acc[i] = fmaxf(acc[i], 0.0f);
     } else if (ep.activation == MGPU_ABI_ACT_GELU) {
 #pragma unroll
-        for (int i = 0; i < kBM / 2; ++i)
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
             acc[i] = gelu_tanh(acc[i]);
     }
 #pragma unroll
-    for (int i = 0; i < kBM / 2; ++i)
+    for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
         acc[i] *= ep.scale_d;
 }
 
 /* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
- * accumulators are overwritten when the epilogue is fused. */
+ * accumulators are overwritten. */
 template <int kBM, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
                                            const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
@@ -155,19 +158,22 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     OutT *c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
     if (col0 >= args.n)
         return; /* uniform over the warpgroup: nothing of this tile is ours */
-    float alpha = ep.alpha, beta = ep.beta;
-    if (ep.fused) {
-        apply_fused<kBM, OutT>(acc, args, ep, c, row0, col0);
-        alpha = 1.0f;
-        beta = 0.0f;
+    float col_b[2] = {0.0f, 0.0f};
+    if (ep.bias && ep.bias_per_column) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = col0 + 16 * w + l / 4 + 8 * h;
+            if (col < args.n)
+                col_b[h] = ep.bias_at<OutT>(col);
+        }
     }
-    const bool read_c = beta != 0.0f;
 
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
         const int chunk_row0 = row0 + ch * kChunkRows;
         if (chunk_row0 >= args.m)
             break; /* uniform: the rest of the tile lies below m */
+        apply_chunk<kBM, kFragsPerChunk, OutT>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0, col0, col_b);
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
             tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */
@@ -179,19 +185,10 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             for (int h = 0; h < 2; ++h) {
                 const int col = 16 * w + l / 4 + 8 * h; /* within the warpgroup's 64 */
                 const int r = 8 * f + 2 * (l % 4);      /* within the chunk */
-                float v0 = alpha * acc[4 * j + 2 * h];
-                float v1 = alpha * acc[4 * j + 2 * h + 1];
-                if (read_c && col0 + col < args.n) {
-                    const OutT *p = c + static_cast<int64_t>(col0 + col) * args.ldc + chunk_row0 + r;
-                    if (chunk_row0 + r < args.m)
-                        v0 += beta * epi::load_c(p);
-                    if (chunk_row0 + r + 1 < args.m)
-                        v1 += beta * epi::load_c(p + 1);
-                }
                 const int byte = r * kElemBytes;
                 const int granule = (byte / kSwizzleGranule) ^ (col % kSwizzleRows);
                 epi::store_pair<OutT>(s + col * kEpiRowBytes + granule * kSwizzleGranule + byte % kSwizzleGranule,
-                                      v0, v1);
+                                      acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
             }
         }
         if (!direct) {

@@ -214,6 +214,84 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
     }
 }
 
+/* The fp8 main loop with pipelined promotion (tiles of at most 128 rows,
+ * whose three register sets fit beside each other): acc =
+ * sum over the unit's k-tiles of that k-tile's wgmma chain, each chain run
+ * by the tensor cores into a register set of its own and added into acc in
+ * fp32 by the warpgroup. Two sets alternate (part, part2): k-tile i's chain
+ * runs into one while the warpgroup adds k-tile i - 1's set, so the
+ * promotion overlaps this warpgroup's own wgmma and the chain queue never
+ * drains. A stage is released once the chain that read it has completed. */
+template <class Cfg>
+__device__ __forceinline__ void consume_fp8_pipelined(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
+                                            float (&part2)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
+                                            uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                            int &stage, uint32_t &phase)
+{
+    const bool signals = (threadIdx.x % 32) == 0;
+    constexpr int kR = Cfg::kBM / 2;
+
+#pragma unroll
+    for (int i = 0; i < kR; ++i)
+        acc[i] = 0.0f;
+
+    int prev_stage = stage;
+    auto next_stage = [&]() {
+        prev_stage = stage;
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    };
+    /* k-tile kt0 into part */
+    mbar_wait(&full[stage], phase);
+    issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, false);
+    next_stage();
+    bool last_in_part = true;
+    for (int kt = kt0 + 1; kt < kt1; kt += 2) {
+        /* k-tile kt into part2; then part (k-tile kt - 1) is complete */
+        mbar_wait(&full[stage], phase);
+        issue_ktile<Cfg>(part2, a_tiles, b_tiles, stage, consumer, false);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(part);
+        if (signals)
+            release_stage<Cfg>(empty, prev_stage);
+#pragma unroll
+        for (int i = 0; i < kR; ++i)
+            acc[i] += part[i];
+        next_stage();
+        last_in_part = false;
+        if (kt + 1 == kt1)
+            break;
+        /* k-tile kt + 1 into part; then part2 (k-tile kt) is complete */
+        mbar_wait(&full[stage], phase);
+        issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, false);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(part2);
+        if (signals)
+            release_stage<Cfg>(empty, prev_stage);
+#pragma unroll
+        for (int i = 0; i < kR; ++i)
+            acc[i] += part2[i];
+        next_stage();
+        last_in_part = true;
+    }
+    wgmma_wait_group<0>();
+    wgmma_fence_operands(part);
+    wgmma_fence_operands(part2);
+    if (signals)
+        release_stage<Cfg>(empty, prev_stage);
+    if (last_in_part) {
+#pragma unroll
+        for (int i = 0; i < kR; ++i)
+            acc[i] += part[i];
+    } else {
+#pragma unroll
+        for (int i = 0; i < kR; ++i)
+            acc[i] += part2[i];
+    }
+}
+
 } // namespace persistent
 } // namespace sm90
 } // namespace mgpu

@@ -41,6 +41,11 @@
  *     wait_group 1 frees the previous stage as above; at the group's end
  *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
  *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
+ *     Tiles of up to 128 rows have room for a second chain register set and
+ *     pipeline the promotion instead (kFp8PipelinedPromotion): k-tile i's
+ *     chain runs into one set while k-tile i - 1's set is added into acc.
+ *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
+ *     in one chain: a debugging switch that shows what the promotion buys.
  *
  * Barriers: full[s] (1 arrival + the stage's TMA bytes), empty[s] (one arrival
  * per consumer warp of each CTA of the cluster). Stages and parities run on
@@ -54,8 +59,13 @@
  * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
  * row of K whatever the element size, so both kinds share the layout.
  *
+ * That is the cooperative schedule. With kPingPong each consumer warpgroup
+ * owns whole 128 x 128 tiles instead and the two take turns on the tensor
+ * cores (gemm_sm90_pingpong.cuh); the producer and the barriers are the same.
+ *
  * Files by role: this shell (configuration, barriers, the two branches);
  * gemm_sm90_mainloop.cuh (produce, consume, consume_fp8);
+ * gemm_sm90_pingpong.cuh (the ping-pong consumers);
  * gemm_sm90_split_k.cuh (combine_splits); gemm_sm90_epilogue.cuh (fused
  * epilogue, TMA or direct stores); common/tile_scheduler.cuh (unit order and
  * K slices); wgmma.cuh (the tensor-core instructions).
@@ -75,6 +85,7 @@
 #include "common/tile_scheduler.cuh"
 #include "hopper/gemm_sm90_epilogue.cuh"
 #include "hopper/gemm_sm90_mainloop.cuh"
+#include "hopper/gemm_sm90_pingpong.cuh"
 #include "hopper/gemm_sm90_split_k.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
@@ -82,7 +93,8 @@
 namespace mgpu {
 namespace sm90 {
 
-template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_>
+template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
+          bool kPingPong_ = false>
 struct PersistentGemmConfig {
     using ElementA = TA;
     using ElementB = TB;
@@ -101,14 +113,26 @@ struct PersistentGemmConfig {
      * against an fp32 reference). Larger values keep more wgmma batches in
      * flight at the cost of longer chains. */
     static constexpr int kPromoteKTiles = 1;
+    /* fp8 tiles of up to 128 rows hold two chain register sets beside the
+     * accumulators and promote one k-tile's chain while the next runs
+     * (consume_fp8_pipelined); larger ones promote after each chain. */
+    static constexpr bool kFp8PipelinedPromotion = kFp8 && kBM <= 128;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
-    static constexpr int kConsumers = kBN / 64;
+    /* Schedule: cooperative (false: both consumer warpgroups share each
+     * tile, 64 columns each) or ping-pong (true: each consumer warpgroup
+     * owns whole tiles, gemm_sm90_pingpong.cuh). */
+    static constexpr bool kPingPong = kPingPong_;
+    static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
+    /* Arrivals that free a stage: every warp of the warpgroup(s) that read
+     * it, in every CTA of the cluster (multicast writes each CTA's stage). */
+    static constexpr int kEmptyArrivals = 4 * (kPingPong ? 1 : kConsumers) * kClusterN;
     /* Register budgets after setmaxnreg: the producer only issues TMA; each
-     * consumer thread holds kBM / 2 fp32 accumulators (fp8: twice that, the
-     * promoted sum and the running chain). */
+     * consumer thread holds 128 fp32 accumulators at most (cooperative:
+     * kBM / 2, fp8 twice that, the promoted sum and the running chain;
+     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). */
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
 
@@ -126,6 +150,7 @@ struct PersistentGemmConfig {
                   "f16 or bf16 operands of one type, or fp8 operands");
     static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands must both be K-major (TN)");
     static_assert(kBN == 128, "two consumer warpgroups of m64 (register budgets assume 384 threads)");
+    static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
@@ -147,6 +172,61 @@ __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgp
     GemmEpilogue ep(args, scales);
     ep.select_batch(batch);
     sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
+}
+
+/* Consumer warpgroup `consumer` of the cooperative schedule: its 64 columns
+ * of every unit of the CTA, main loop to stores. */
+template <class Cfg>
+__device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tiles, uint8_t *epi_bufs, uint64_t *full,
+                                               uint64_t *empty, const GemmTileScheduler &sched,
+                                               const CUtensorMap *tma_c, const mgpu_gemm_args &args, int consumer)
+{
+    const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
+    uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
+    int stage = 0, buf = 0;
+    uint32_t phase = 0;
+    float acc[Cfg::kBM / 2];
+    [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
+    [[maybe_unused]] float part2[Cfg::kFp8PipelinedPromotion ? Cfg::kBM / 2 : 1];
+    const GemmScales scales(args);
+    __shared__ int last_flags[Cfg::kConsumers];
+    for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
+        const GemmTile t = sched.tile(u);
+        int kt0, kt1;
+        sched.k_range(num_k_tiles, t.split, kt0, kt1);
+        if (Cfg::kFp8 && args.fp8_no_promotion) /* debug: one tensor-core chain over the whole K slice */
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
+                                     phase);
+        else if constexpr (Cfg::kFp8PipelinedPromotion)
+            persistent::consume_fp8_pipelined<Cfg>(acc, part, part2, smem_u32(a_tiles), smem_u32(b_tiles), full, empty,
+                                                   kt0, kt1, consumer, stage, phase);
+        else if constexpr (Cfg::kFp8)
+            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                         consumer, stage, phase);
+        else
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                     consumer, stage, phase);
+        if (args.splits > 1 &&
+            !persistent::combine_splits<Cfg>(acc, args, sched, t, consumer, 1 + consumer, &last_flags[consumer]))
+            continue; /* parked: the tile's last unit stores it */
+        const int row0 = t.m_tile * Cfg::kBM;
+        const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
+        const int out = t.batch;
+        switch (args.c_dtype) {
+        case MGPU_ABI_F16:
+            persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
+            break;
+        case MGPU_ABI_BF16:
+            persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch,
+                                                       consumer);
+            break;
+        default:
+            persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
+            break;
+        }
+    }
+    if ((threadIdx.x % 128) == 0)
+        tma_store_drain();
 }
 
 } // namespace persistent
@@ -174,7 +254,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
 #pragma unroll
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 4 * Cfg::kConsumers * Cfg::kClusterN);
+            mbar_init(&empty[s], Cfg::kEmptyArrivals);
         }
         mbar_fence_init();
     }
@@ -190,44 +270,10 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegs>();
         const int consumer = warpgroup - 1;
-        const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
-        uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
-        int stage = 0, buf = 0;
-        uint32_t phase = 0;
-        float acc[Cfg::kBM / 2];
-        [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
-        const GemmScales scales(args);
-        __shared__ int last_flags[Cfg::kConsumers];
-        for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
-            const GemmTile t = sched.tile(u);
-            int kt0, kt1;
-            sched.k_range(num_k_tiles, t.split, kt0, kt1);
-            if constexpr (Cfg::kFp8)
-                persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                             consumer, stage, phase);
-            else
-                persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                         consumer, stage, phase);
-            if (args.splits > 1 && !persistent::combine_splits<Cfg>(acc, args, sched, t, consumer, &last_flags[consumer]))
-                continue; /* parked: the tile's last unit stores it */
-            const int row0 = t.m_tile * Cfg::kBM;
-            const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
-            const int out = t.batch;
-            switch (args.c_dtype) {
-            case MGPU_ABI_F16:
-                persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
-                break;
-            case MGPU_ABI_BF16:
-                persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch,
-                                                           consumer);
-                break;
-            default:
-                persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
-                break;
-            }
-        }
-        if ((threadIdx.x % 128) == 0)
-            tma_store_drain();
+        if constexpr (Cfg::kPingPong)
+            pingpong::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
+        else
+            persistent::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
     }
     /* No CTA of a cluster leaves while its peer may still multicast into it
      * or arrive on its barriers. */

@@ -17,7 +17,8 @@ namespace mgpu {
 namespace sm90 {
 namespace persistent {
 
-/* Split-K: parks this unit's partial tile (the consumer's 64 columns) and
+/* Split-K: parks this unit's partial of 64-column part `part` of the tile
+ * (held by the warpgroup that syncs on `barrier_id`) and
  * returns true when it was the last of the tile's `splits` units to arrive,
  * with acc then holding the sum of all of them, added in split order 0, 1, ...
  * whichever unit arrives last (bitwise reproducible). The slots are written
@@ -27,17 +28,18 @@ namespace persistent {
  * fenced atomic; the last arriver fences again before the warpgroup reads. */
 template <class Cfg>
 __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
-                                               const GemmTileScheduler &sched, const GemmTile &t, int consumer,
-                                               volatile int *last_flag)
+                                               const GemmTileScheduler &sched, const GemmTile &t, int part,
+                                               int barrier_id, volatile int *last_flag)
 {
     constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
     constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
+    constexpr int kLoadBatch = 8; /* float4 loads in flight per thread */
+    static_assert(kQuads % kLoadBatch == 0, "whole load batches");
     const int tid = threadIdx.x % 128;
-    const int barrier_id = 1 + consumer;
     const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;
     const int64_t tile_id = (static_cast<int64_t>(t.batch) * sched.rows * sched.cluster_m + t.m_tile) * tiles_n + t.n_tile;
     float4 *slots = reinterpret_cast<float4 *>(args.workspace) +
-                    (tile_id * args.splits * Cfg::kConsumers + consumer) * (kSlotFloats / 4) + tid;
+                    (tile_id * args.splits * Cfg::kConsumers + part) * (kSlotFloats / 4) + tid;
     const int64_t split_step = Cfg::kConsumers * (kSlotFloats / 4); /* float4s between two splits' slots */
 
     float4 *mine = slots + t.split * split_step;
@@ -46,7 +48,7 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
         __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
     named_barrier_sync(barrier_id, 128);
     if (tid == 0) {
-        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + consumer;
+        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + part;
         __threadfence();
         const bool last = atomicAdd(counter, 1) == args.splits - 1;
         if (last) {
@@ -58,24 +60,31 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
     named_barrier_sync(barrier_id, 128);
     if (!*last_flag)
         return false;
-    /* Sum in split order; this unit's own partial is read back like the others. */
+    /* Sum in split order; this unit's own partial is read back like the
+     * others. kLoadBatch float4s at a time, the splits in a loop that is not
+     * unrolled: the compiler cannot then hoist every slot's loads at once,
+     * which would need as many registers again as the accumulators. */
 #pragma unroll
-    for (int q = 0; q < kQuads; ++q) {
-        const float4 v = __ldcg(slots + q * 128);
-        acc[4 * q] = v.x;
-        acc[4 * q + 1] = v.y;
-        acc[4 * q + 2] = v.z;
-        acc[4 * q + 3] = v.w;
-    }
-    for (int s = 1; s < args.splits; ++s) {
-        const float4 *p = slots + s * split_step;
+    for (int g = 0; g < kQuads; g += kLoadBatch) {
 #pragma unroll
-        for (int q = 0; q < kQuads; ++q) {
-            const float4 v = __ldcg(p + q * 128);
-            acc[4 * q] += v.x;
-            acc[4 * q + 1] += v.y;
-            acc[4 * q + 2] += v.z;
-            acc[4 * q + 3] += v.w;
+        for (int q = g; q < g + kLoadBatch; ++q) {
+            const float4 v = __ldcg(slots + q * 128);
+            acc[4 * q] = v.x;
+            acc[4 * q + 1] = v.y;
+            acc[4 * q + 2] = v.z;
+            acc[4 * q + 3] = v.w;
+        }
+#pragma unroll 1
+        for (int s = 1; s < args.splits; ++s) {
+            const float4 *p = slots + s * split_step;
+#pragma unroll
+            for (int q = g; q < g + kLoadBatch; ++q) {
+                const float4 v = __ldcg(p + q * 128);
+                acc[4 * q] += v.x;
+                acc[4 * q + 1] += v.y;
+                acc[4 * q + 2] += v.z;
+                acc[4 * q + 3] += v.w;
+            }
         }
     }
     return true;

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #define LSE_ALIGN_BYTES 4
-#define LOG2_E 1.4426950408889634f
 #define TENSORS 8
 
 mgpu_status mgpu_attention_bwd_validate(const mgpu_attention_bwd_desc *desc, const void *q, const void *k,
@@ -110,19 +109,7 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
 {
     const struct mgpu_attention_problem *p = &bp->a;
     memset(a, 0, sizeof *a);
-    a->batch = (int32_t)p->batch;
-    a->seqlen_q = (int32_t)p->seqlen_q;
-    a->seqlen_k = (int32_t)p->seqlen_k;
-    a->heads_q = (int32_t)p->heads_q;
-    a->heads_kv = (int32_t)p->heads_kv;
-    a->head_dim = (int32_t)p->head_dim;
-    a->group_size = (int32_t)(p->heads_q / p->heads_kv);
-    a->causal = p->causal;
-    a->window_left = p->window_left;
-    a->window_right = p->window_right;
-    a->softmax_scale = p->softmax_scale;
-    a->scale_log2 = p->softmax_scale * LOG2_E;
-    a->softcap = p->softcap;
+    MGPU_ATTENTION_FILL_SCALAR_ARGS(a, p);
     a->deterministic = bp->deterministic;
     a->n_blocks = (int32_t)mgpu_cdiv(p->seqlen_k, t->block_n);
     a->o_batch_stride = p->o_strides.batch;

@@ -105,4 +105,24 @@ mgpu_status mgpu_attention_check_kernel_rules(const struct mgpu_attention_proble
 void mgpu_attention_map_shape(struct mgpu_tensor_map_desc *m, uintptr_t base, const struct mgpu_attention_problem *p,
                               int64_t rows, int64_t heads, const mgpu_attention_strides *s, int box_rows);
 
+/* The problem's scalar fields that the forward and backward kernel argument
+ * structs (mgpu_attention_fwd_args, mgpu_attention_bwd_args) both carry under
+ * the same names: sizes, mask, scale and soft-cap. */
+#define MGPU_ATTENTION_FILL_SCALAR_ARGS(a, p)                                                               \
+    do {                                                                                                   \
+        (a)->batch = (int32_t)(p)->batch;                                                                  \
+        (a)->seqlen_q = (int32_t)(p)->seqlen_q;                                                            \
+        (a)->seqlen_k = (int32_t)(p)->seqlen_k;                                                            \
+        (a)->heads_q = (int32_t)(p)->heads_q;                                                              \
+        (a)->heads_kv = (int32_t)(p)->heads_kv;                                                            \
+        (a)->head_dim = (int32_t)(p)->head_dim;                                                            \
+        (a)->group_size = (int32_t)((p)->heads_q / (p)->heads_kv);                                         \
+        (a)->causal = (p)->causal;                                                                         \
+        (a)->window_left = (p)->window_left;                                                               \
+        (a)->window_right = (p)->window_right;                                                             \
+        (a)->softmax_scale = (p)->softmax_scale;                                                           \
+        (a)->scale_log2 = (p)->softmax_scale * 1.4426950408889634f; /* times log2(e) */                    \
+        (a)->softcap = (p)->softcap;                                                                       \
+    } while (0)
+
 #endif

@@ -18,7 +18,6 @@
 /* 16-bit elements. */
 #define ELEMENT_BYTES 2
 #define LSE_ALIGN_BYTES 4
-#define LOG2_E 1.4426950408889634f
 
 mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, const void *q, const void *k,
                                         const void *v, void *o, float *lse, struct mgpu_attention_problem *out)
@@ -113,19 +112,7 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 {
     memset(out, 0, sizeof *out);
     struct mgpu_attention_fwd_args *a = &out->args;
-    a->batch = (int32_t)p->batch;
-    a->seqlen_q = (int32_t)p->seqlen_q;
-    a->seqlen_k = (int32_t)p->seqlen_k;
-    a->heads_q = (int32_t)p->heads_q;
-    a->heads_kv = (int32_t)p->heads_kv;
-    a->head_dim = (int32_t)p->head_dim;
-    a->group_size = (int32_t)(p->heads_q / p->heads_kv);
-    a->causal = p->causal;
-    a->window_left = p->window_left;
-    a->window_right = p->window_right;
-    a->softmax_scale = p->softmax_scale;
-    a->scale_log2 = p->softmax_scale * LOG2_E;
-    a->softcap = p->softcap;
+    MGPU_ATTENTION_FILL_SCALAR_ARGS(a, p);
     a->q_batch_stride = p->q_strides.batch;
     a->q_seq_stride = p->q_strides.seq;
     a->q_head_stride = p->q_strides.head;

@@ -129,12 +129,21 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
     return s;
 }
 
+/* The small-m kernel: one launch, the arguments only. */
+static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
+{
+    struct mgpu_gemm_args args = plan->args;
+    void *params[1] = {&args};
+    return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
+}
+
 /* The force settings of the environment, as every plan takes them. */
 static struct mgpu_gemm_force env_force(void)
 {
     const struct mgpu_env *env = mgpu_env();
     const struct mgpu_gemm_force force = {
-        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band};
+        .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band,
+        .schedule = env->force_schedule, .fp8_no_promotion = env->debug_fp8_no_promotion};
     return force;
 }
 
@@ -216,6 +225,8 @@ static mgpu_status gemm(mgpu_handle *h, const mgpu_gemm_desc *desc, const struct
         return s;
     if (mgpu_log_enabled())
         log_plan(p, &plan, h);
+    if (plan.small_m)
+        return launch_small_m(h, d, &plan);
     return plan.persistent ? launch_persistent(h, d, &plan) : launch_tiles(h, d, p, &plan);
 }
 

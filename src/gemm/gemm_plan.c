@@ -6,13 +6,25 @@
  * call is planned by shape class; the variant table (gen/variants.c) says
  * which rows serve each class. On sm_90a (compute capability 9.0):
  *   k == 0                -> the portable kernel (D = beta * C);
+ *   16-bit m <= 16, TN, operands 16-byte loads can read, k a multiple of 8
+ *     ("decode")          -> MGPU_GEMM_DECODE: the small-m kernel
+ *                            (kernels/hopper/gemm_sm90_small_m.cuh; its own
+ *                            split-K, plan_small_m);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
  *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
+ *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
+ *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
+ *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
+ *                            only with k >= 4096;
  *   otherwise ("large")   -> MGPU_GEMM_LARGE; with CLUSTER_BY_DEFAULT,
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
  *                            or >= 8 of them);
+ *   large, 16-bit, a fused bias or activation, k <= FUSED_PINGPONG_MAX_K
+ *                         -> the same on the ping-pong rows
+ *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
+ *                            tile per consumer warpgroup, choose_schedule);
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -67,6 +79,7 @@
 #define MAX_SPLITS 16
 #define SMALL_M 128              /* m up to this is "small m": MGPU_GEMM_TINY_M or SMALL_M */
 #define TINY_M_MAX 64            /* 16-bit m up to this is MGPU_GEMM_TINY_M (64-row tiles) */
+#define TINY_TILE_ROWS 64        /* tile_m of the MGPU_GEMM_TINY_M rows */
 /* 16-bit m <= SMALL_M with k up to this is also TINY_M (two tile
  * rows, no split-K for the shapes measured): on H100, same process,
  * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
@@ -83,6 +96,17 @@
  * tiles) as fast or faster (docs/decisions/004-2cta-clusters-threshold.md). */
 #define CLUSTER_BY_DEFAULT 1
 #define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
+/* 16-bit large problems on the ping-pong rows (1) or the cooperative ones (0):
+ * choose_schedule. */
+#define PINGPONG_BY_DEFAULT 0
+/* ...except those with a fused bias or activation and k up to this: the
+ * cooperative schedule's epilogue stops both consumer warpgroups (+13-21 %
+ * over the plain GEMM), ping-pong's runs under the other warpgroup's main loop
+ * (+4 %), and with short K that outweighs ping-pong's slower main loop. H100,
+ * bf16 + bias + GELU: 8192 x 14336 x 4096 0.831x cuBLASLt on ping-pong against
+ * 0.790x cooperative; 8192^3 0.783x against 0.851x
+ * (docs/decisions/015-gemm-pingpong-schedule.md). */
+#define FUSED_PINGPONG_MAX_K 4096
 #define SPLIT_K_BY_DEFAULT 1
 #define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
@@ -281,6 +305,52 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
            tma_ok(p->c, p->ldc, p->stride_c, p->batch, 0, mgpu_dtype_size(p->c_dtype));
 }
 
+/* ------------------------------------------------------------ small m (decode)
+ *
+ * The small-m kernel (kernels/hopper/gemm_sm90_small_m.cuh) streams B into
+ * registers and runs mma.sync on 16 rows of D; it takes K-major 16-bit
+ * operands (TN) that it can read with 16-byte loads. The planner sends
+ * m <= DECODE_MAX_M there (decode_wanted) and splits K so that the CTAs
+ * fill the SMs, DECODE_CTAS_PER_SM each, with at least DECODE_MIN_STEPS
+ * 32-element steps of K per slice (plan_small_m). Measured on H100 (bf16,
+ * m = 1 and 16, n = k = 4096 and 8192, forced 2 / 4 / 8 / 16 slices): 2 to 8
+ * slices within 0.94-1.07x cuBLAS of each other (the spread of repeated
+ * runs), 16 slices 0.82-0.91x; one CTA per SM gives 4 slices at n = 4096
+ * and 2 at n = 8192. */
+#define DECODE_MAX_M 16
+#define DECODE_CTAS_PER_SM 1
+#define DECODE_MIN_STEPS 8
+#define DECODE_MAX_SPLITS 32
+#define DECODE_STEP_K 32
+
+/* 1 when the small-m row v can compute p as it is. */
+static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
+{
+    const int64_t vec = 16 / 2; /* 16-bit elements per 16-byte load */
+    if (mgpu_dtype_is_fp8(p->a_dtype) || p->a_dtype != v->dtype || p->b_dtype != v->dtype)
+        return 0;
+    if (p->transa != MGPU_OP_T || p->transb != MGPU_OP_N || p->m > v->gemm.tile_m || p->k == 0 || p->k % vec)
+        return 0;
+    if (p->a % 16 || p->b % 16 || p->lda % vec || p->ldb % vec || p->batch > MAX_GRID_Z)
+        return 0;
+    if (p->batch > 1 && (p->stride_a % vec || p->stride_b % vec))
+        return 0;
+    return 1;
+}
+
+/* The small-m row of p's dtype with tile_m == rows on the device, if it can compute p. */
+static const struct mgpu_variant *small_m_variant(const struct mgpu_gemm_problem *p,
+                                                  const struct mgpu_device_caps *caps, int rows)
+{
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == rows && v->cc_major == caps->cc_major &&
+            v->cc_minor == caps->cc_minor && small_m_eligible(p, v))
+            return v;
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------ selection */
 
 /* The devices whose kernels implement mgpu_gemm_ex's extensions (fp8
@@ -295,7 +365,8 @@ static int extensions_run_on(const struct mgpu_device_caps *caps)
 
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT;
+    return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT ||
+           k == MGPU_KIND_GEMM_SMALL_M_SM90;
 }
 
 static int is_pack_kind(enum mgpu_kernel_kind k)
@@ -316,6 +387,8 @@ struct gemm_fit {
     int tma;               /* A and B readable through TMA as they are */
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
+    int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
+    int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -335,6 +408,11 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         return 0;
     if (v->gemm.b_kmajor != MGPU_VARIANT_ANY_LAYOUT && v->gemm.b_kmajor != (p->transb == MGPU_OP_N))
         return 0;
+    if (v->kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+        if (!small_m_eligible(p, v))
+            return 0;
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows ? 4 : 1;
+    }
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
@@ -365,6 +443,43 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
     return NULL;
 }
 
+/* Whether p goes to the small-m kernel (sets f->want and f->decode_rows). */
+static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
+{
+    if (p->m > DECODE_MAX_M || !small_m_variant(p, caps, DECODE_MAX_M))
+        return 0;
+    f->want = MGPU_GEMM_DECODE;
+    f->decode_rows = DECODE_MAX_M;
+    return 1;
+}
+
+/* Problems of at most one wave of large tiles (m > SMALL_M, 16-bit): the
+ * smaller tiles fill the SMs without split-K. Measured on H100 (bf16 TN,
+ * same process as cuBLAS, docs/performance.md "Small and medium shapes"):
+ * 256^3 .. 1024^3 ran 1.25-1.31x cuBLAS with 64 x 128 tiles and no split
+ * against 0.64-0.90x with 256 x 128 tiles (split 2-4 where it applied),
+ * 2048^3 and 1024 x 4096 x 1024 1.02x / 1.08x with 128 x 128 tiles against
+ * 0.96x / 1.04x; every split-K factor of 2 or 4 on these shapes was slower
+ * than none (its fp32 partials cost more than the idle SMs). So: 64-row
+ * tiles when they make at most one wave, else 128-row tiles; K is split
+ * only when the tiles fill at most half the SMs and K is long
+ * (FEW_TILES_SPLIT_MIN_KTILES). Larger problems keep LARGE / LARGE_CLUSTER. */
+#define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
+static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                           const struct mgpu_variant *large, struct gemm_fit *f)
+{
+    if (!large || mgpu_dtype_is_fp8(p->a_dtype) || p->m <= SMALL_M)
+        return 0;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
+    /* bounded by validation: m, n <= 2^31, batch * m * n <= 2^56 */
+    if (mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n * p->batch > sms)
+        return 0;
+    f->few_tiles = 1;
+    f->want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+    return 1;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -379,6 +494,8 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
                       : MGPU_GEMM_LARGE;
         return;
     }
+    if (decode_wanted(p, caps, f))
+        return;
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
         return;
@@ -386,12 +503,41 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
      * cluster row idles, which only pays when there are many columns. */
     f->want = MGPU_GEMM_LARGE;
-    if (!large)
+    if (!large || few_tiles_shape(p, caps, large, f))
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
     if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
         (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
+}
+
+/* The schedule of the sm_90a persistent kernel for a large problem: the
+ * cooperative rows (both consumer warpgroups on each 256 x 128 tile) or the
+ * ping-pong ones (a 128 x 128 tile per warpgroup, the two in turns on the
+ * tensor cores, kernels/hopper/gemm_sm90_pingpong.cuh), keeping the cluster
+ * decision of wanted_shape. PINGPONG_BY_DEFAULT and FUSED_PINGPONG_MAX_K say
+ * which serves 16-bit large problems (docs/performance.md, "GEMM
+ * schedules"); MGPU_FORCE_SCHEDULE overrides them. fp8 has no ping-pong rows. */
+static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_force *force,
+                            struct gemm_fit *f)
+{
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER)
+        return;
+    const struct mgpu_variant *large = NULL;
+    for (int i = 0; i < mgpu_variant_count && !large; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG &&
+            v->dtype == p->a_dtype && v->gemm.b_dtype == p->b_dtype)
+            large = v;
+    }
+    if (!large)
+        return;
+    const int schedule = force ? force->schedule : MGPU_SCHEDULE_DEFAULT;
+    const int fused_short_k = (p->bias != 0 || p->activation != MGPU_ACTIVATION_NONE) && p->k <= FUSED_PINGPONG_MAX_K;
+    const int pingpong = schedule == MGPU_SCHEDULE_PINGPONG ||
+                         (schedule == MGPU_SCHEDULE_DEFAULT && (PINGPONG_BY_DEFAULT || fused_short_k));
+    if (pingpong)
+        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
 }
 
 /* ------------------------------------------------------------ plans */
@@ -449,6 +595,65 @@ static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
     a.bias_mode = p->bias_mode;
     a.activation = p->activation;
     return a;
+}
+
+/* The small-m kernel's plan: grid (column blocks, K slices, batch), the
+ * split-K partials in the workspace, the arguments. */
+static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
+                         const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
+                         struct mgpu_gemm_plan *plan)
+{
+    const struct mgpu_variant *v = &mgpu_variants[variant];
+    const int64_t blocks = mgpu_cdiv(p->n, v->gemm.tile_n); /* per batch entry */
+    const int64_t steps = mgpu_cdiv(p->k, DECODE_STEP_K);
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t target = sms * DECODE_CTAS_PER_SM;
+    const int force_splits = force ? force->splits : 0;
+    int64_t splits = 1;
+    if (force_splits > 0) {
+        splits = force_splits < steps ? force_splits : steps;
+    } else if (SPLIT_K_BY_DEFAULT && blocks * p->batch * 2 <= target) {
+        splits = target / (blocks * p->batch);
+        if (splits > steps / DECODE_MIN_STEPS)
+            splits = steps / DECODE_MIN_STEPS;
+        if (splits > DECODE_MAX_SPLITS)
+            splits = DECODE_MAX_SPLITS;
+        if (splits < 1)
+            splits = 1;
+    }
+    if (splits > MAX_GRID_Z) /* grid y */
+        splits = MAX_GRID_Z;
+    /* one counter per column block and batch entry */
+    if (splits > 1 && blocks * p->batch > MGPU_SPLIT_COUNTERS)
+        splits = 1;
+    /* partials: [batch][split][column of the grid][tile_m rows], fp32; bounded
+     * by the C span check of validation (n * batch <= 2^56) */
+    const int64_t per_split = blocks * v->gemm.tile_n * v->gemm.tile_m * (int64_t)sizeof(float) * p->batch;
+    int64_t wanted = 0;
+    if (splits > 1 && !mgpu_mul_ok(per_split, splits, &wanted))
+        wanted = INT64_MAX;
+    plan->workspace_wanted = wanted == INT64_MAX ? MGPU_GEMM_WANTED_OVER_LIMIT : (size_t)wanted;
+    const int64_t capacity = res->workspace_bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)res->workspace_bytes;
+    plan->degraded = NULL;
+    if (splits > 1 && wanted > capacity) {
+        const int64_t fit = capacity / per_split;
+        splits = fit >= 2 ? (fit < splits ? fit : splits) : 1;
+        plan->degraded = splits > 1 ? "fewer split-K slices: the workspace is too small"
+                                    : "no split-K: the workspace is too small";
+    }
+    plan->variant = variant;
+    plan->small_m = 1;
+    plan->splits = (int)splits;
+    plan->workspace_bytes = splits > 1 ? (size_t)(per_split * splits) : 0;
+    plan->grid_x = (unsigned)blocks;
+    plan->grid_y = (unsigned)splits;
+    plan->grid_z = (unsigned)p->batch;
+    plan->grid = blocks * splits * p->batch;
+    plan->args = base_args(p);
+    plan->args.batch_count = (int32_t)p->batch;
+    plan->args.splits = (int32_t)splits;
+    plan->args.workspace = splits > 1 ? res->workspace : 0;
+    plan->args.split_counters = splits > 1 ? res->split_counters : 0;
 }
 
 /* Rank-3 map of an operand over {contiguous, strided, batch}, 128-byte
@@ -574,7 +779,7 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
 #define PACKS_DO_NOT_FIT (-2)
 static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
                            const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
-                           struct mgpu_gemm_plan *plan, mgpu_status *status)
+                           int few_tiles, struct mgpu_gemm_plan *plan, mgpu_status *status)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const int force_splits = force ? force->splits : 0;
@@ -593,7 +798,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         splits = sm100_splits(units * cluster, k_tiles, target, force_splits);
     } else if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
-    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT) {
+    } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT &&
+               (!few_tiles || k_tiles >= FEW_TILES_SPLIT_MIN_KTILES)) {
         splits = target / (units * cluster);
         if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
             splits = k_tiles / MIN_KTILES_PER_SPLIT;
@@ -687,6 +893,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     args->workspace = ws + (uint64_t)packed;
     args->split_counters = plan->splits > 1 ? res->split_counters : 0;
     args->c_tma = mgpu_gemm_c_tma_eligible(p);
+    args->fp8_no_promotion = force && force->fp8_no_promotion && mgpu_dtype_is_fp8(p->a_dtype);
     operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
                 a.batches, v->gemm.tile_m / v->gemm.cluster_n, v->gemm.tile_k);
     operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, b_base, p->transb == MGPU_OP_N, p->n, p->k, ldb, stb,
@@ -754,6 +961,94 @@ void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_g
     *grid_z = (unsigned)batches;
 }
 
+/* ------------------------------------------------------------ selection memo
+ *
+ * The registry lookup and the shape class are most of a call's host time
+ * (a profile against the fake driver: about 70 %). They depend on the
+ * problem's sizes, dtypes, layouts, leading dimensions and strides, on the
+ * pointers only through their 16-byte alignment, on whether scales, a bias
+ * or an activation are present, and on the device: the last SELECTION_MEMO
+ * of them are kept per thread, keyed on exactly that. A forced variant is
+ * never memoized. */
+#define SELECTION_MEMO 8
+struct selection_key {
+    struct mgpu_gemm_problem p; /* pointers reduced to their offset in 16 bytes; alpha, beta NULL */
+    struct mgpu_device_caps caps;
+};
+struct selection_memo {
+    int used;
+    struct selection_key key;
+    int variant;
+    enum mgpu_gemm_shape_class want;
+    int tma, decode_rows, few_tiles;
+};
+static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
+static _Thread_local int selection_memo_next;
+
+static void selection_key_of(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                             struct selection_key *k)
+{
+    memset(k, 0, sizeof *k); /* padding included: keys are compared with memcmp */
+    k->p.transa = p->transa;
+    k->p.transb = p->transb;
+    k->p.m = p->m;
+    k->p.n = p->n;
+    k->p.k = p->k;
+    k->p.batch = p->batch;
+    k->p.a_dtype = p->a_dtype;
+    k->p.b_dtype = p->b_dtype;
+    k->p.c_dtype = p->c_dtype;
+    k->p.a = p->a % TMA_ALIGN;
+    k->p.b = p->b % TMA_ALIGN;
+    k->p.c = p->c % TMA_ALIGN;
+    k->p.lda = p->lda;
+    k->p.ldb = p->ldb;
+    k->p.ldc = p->ldc;
+    k->p.stride_a = p->stride_a;
+    k->p.stride_b = p->stride_b;
+    k->p.stride_c = p->stride_c;
+    k->p.scale_a = p->scale_a != 0;
+    k->p.scale_b = p->scale_b != 0;
+    k->p.scale_d = p->scale_d != 0;
+    k->p.bias = p->bias != 0;
+    k->p.bias_dtype = p->bias_dtype;
+    k->p.bias_mode = p->bias_mode;
+    k->p.bias_stride = p->bias_stride;
+    k->p.activation = p->activation;
+    k->caps.cc_major = caps->cc_major;
+    k->caps.cc_minor = caps->cc_minor;
+    k->caps.sm_count = caps->sm_count;
+    k->caps.max_smem_per_block = caps->max_smem_per_block;
+}
+
+static int selection_recall(const struct selection_key *key, struct gemm_fit *fit)
+{
+    for (int i = 0; i < SELECTION_MEMO; i++) {
+        const struct selection_memo *e = &selection_memo[i];
+        if (e->used && memcmp(&e->key, key, sizeof *key) == 0) {
+            fit->want = e->want;
+            fit->tma = e->tma;
+            fit->decode_rows = e->decode_rows;
+            fit->few_tiles = e->few_tiles;
+            return e->variant;
+        }
+    }
+    return -1;
+}
+
+static void selection_keep(const struct selection_key *key, const struct gemm_fit *fit, int variant)
+{
+    struct selection_memo *e = &selection_memo[selection_memo_next];
+    selection_memo_next = (selection_memo_next + 1) % SELECTION_MEMO;
+    e->used = 1;
+    e->key = *key;
+    e->variant = variant;
+    e->want = fit->want;
+    e->tma = fit->tma;
+    e->decode_rows = fit->decode_rows;
+    e->few_tiles = fit->few_tiles;
+}
+
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
                    const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
                    struct mgpu_gemm_plan *plan, mgpu_status *status)
@@ -768,8 +1063,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         res = &none;
     memset(plan, 0, sizeof *plan);
     plan->pack_variant = -1;
-    struct gemm_fit fit = {.p = p, .tma = mgpu_gemm_tma_eligible(p), .persistent_ok = 1};
-    wanted_shape(p, caps, &fit);
+    struct gemm_fit fit = {.p = p, .persistent_ok = 1};
     struct mgpu_lookup lookup = {
         .what = "GEMM", .of_op = is_gemm_kind, .caps = caps, .force = force ? force->variant : NULL,
         .fits = gemm_fits, .ctx = &fit,
@@ -777,12 +1071,32 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                        ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 and 10.0 only"
                        : NULL,
     };
-    int variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
-    if (variant < 0)
-        return -1;
+    const int memo = !(force && ((force->variant && force->variant[0]) || force->schedule != MGPU_SCHEDULE_DEFAULT));
+    struct selection_key key;
+    int variant = -1;
+    if (memo) {
+        selection_key_of(p, caps, &key);
+        variant = selection_recall(&key, &fit);
+    }
+    if (variant < 0) {
+        fit.tma = mgpu_gemm_tma_eligible(p);
+        wanted_shape(p, caps, &fit);
+        if (caps->cc_major == 9 && caps->cc_minor == 0)
+            choose_schedule(p, force, &fit);
+        variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
+        if (variant < 0)
+            return -1;
+        if (memo && !plan->forced)
+            selection_keep(&key, &fit, variant);
+    }
     const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
+    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+        plan_small_m(p, caps, variant, force, res, plan);
+        plan->shape_class = plan->forced ? "forced" : plan->splits > 1 ? "small m (decode), split-K" : "small m (decode)";
+        return 0;
+    }
     if (kind == MGPU_KIND_GEMM_SM90_PERSISTENT || kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
-        const int planned = plan_persistent(p, caps, variant, force, res, plan, status);
+        const int planned = plan_persistent(p, caps, variant, force, res, fit.few_tiles && !plan->forced, plan, status);
         if (planned == 0) {
             const int small_m = p->m <= SMALL_M;
             const struct mgpu_variant *v = &mgpu_variants[plan->variant];
@@ -794,9 +1108,14 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                               : (plan->splits > 1 ? "few tiles, split-K" : "large, lone CTAs");
                 return 0;
             }
-            plan->shape_class = plan->forced      ? "forced"
-                                : plan->splits > 1 ? (small_m ? "small m, split-K" : "few tiles, split-K")
-                                                   : (small_m ? "small m" : "large");
+            const int pp = v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG ||
+                           v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER;
+            plan->shape_class = plan->forced       ? "forced"
+                                : plan->splits > 1  ? (small_m ? "small m, split-K" : "few tiles, split-K")
+                                : fit.few_tiles     ? "few tiles, smaller tile"
+                                : small_m           ? "small m"
+                                : pp                ? "large, ping-pong"
+                                                    : "large";
             return 0;
         }
         if (planned != PACKS_DO_NOT_FIT)

@@ -54,10 +54,15 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p);
 
 /* Settings that override the heuristic (MGPU_FORCE_VARIANT,
  * MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND); zero / NULL fields leave it alone. */
+/* The sm_90a persistent kernel's consumer schedule for large problems. */
+enum { MGPU_SCHEDULE_DEFAULT = 0, MGPU_SCHEDULE_COOPERATIVE = 1, MGPU_SCHEDULE_PINGPONG = 2 };
+
 struct mgpu_gemm_force {
     const char *variant; /* a variant's entry name */
     int splits;          /* split-K factor, clamped to [1, number of k-tiles] */
     int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
+    int schedule;        /* MGPU_SCHEDULE_*: large 16-bit problems on cooperative or ping-pong rows */
+    int fp8_no_promotion; /* debugging: fp8 without the per-k-tile fp32 promotion (loses accuracy) */
 };
 
 /* What the handle lends a call. */
@@ -84,7 +89,8 @@ struct mgpu_gemm_pack_launch {
 struct mgpu_gemm_plan {
     int variant;          /* the GEMM kernel: index into mgpu_variants */
     int forced;           /* MGPU_FORCE_VARIANT chose it */
-    int persistent;       /* the persistent kernel (else one CTA per tile) */
+    int persistent;       /* the persistent kernel (else one CTA per tile or small_m) */
+    int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
     int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */
@@ -105,6 +111,8 @@ struct mgpu_gemm_plan {
      * (the launch limit of grid y), grid z over one chunk of batches */
     unsigned grid_x;
     int64_t cols_per_launch, batches_per_launch;
+    /* small-m kernel: grid y over K slices, grid z over batches */
+    unsigned grid_y, grid_z;
 };
 
 /* The full plan for a valid, non-empty problem on a device with the

@@ -78,6 +78,13 @@ static void read_env(void)
     }
     env_read.force_split_k = env_int("MGPU_FORCE_SPLIT_K");
     env_read.force_band = env_int("MGPU_FORCE_BAND");
+    const char *no_promotion = getenv("MGPU_DEBUG_FP8_NO_PROMOTION");
+    env_read.debug_fp8_no_promotion = no_promotion && no_promotion[0] && strcmp(no_promotion, "0") != 0;
+    const char *schedule = getenv("MGPU_FORCE_SCHEDULE");
+    env_read.force_schedule = !schedule                              ? 0
+                              : strcmp(schedule, "cooperative") == 0 ? 1
+                              : strcmp(schedule, "pingpong") == 0    ? 2
+                                                                     : 0;
 }
 
 const struct mgpu_env *mgpu_env(void)

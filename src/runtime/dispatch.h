@@ -92,6 +92,8 @@ struct mgpu_env {
     const char *force_variant; /* MGPU_FORCE_VARIANT, or NULL */
     int force_split_k;         /* MGPU_FORCE_SPLIT_K, 0 when unset */
     int force_band;            /* MGPU_FORCE_BAND, 0 when unset */
+    int force_schedule;        /* MGPU_FORCE_SCHEDULE: 1 "cooperative", 2 "pingpong", 0 otherwise */
+    int debug_fp8_no_promotion; /* MGPU_DEBUG_FP8_NO_PROMOTION set and not "0" (tests only) */
 };
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build-time check of the sm_90a GEMM cubin, no GPU needed: every GEMM entry
+# (mgpu_gemm_sm90_*) must be free of local memory, i.e. no register spills:
+#   LDL / STL     none in the SASS that cuobjdump disassembles
+#   LOCAL         0 bytes in cuobjdump -res-usage
+# and must use the tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG). Prints one
+# line of counts per entry.
+#
+#   tests/sass_sm90.sh build/gemm_sm90_ws.cubin
+#
+# Exit 77 (skipped) when the cubin was not built (no sm90a in -Darchs) or no
+# cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
+set -uo pipefail
+
+cubin="${1:-}"
+if [[ -z "$cubin" || ! -f "$cubin" ]]; then
+    echo "sm90a GEMM cubin not built (-Darchs without sm90a): skipped"
+    exit 77
+fi
+cuobjdump="${CUOBJDUMP:-$(command -v cuobjdump || true)}"
+[[ -z "$cuobjdump" && -x /usr/local/cuda/bin/cuobjdump ]] && cuobjdump=/usr/local/cuda/bin/cuobjdump
+if [[ -z "$cuobjdump" ]]; then
+    echo "no cuobjdump (set CUOBJDUMP): skipped"
+    exit 77
+fi
+
+sass="$("$cuobjdump" -sass "$cubin")" || { echo "cuobjdump -sass failed (nvdisasm on PATH?)"; exit 1; }
+res="$("$cuobjdump" -res-usage "$cubin")" || { echo "cuobjdump -res-usage failed"; exit 1; }
+# One pass over the SASS: per entry, the counts (name HGMMA UTMALDG LDL STL).
+counts=$(awk '
+    /Function : / { f = $3; if (f ~ /^mgpu_gemm_sm90_/) { order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
+    f == "" { next }
+    /[[:space:]][HQ]GMMA/ { mma[f]++ }
+    /[[:space:]]UTMALDG/ { ldg[f]++ }
+    /[[:space:]]LDL/ { ldl[f]++ }
+    /[[:space:]]STL/ { stl[f]++ }
+    END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g] } }' <<<"$sass")
+if [[ -z "$counts" ]]; then
+    echo "no mgpu_gemm_sm90_* entry in $cubin"
+    exit 1
+fi
+# "Function name:" then "REG:.. ... LOCAL:.." on the next line
+usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f, $0 }' <<<"$res")
+
+fail=0
+n=0
+printf '%-52s %6s %8s %5s %5s %6s %5s\n' entry xGMMA UTMALDG LDL STL LOCAL REG
+while read -r e mma ldg ldl stl; do
+    n=$((n + 1))
+    line=$(grep -m1 "^$e " <<<"$usage")
+    local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
+    regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
+    printf '%-52s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+    bad=()
+    (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
+    (( ldg >= 1 )) || bad+=("no UTMALDG")
+    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
+    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    if (( ${#bad[@]} )); then
+        fail=1
+        printf '  FAIL %s: %s\n' "$e" "$(IFS=';'; echo "${bad[*]}")"
+    fi
+done <<<"$counts"
+echo "$n entries checked"
+exit $fail
