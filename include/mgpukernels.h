@@ -21,11 +21,11 @@
  *   operation          sm_90a (cc 9.0)              sm_100a (cc 10.0)
  *   mgpu_gemm           fp16/bf16 in, fp32 accum,    same (persistent tcgen05 kernel,
  *                       fp16/bf16/fp32 out, any      CTA pairs; any layout, alignment,
- *                       layout, alignment, batch;    batch); no split-K. NOT YET RUN ON
+ *                       layout, alignment, batch;    batch; split-K). NOT YET RUN ON
  *                       split-K for few tiles        HARDWARE: compiled and SASS-checked only
  *   mgpu_gemm_ex        + fp8 (e4m3/e5m2, TN) in,    same (tcgen05 kind::f8f6f4, epilogue
- *                       scales, bias, ReLU/GELU      fused in the epilogue warpgroup); no
- *                                                    split-K. NOT YET RUN ON HARDWARE
+ *                       scales, bias, ReLU/GELU      fused in the epilogue warpgroup).
+ *                                                    NOT YET RUN ON HARDWARE
  *   mgpu_gather         any element size (1/2/4/8),  same kernels, plus TMA gather4 for
  *                       int32/int64 indices          16-byte aligned rows; gather4 not
  *                                                    yet run on hardware
@@ -336,9 +336,8 @@ MGPU_API mgpu_status mgpu_gemm_strided_batched(mgpu_handle *handle, mgpu_operati
  * is not a multiple of 16 bytes are first packed into an aligned
  * workspace). bias must be aligned to its element, the scales to 4 bytes.
  *
- * Support: compute capability 9.0 and 10.0 run everything above (10.0
- * without split-K; its kernels are compiled and checked, not yet run on
- * hardware).
+ * Support: compute capability 9.0 and 10.0 run everything above (the 10.0
+ * kernels are compiled and checked, not yet run on hardware).
  *
  * Returns what mgpu_gemm_strided_batched returns, plus NULL_POINTER (desc),
  * INVALID_VALUE (struct_size; activation or bias_mode not one of their

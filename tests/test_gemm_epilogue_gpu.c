@@ -11,9 +11,9 @@
  * 2-CTA cluster variant, split-K (the reduction applies the epilogue), the
  * portable kernel (forced, and k == 0), batches with per-batch biases.
  * Thresholds are mgpu_gemm's (test_gemm_gpu.c): 1e-2 relative for 16-bit
- * outputs, 1e-4 for fp32. Skips (77) without a GPU or on a device other than
- * compute capability 9.0 (where mgpu_gemm_ex's epilogues are NOT_SUPPORTED,
- * which is checked there instead).
+ * outputs, 1e-4 for fp32. Runs on compute capability 9.0 and 10.0 (on 10.0
+ * every sm_100a 16-bit variant is also forced, with split-K); skips (77)
+ * without a GPU; on other devices checks that the call is refused.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -319,7 +319,7 @@ int main(void)
             {T, N, 4096, 4096, 4096, 1, t, t, 0, 1.0f, 0.0f, ROW, t, 0, GELU, 0, 0, 0, NULL, NULL},
         };
         for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_case(&cases[i]); /* on 10.0 the sm90 names and split-K are ignored: the planner's picks */
+            run_case(&cases[i]); /* on 10.0 the sm90 names are ignored: the planner's picks, split-K forced */
         if (cc == 100) {
             /* every sm_100a layout, lone CTAs and CTA pairs, forced: TMA and
              * direct stores, both bias modes and dtypes, batches, scales */
@@ -335,6 +335,9 @@ int main(void)
                         {la[li], lb[li], 257, 129, 130, 2, t, F32, 0, 0.5f, -2.0f, COL, F32, 1, RELU, 2.0f, 0.5f, 0.25f,
                          name, NULL},
                         {la[li], lb[li], 264, 136, 200, 3, t, t, 1, 1.0f, 1.0f, COL, t, 1, GELU, 0, 0, 0, name, NULL},
+                        /* split-K: partials parked per epilogue warp, summed by the tile's last unit */
+                        {la[li], lb[li], 200, 300, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f,
+                         name, "3"},
                     };
                     for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++)
                         if (!quick || i == 0)

@@ -7,7 +7,8 @@
  * host. Outputs are poisoned (NaN) before each call when beta == 0; each
  * case checks the relative Frobenius error, the max abs error, that no NaN
  * came out and that nothing outside D changed. Skips (77) without a GPU; on
- * a GPU other than compute capability 9.0 it checks that the call is refused.
+ * a GPU other than compute capability 9.0 or 10.0 it checks that the call is
+ * refused. On 10.0 every sm_100a kind::f8f6f4 variant is also forced.
  *
  * Error budget (why the limits are what they are). The inputs are exact
  * fp8 values and the reference multiplies the same values in fp32, so input
@@ -17,7 +18,11 @@
  *     into an fp32 accumulator, so this term stays near 1e-4 whatever K is
  *     (without that promotion it grows with K: the 256 x 256 x 16384 case
  *     runs once more with the kernel's debugging switch
- *     MGPU_DEBUG_FP8_NO_PROMOTION and must then fail the limit);
+ *     MGPU_DEBUG_FP8_NO_PROMOTION and must then fail the limit). On compute
+ *     capability 10.0 the tensor cores accumulate in fp32 tensor memory
+ *     without promotion (docs/decisions/014-sm100-fp8-accumulation.md; no
+ *     switch there): the same limit holds if that accumulation is as wide as
+ *     fp32, and the long-K cases are its check;
  *   - rounding D to its dtype: 2^-8 (bf16), 2^-11 (fp16), 2^-24 (fp32).
  * Limit: relative error <= FP8_ACCUM_REL + 2 eps(out); max abs error <= 8
  * times that times max |ref| (catches single wrong elements of large size).
@@ -277,9 +282,10 @@ int main(void)
                                      none, 0};
             run_case(&longk);
         }
-    /* the long-K check fails without the promotion (a debugging switch of the kernel): the
-     * promoted and unpromoted runs of one case, fp32 output (its limit is the accumulation term) */
-    for (int a = 0; a < 2; a++) {
+    /* the long-K check fails without the promotion (a debugging switch of the sm_90a kernel): the
+     * promoted and unpromoted runs of one case, fp32 output (its limit is the accumulation term).
+     * The sm_100a kernel has no promotion to switch off (decision 014). */
+    for (int a = 0; a < (cc == 90 ? 2 : 0); a++) {
         struct fp8_case longk = {256, 256, 16384, 1, fp8[a], fp8[a], MGPU_DTYPE_F32, 1.0f, 0.0f, 0, 0, 0, 0, NULL,
                                  NULL, none, 0};
         run_case(&longk);
@@ -315,7 +321,7 @@ int main(void)
         {33, 17, 0, 1, e4, e4, bf, 1.0f, 2.0f, 0.5f, 0.5f, 3.0f, 0, NULL, NULL, MGPU_ACTIVATION_RELU, 1}, /* k == 0 */
     };
     for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        run_case(&paths[i]);  /* on 10.0 the sm90 names and split-K are ignored: the planner's picks */
+        run_case(&paths[i]);  /* on 10.0 the sm90 names are ignored: the planner's picks, split-K forced */
     if (cc == 100) {
         /* every sm_100a kind::f8f6f4 variant forced (lone CTAs and CTA pairs),
          * with edges in m, n, k, scales, beta, bias and activations, batches */
@@ -333,6 +339,9 @@ int main(void)
                      MGPU_ACTIVATION_RELU, 1},
                     {1000, 700, 3000, 1, pair_a[pi], pair_b[pi], MGPU_DTYPE_F16, 1.0f, 0.0f, 0.3f, 0.7f, 1.5f, 8, name,
                      NULL, none, 0},
+                    /* split-K: the last unit of a tile sums the slices and applies the epilogue */
+                    {200, 300, 3000, 2, pair_a[pi], pair_b[pi], bf, 1.0f, 0.5f, 0.5f, 2.0f, 1.5f, 0, name, "5",
+                     MGPU_ACTIVATION_GELU, 1},
                 };
                 for (unsigned i = 0; i < sizeof forced / sizeof forced[0]; i++)
                     if (!quick || i == 0)

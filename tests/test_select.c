@@ -437,35 +437,37 @@ static void check_selection_memo(const struct mgpu_device_caps *caps)
 
 /* The sm_100a persistent kernel's plan per shape class (src/gemm/gemm_plan.c):
  * CTA pairs (256 x 256 cluster tiles) when m > 128 and the 128-wide tile
- * columns pair up, lone CTAs otherwise; never split-K; the band is
+ * columns pair up, lone CTAs otherwise; split-K by the sm_90a default rule
+ * when the tiles' CTAs fill at most half the target (148 SMs, 74 for
+ * m <= 128) and K has at least 8 k-tiles; the band is
  * sqrt(units at once x cluster tile_n / tile_m); D leaves through 32-column
  * TMA boxes when TMA can address C, else by direct stores. */
 static void check_blackwell_plans(const struct mgpu_device_caps *caps)
 {
-    const struct { int64_t m, n, k, batch; int pairs, band; int64_t grid; } cases[] = {
-        {8192, 8192, 8192, 1, 2, 9, 148},  /* 32 x 32 cluster tiles, 74 pairs at once: sqrt(74) */
-        {4096, 4096, 4096, 1, 2, 9, 148},
-        {1000, 1000, 1000, 1, 2, 4, 32},   /* 8 tile columns, 16 pair units: sqrt(16) */
-        {1024, 1024, 1024, 32, 2, 4, 148}, /* batched */
-        {32768, 1100, 4096, 1, 2, 9, 148}, /* 9 columns: enough to pair up with one idle CTA */
-        {32768, 600, 4096, 1, 1, 9, 148},  /* 5 columns: an odd few stay lone; sqrt(148 x 128 / 256) */
-        {4096, 128, 8192, 1, 1, 3, 16},    /* skinny n: one tile column */
-        {64, 4096, 4096, 1, 1, 1, 32},     /* small m: lone CTAs, no split-K */
-        {128, 8192, 8192, 1, 1, 1, 64},
-        {1, 4096, 4096, 1, 1, 1, 32},
-        {129, 4096, 4096, 1, 2, 1, 32},    /* just past small m: pairs, one tile row */
+    const struct { int64_t m, n, k, batch; int pairs, band; int64_t grid; int splits; } cases[] = {
+        {8192, 8192, 8192, 1, 2, 9, 148, 1},  /* 32 x 32 cluster tiles, 74 pairs at once: sqrt(74) */
+        {4096, 4096, 4096, 1, 2, 9, 148, 1},
+        {1000, 1000, 1000, 1, 2, 4, 128, 4},  /* 16 pair units (32 CTAs) x 4 slices of 4 k-tiles; band 4 rows */
+        {1024, 1024, 1024, 32, 2, 4, 148, 1}, /* batched */
+        {32768, 1100, 4096, 1, 2, 9, 148, 1}, /* 9 columns: enough to pair up with one idle CTA */
+        {32768, 600, 4096, 1, 1, 9, 148, 1},  /* 5 columns: an odd few stay lone; sqrt(148 x 128 / 256) */
+        {4096, 128, 8192, 1, 1, 8, 144, 9},   /* skinny n: 16 CTAs x 9 slices; band sqrt(144 / 2) */
+        {64, 4096, 4096, 1, 1, 1, 64, 2},     /* small m: lone CTAs, 32 of them x 2 slices (target 74) */
+        {128, 8192, 8192, 1, 1, 1, 64, 1},    /* 64 CTAs: more than half of 74 */
+        {1, 4096, 4096, 1, 1, 1, 64, 2},
+        {129, 4096, 4096, 1, 2, 1, 128, 4},   /* just past small m: pairs, one tile row, 32 CTAs x 4 */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
         const int pairs = v->gemm.cluster_m * v->gemm.cluster_n;
-        CHECK(v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && pairs == cases[i].pairs && plan.splits == 1 &&
+        CHECK(v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT && pairs == cases[i].pairs && plan.splits == cases[i].splits &&
                   plan.band == cases[i].band && plan.grid == cases[i].grid && plan.persistent,
               "sm100 %lldx%lldx%lld batch %lld: got %s, split-k %d, band %d, grid %lld (want cluster %d, band %d, "
-              "grid %lld)",
+              "grid %lld, split-k %d)",
               (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
               v->name, plan.splits, plan.band, (long long)plan.grid, cases[i].pairs, cases[i].band,
-              (long long)cases[i].grid);
+              (long long)cases[i].grid, cases[i].splits);
         CHECK(plan.grid % pairs == 0 && plan.grid <= caps->sm_count, "%s: grid %lld", v->name, (long long)plan.grid);
         CHECK(v->gemm.tile_m == 256 && v->gemm.tile_n == 128 && v->gemm.tile_k == 64 && v->threads == 192, "%s: tile", v->name);
         /* A boxes: each CTA of a pair loads half the 256 A rows (K-major here) */
@@ -477,14 +479,46 @@ static void check_blackwell_plans(const struct mgpu_device_caps *caps)
                   (plan.args.c_tma && plan.use_map[MGPU_GEMM_MAP_C] && plan.maps[MGPU_GEMM_MAP_C].box[1] == 32 &&
                    plan.maps[MGPU_GEMM_MAP_C].box[0] == 32 /* 128 bytes of rows */),
               "%s: C map box %u x %u", v->name, plan.maps[MGPU_GEMM_MAP_C].box[0], plan.maps[MGPU_GEMM_MAP_C].box[1]);
-        CHECK(plan.args.batch_count == cases[i].batch && plan.args.band == plan.band && plan.args.splits == 1,
+        CHECK(plan.args.batch_count == cases[i].batch && plan.args.band == plan.band &&
+                  plan.args.splits == cases[i].splits &&
+                  (cases[i].splits == 1) == (plan.args.split_counters == 0),
               "%s: kernel arguments", v->name);
+        /* partials: one 256 x 128 fp32 slot per CTA tile and slice, after the (absent) packs */
+        if (cases[i].splits > 1) {
+            const int64_t tiles = (cases[i].m + 255) / 256 * ((cases[i].n + 128 * pairs - 1) / (128 * pairs) * pairs) *
+                                  cases[i].batch;
+            CHECK(plan.workspace_bytes == (size_t)(tiles * 256 * 128 * 4 * cases[i].splits),
+                  "%s: split-K workspace %zu", v->name, plan.workspace_bytes);
+        }
     }
-    /* split-K is not offered on sm_100a, forced or not */
+    /* split-K on sm_100a: 8 lone CTAs of 64 x 1024, 256 k-tiles: 74 / 8 = 9 slices;
+     * forced factors are taken, clamped to the k-tiles (8192 / 64 = 128) */
     struct mgpu_gemm_plan plan = plan_of(64, 1024, 16384, 1, caps, 0);
-    CHECK(plan.splits == 1 && plan.args.split_counters == 0, "sm100 few tiles, long k: split-k %d", plan.splits);
+    CHECK(plan.splits == 9 && plan.args.split_counters != 0 && plan.args.workspace != 0,
+          "sm100 few tiles, long k: split-k %d", plan.splits);
+    plan = plan_of(4096, 1024, 8192, 1, caps, 3);
+    CHECK(plan.splits == 3 && plan.args.splits == 3, "sm100 forced split-k 3: got %d", plan.splits);
+    /* 8192^3: 2048 CTA tiles x 4 epilogue warps need more counters than the handle has */
     plan = plan_of(8192, 8192, 8192, 1, caps, 3);
-    CHECK(plan.splits == 1, "sm100 forced split-k 3: got %d", plan.splits);
+    CHECK(plan.splits == 1, "sm100 forced split-k 3 on 8192^3: got %d (beyond the split counters)", plan.splits);
+    plan = plan_of(64, 64, 8192, 1, caps, 1000);
+    CHECK(plan.splits == 128, "sm100 forced split-k 1000 with 128 k-tiles: got %d", plan.splits);
+    /* a workspace too small for the partials: fewer slices, then none */
+    {
+        mgpu_status s2;
+        struct mgpu_gemm_problem q = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+        q.m = 64;
+        q.n = 1024;
+        q.k = 16384;
+        q.lda = q.ldb = 16384;
+        q.ldc = 64;
+        const struct mgpu_gemm_resources small_ws = {0x7e0000000000, 3 * (size_t)8 * 256 * 128 * 4, 0x7e8000000000};
+        CHECK(mgpu_plan_gemm(&q, caps, NULL, &small_ws, &plan, &s2) == 0 && plan.splits == 3 && plan.degraded,
+              "sm100 split-K in a 3-slice workspace: %d", plan.splits);
+        const struct mgpu_gemm_resources none_ws = {0, 0, 0x7e8000000000};
+        CHECK(mgpu_plan_gemm(&q, caps, NULL, &none_ws, &plan, &s2) == 0 && plan.splits == 1,
+              "sm100 split-K without workspace: %d", plan.splits);
+    }
     /* the grid follows the device's SM count, rounded down to whole pairs */
     struct mgpu_device_caps odd = *caps;
     odd.sm_count = 147;
@@ -703,7 +737,9 @@ static void check_blackwell_fp8(const struct mgpu_device_caps *caps)
                       (long long)ms[i], v ? v->name : mgpu_status_string(s), want_pairs);
                 if (!v)
                     continue;
-                CHECK(plan.splits == 1 && !plan.pack_a && !plan.pack_b && plan.args.c_dtype == outs[i],
+                /* 64 x 4096: 32 lone CTAs, 32 k-tiles of 128: 2 slices (74 / 32) */
+                CHECK(plan.splits == (ms[i] == 64 ? 2 : 1) && !plan.pack_a && !plan.pack_b &&
+                          plan.args.c_dtype == outs[i],
                       "%s: split %d, packs %d %d", v->name, plan.splits, plan.pack_a, plan.pack_b);
                 /* 128-byte boxes are 128 fp8 elements of K; A rows split over a pair */
                 CHECK(plan.maps[MGPU_GEMM_MAP_A].box[0] == 128 && plan.maps[MGPU_GEMM_MAP_B].box[0] == 128 &&
@@ -754,8 +790,8 @@ static void check_blackwell_fp8(const struct mgpu_device_caps *caps)
     const struct mgpu_variant *v = pick(&p, caps, "mgpu_gemm_portable_sm100_64x64", &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_PORTABLE, "sm100: forcing the portable kernel on fp8: %s",
           mgpu_status_string(s));
-    /* forced split-K is ignored on sm_100a, for fp8 too */
-    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 4}, &ample, &plan, &s) == 0 && plan.splits == 1,
+    /* forced split-K is clamped to 128-wide fp8 k-tiles: k = 256 has 2 */
+    CHECK(mgpu_plan_gemm(&p, caps, &(struct mgpu_gemm_force){.splits = 4}, &ample, &plan, &s) == 0 && plan.splits == 2,
           "sm100 fp8 forced split-K: %d", plan.splits);
     /* fp8 outside TN is refused by validation, on every device */
     p.transa = MGPU_OP_N;
@@ -796,9 +832,11 @@ static void check_blackwell_epilogues(const struct mgpu_device_caps *caps)
                                   dtypes[dt], mode, f32_bias, acts[act], v ? v->name : mgpu_status_string(s));
                             if (!v)
                                 continue;
+                            /* 1000^3: 32 CTAs of pairs, 16 k-tiles: 4 slices; the last
+                             * unit of a tile applies the epilogue */
                             CHECK(plan.args.bias == p.bias && plan.args.bias_mode == p.bias_mode &&
                                       plan.args.bias_dtype == p.bias_dtype && plan.args.activation == acts[act] &&
-                                      plan.splits == 1,
+                                      plan.splits == 4,
                                   "%s: epilogue arguments", v->name);
                         }
     /* scales alone, batched bias with a stride, fp8 with everything */

@@ -60,9 +60,8 @@ struct mgpu_gemm_args {
     uint64_t a, b;        /* device addresses of A and B (portable kernel only) */
     int64_t lda, ldb, stride_a, stride_b; /* in elements (portable kernel only) */
 
-    /* Persistent kernels (sm_90a and sm_100a; the sm_100a kernel has no
-     * split-K and ignores splits, workspace and split_counters; the runtime
-     * zeroes what a kernel does not use). */
+    /* Persistent kernels (sm_90a and sm_100a; the runtime zeroes what a
+     * kernel does not use). */
     int32_t batch_count;  /* batches in this launch */
     int32_t band;         /* tile rows (of tile_m) per band of the grouped tile order */
     int32_t splits;       /* K is cut into this many slices (1: no split-K) */
@@ -70,7 +69,8 @@ struct mgpu_gemm_args {
     int32_t a_broadcast, b_broadcast; /* 1: every batch reads batch 0 of that operand */
     /* Split-K (splits > 1): each unit parks its fp32 partial tile in
      * `workspace` (slot [tile][split][consumer], in the accumulator fragment
-     * order of hopper/gemm_sm90_persistent.cuh); the last of a tile's units to
+     * order of hopper/gemm_sm90_persistent.cuh; sm_100a: [tile][split][epilogue
+     * warp], blackwell/gemm_sm100_epilogue.cuh); the last of a tile's units to
      * arrive (counted in split_counters[tile][consumer], which are 0 between
      * launches: that unit resets its counter) sums the slots in split order
      * and stores D. */

@@ -24,6 +24,10 @@
  * warp alternate; before one is rewritten, the store that read it must have
  * finished reading (cp.async.bulk.wait_group.read 1).
  *
+ * Split-K (args.splits > 1): the warp first copies its partial from TMEM to
+ * the workspace and counts itself in (split_k below); only the tile's last
+ * unit goes on, reading the summed slices instead of TMEM.
+ *
  * The accumulator slot is released (one arrival per warp on the leader's
  * acc_empty) as soon as the warp's last tcgen05.ld of the tile has completed,
  * before its last stores: the MMA warp refills the slot while these drain.
@@ -136,6 +140,68 @@ __device__ __forceinline__ void apply_fused(float (&v)[kRows], const GemmEpilogu
 
 } // namespace epi
 
+/* Split-K of the sm_100a kernel (args.splits > 1; the Hopper kernel's
+ * protocol, hopper/gemm_sm90_split_k.cuh, per epilogue warp instead of per
+ * consumer warpgroup). Each unit's epilogue warp parks its fp32 partial
+ * (kBM rows x 32 columns) in the workspace slot [tile][split][warp], row r of
+ * lane l at float r * 32 + l (each row a coalesced 128-byte line), counts
+ * itself in split_counters[tile][warp] (0 between launches: the last arriver
+ * resets it), and only the tile's last unit to arrive sums the slots in split
+ * order 0..S-1 (the same bits whichever unit finishes last) and runs the
+ * epilogue. */
+namespace split_k {
+
+/* This warp's slot for unit t's split, its tile id and the floats between
+ * two splits' slots. */
+__device__ __forceinline__ float *slot(const mgpu_gemm_args &args, const GemmTileScheduler &sched, const GemmTile &t,
+                                       int warp, int lane, int tile_m, int64_t &tile_id, int64_t &split_step)
+{
+    const int64_t slot_floats = static_cast<int64_t>(tile_m) * kEpiCols;
+    const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;
+    tile_id = (static_cast<int64_t>(t.batch) * sched.rows * sched.cluster_m + t.m_tile) * tiles_n + t.n_tile;
+    split_step = kEpiWarps * slot_floats;
+    return reinterpret_cast<float *>(args.workspace) + tile_id * args.splits * split_step + t.split * split_step +
+           warp * slot_floats + lane;
+}
+
+/* After the warp's partial is stored: true in every lane when this unit is
+ * the tile's last to arrive. The stores are fenced before the count; the
+ * last arriver fences again before it reads the others' partials. */
+__device__ __forceinline__ bool arrive(const mgpu_gemm_args &args, int64_t tile_id, int warp, int lane)
+{
+    __threadfence();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0) {
+        int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * kEpiWarps + warp;
+        last = atomicAdd(counter, 1) == args.splits - 1;
+        if (last)
+            *counter = 0; /* for the next launch: every other unit of this tile has arrived */
+    }
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (last)
+        __threadfence();
+    return last != 0;
+}
+
+/* Rows row0 .. row0 + kRows - 1 of this lane's column, summed over the
+ * splits in order (`slots` is split 0's slot of this warp and lane). */
+template <int kRows>
+__device__ __forceinline__ void sum(float (&v)[kRows], const float *slots, int64_t split_step, int splits, int row0)
+{
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+        v[i] = __ldcg(slots + (row0 + i) * kEpiCols);
+    for (int s = 1; s < splits; ++s) {
+        const float *p = slots + s * split_step;
+#pragma unroll
+        for (int i = 0; i < kRows; ++i)
+            v[i] += __ldcg(p + (row0 + i) * kEpiCols);
+    }
+}
+
+} // namespace split_k
+
 /* One epilogue warp over every unit of this CTA, for one output type. */
 template <class Cfg, class OutT>
 __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_full, uint64_t *acc_empty,
@@ -152,6 +218,7 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
     const int lane = threadIdx.x % 32;
     uint8_t *const bufs = epi_bufs + quarter * kEpiBufs * kEpiBoxBytes;
     const bool direct = !args.c_tma;
+    const bool split = args.splits > 1;
     /* alpha carries the operand scales; unfused, scale_d is folded into
      * alpha and beta (common/numeric.cuh) */
     const GemmEpilogue ep_launch(args);
@@ -175,9 +242,9 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
         mbar_wait(&acc_full[slot], use);
         ptx::tcgen05_fence_after_thread_sync();
         const uint32_t tmem = tmem_addr(tmem_base + slot * Cfg::kAccCols, 32 * quarter, 0);
-#pragma unroll 1
-        for (int ch = 0; ch < kChunks; ++ch) {
-            float v[kChunkRows];
+        /* chunk ch of this warp's accumulator, rows ch * kChunkRows + i of its
+         * lane's column; after the last chunk the slot goes back to the MMA warp */
+        auto load_chunk = [&](int ch, float (&v)[kChunkRows]) {
 #pragma unroll
             for (int l = 0; l < kLoads; ++l) {
                 uint32_t r[32];
@@ -198,6 +265,33 @@ __device__ __forceinline__ void epilogue_warp(uint32_t tmem_base, uint64_t *acc_
                         mbar_arrive_cluster(&acc_empty[slot], rank & ~1u);
                 }
             }
+        };
+        /* split-K: park this unit's partial, count it in; only the tile's last
+         * unit goes on, with the partials summed in split order */
+        const float *slots = nullptr;
+        int64_t split_step = 0;
+        if (split) {
+            int64_t tile_id;
+            float *mine = split_k::slot(args, sched, t, quarter, lane, Cfg::kBM, tile_id, split_step);
+            slots = mine - t.split * split_step;
+#pragma unroll 1
+            for (int ch = 0; ch < kChunks; ++ch) {
+                float v[kChunkRows];
+                load_chunk(ch, v);
+#pragma unroll
+                for (int i = 0; i < kChunkRows; ++i)
+                    __stcg(mine + (ch * kChunkRows + i) * kEpiCols, v[i]);
+            }
+            if (!split_k::arrive(args, tile_id, quarter, lane))
+                continue;
+        }
+#pragma unroll 1
+        for (int ch = 0; ch < kChunks; ++ch) {
+            float v[kChunkRows];
+            if (split)
+                split_k::sum<kChunkRows>(v, slots, split_step, args.splits, ch * kChunkRows);
+            else
+                load_chunk(ch, v);
             const int chunk_row0 = row0 + ch * kChunkRows;
             if (chunk_row0 >= args.m || col0 >= args.n)
                 continue; /* uniform over the warp: nothing of this box lies inside D */

@@ -54,7 +54,9 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
         const int n0 = t.n_tile * Cfg::kBN;
         const int a_row0 = t.m_tile * Cfg::kBM + static_cast<int>(rank % Cfg::kCtas) * Cfg::kARows;
         const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
-        for (int kt = 0; kt < num_k_tiles; ++kt) {
+        int k_begin, k_end; /* this unit's K slice (all of K without split-K) */
+        sched.k_range(num_k_tiles, t.split, k_begin, k_end);
+        for (int kt = k_begin; kt < k_end; ++kt) {
             mbar_wait(&empty[stage], phase ^ 1);
             if (Cfg::kCtas == 1 || rank % 2 == 0)
                 mbar_arrive_expect_tx(&full[stage], Cfg::kTxBytes);
@@ -150,7 +152,9 @@ __device__ __forceinline__ void issue_mmas(uint8_t *a_tiles, uint8_t *b_tiles, u
         mbar_wait(&acc_empty[slot], use ^ 1); /* the epilogue has read the slot's previous tile */
         ptx::tcgen05_fence_after_thread_sync();
         const uint32_t d_tmem = tmem_base + slot * Cfg::kAccCols;
-        for (int kt = 0; kt < num_k_tiles; ++kt) {
+        int k_begin, k_end;
+        sched.k_range(num_k_tiles, sched.tile(u).split, k_begin, k_end);
+        for (int kt = k_begin; kt < k_end; ++kt) {
             mbar_wait(&full[stage], phase);
             ptx::tcgen05_fence_after_thread_sync();
             const uint64_t a_desc =
@@ -159,7 +163,7 @@ __device__ __forceinline__ void issue_mmas(uint8_t *a_tiles, uint8_t *b_tiles, u
                 operand_desc<Cfg::kAKMajor, Cfg::kChunkBytes>(smem_u32(a_tiles + stage * Cfg::kATileBytes));
 #pragma unroll
             for (int j = 0; j < Cfg::kKSteps; ++j)
-                mma<Cfg>(d_tmem, a_desc + j * kAStep, b_desc + j * kBStep, kIdesc, kt > 0 || j > 0);
+                mma<Cfg>(d_tmem, a_desc + j * kAStep, b_desc + j * kBStep, kIdesc, kt > k_begin || j > 0);
             commit_to<Cfg>(&empty[stage]);
             if (++stage == Cfg::kStages) {
                 stage = 0;

@@ -49,6 +49,11 @@
  *                                  the last TMEM read arrive on the leader's
  *                                  acc_empty[slot]
  *
+ * Split-K (args.splits > 1): units run over (tile, K slice) pairs
+ * (common/tile_scheduler.cuh); the TMA and MMA warps take the unit's k-tiles
+ * only; the epilogue parks partials and the tile's last unit finishes it
+ * (gemm_sm100_epilogue.cuh, split_k).
+ *
  * While the epilogue drains slot u % 2, the MMA warp fills slot (u + 1) % 2:
  * the next tile's MMAs overlap this tile's stores (tutorial step 5).
  *
@@ -169,7 +174,8 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const uint32_t rank = Cfg::kCtas > 1 ? cluster_rank() : 0;
     const bool leader = Cfg::kCtas == 1 || rank % 2 == 0;
-    const GemmTileScheduler sched(args.m, args.n, args.batch_count, Cfg::kBM, Cfg::kBN, 1, Cfg::kCtas, args.band, 1);
+    const GemmTileScheduler sched(args.m, args.n, args.batch_count, Cfg::kBM, Cfg::kBN, 1, Cfg::kCtas, args.band,
+                                  args.splits);
 
     /* ---- setup: barriers (thread 0), TMEM (the MMA warp of every CTA) ---- */
     if (threadIdx.x == 0) {

@@ -51,8 +51,9 @@
  *   otherwise             -> MGPU_GEMM_LARGE: lone CTAs (small m, a single or
  *                            odd few tile columns);
  *   operands TMA cannot read -> packed into the workspace, as above;
- *   the band of the tile order as above; no split-K (the kernel has none:
- *   MGPU_FORCE_SPLIT_K is ignored there);
+ *   the band of the tile order as above;
+ *   too few CTAs of tiles  -> split-K by the sm_90a default rule
+ *                            (sm100_splits), or MGPU_FORCE_SPLIT_K;
  *   fp8 (TN, any e4m3 / e5m2 pair) -> the same two shape classes among the
  *                            kind::f8f6f4 rows (256 x 128 tiles, 128-wide
  *                            k-tiles);
@@ -736,6 +737,29 @@ static void pack_launch(struct mgpu_gemm_pack_launch *out, const struct operand 
     out->grid = helper_grid(caps, o->packed_ld * o->esize / PACK_BYTES * o->cols * o->batches, threads);
 }
 
+/* sm_100a split-K (kernels/blackwell/gemm_sm100_epilogue.cuh, split_k): the
+ * rule of the sm_90a default (too few CTAs of tiles for `target`, at least
+ * MIN_KTILES_PER_SPLIT k-tiles per slice, at most MAX_SPLITS), or the forced
+ * factor clamped to the k-tiles. Not measured: no Blackwell GPU has run it. */
+static int64_t sm100_splits(int64_t ctas, int64_t k_tiles, int64_t target, int force_splits)
+{
+    if (force_splits > 0)
+        return force_splits < k_tiles ? force_splits : k_tiles;
+    if (!(SPLIT_K_BY_DEFAULT && ctas * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT))
+        return 1;
+    int64_t splits = target / ctas;
+    if (splits > k_tiles / MIN_KTILES_PER_SPLIT)
+        splits = k_tiles / MIN_KTILES_PER_SPLIT;
+    return splits > MAX_SPLITS ? MAX_SPLITS : splits;
+}
+
+/* D columns per split counter: one per epilogue warp (32 columns) on sm_100a,
+ * one per consumer warpgroup (64) on sm_90a. */
+static int sm100_counter_cols(const struct mgpu_variant *v)
+{
+    return v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT ? SM100_EPI_COLS : EPI_COLS;
+}
+
 /* Bytes of fp32 partials per K slice: one slot per tile and consumer, the
  * tiles padded to whole clusters; -1 when beyond any workspace. */
 static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
@@ -771,7 +795,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
     int64_t splits = 1;
     if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
-        /* no split-K in the sm_100a kernel */
+        splits = sm100_splits(units * cluster, k_tiles, target, force_splits);
     } else if (force_splits > 0) {
         splits = force_splits < k_tiles ? force_splits : k_tiles;
     } else if (SPLIT_K_BY_DEFAULT && units * cluster * 2 <= target && k_tiles >= 2 * MIN_KTILES_PER_SPLIT &&
@@ -783,8 +807,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
             splits = MAX_SPLITS;
     }
     /* The kernel counts each tile's arrivals in the handle's split counters:
-     * one per tile and 64-column consumer. */
-    const int64_t counters = units * cluster * (v->gemm.tile_n / 64);
+     * one per tile and 64-column consumer (sm_100a: 32-column epilogue warp). */
+    const int64_t counters = units * cluster * (v->gemm.tile_n / sm100_counter_cols(v));
     if (splits > 1 && counters > MGPU_SPLIT_COUNTERS)
         splits = 1;
 
@@ -1077,10 +1101,11 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
             const int small_m = p->m <= SMALL_M;
             const struct mgpu_variant *v = &mgpu_variants[plan->variant];
             if (kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
-                plan->shape_class = plan->forced                                  ? "forced"
-                                    : v->gemm.shape_class == MGPU_GEMM_LARGE_CLUSTER ? "large, CTA pairs"
-                                    : small_m                          ? "small m"
-                                                                       : "large, lone CTAs";
+                plan->shape_class = plan->forced ? "forced"
+                                    : v->gemm.shape_class == MGPU_GEMM_LARGE_CLUSTER
+                                        ? (plan->splits > 1 ? "CTA pairs, split-K" : "large, CTA pairs")
+                                    : small_m ? (plan->splits > 1 ? "small m, split-K" : "small m")
+                                              : (plan->splits > 1 ? "few tiles, split-K" : "large, lone CTAs");
                 return 0;
             }
             const int pp = v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG ||
