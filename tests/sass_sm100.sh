@@ -26,20 +26,9 @@
 # cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
 set -uo pipefail
 
+source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
-if [[ -z "$cubin" || ! -f "$cubin" ]]; then
-    echo "sm100a GEMM cubin not built (-Darchs without sm100a): skipped"
-    exit 77
-fi
-cuobjdump="${CUOBJDUMP:-$(command -v cuobjdump || true)}"
-[[ -z "$cuobjdump" && -x /usr/local/cuda/bin/cuobjdump ]] && cuobjdump=/usr/local/cuda/bin/cuobjdump
-if [[ -z "$cuobjdump" ]]; then
-    echo "no cuobjdump (set CUOBJDUMP): skipped"
-    exit 77
-fi
-
-sass="$("$cuobjdump" -sass "$cubin")" || { echo "cuobjdump -sass failed"; exit 1; }
-res="$("$cuobjdump" -res-usage "$cubin")" || { echo "cuobjdump -res-usage failed"; exit 1; }
+sass_load "$cubin" "sm100a GEMM" sm100a
 entries=$(grep -oE 'Function : mgpu_gemm_sm100_ws_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
 if [[ -z "$entries" ]]; then
     echo "no mgpu_gemm_sm100_ws_* entry in $cubin"

@@ -12,20 +12,9 @@
 # cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
 set -uo pipefail
 
+source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
-if [[ -z "$cubin" || ! -f "$cubin" ]]; then
-    echo "sm90a GEMM cubin not built (-Darchs without sm90a): skipped"
-    exit 77
-fi
-cuobjdump="${CUOBJDUMP:-$(command -v cuobjdump || true)}"
-[[ -z "$cuobjdump" && -x /usr/local/cuda/bin/cuobjdump ]] && cuobjdump=/usr/local/cuda/bin/cuobjdump
-if [[ -z "$cuobjdump" ]]; then
-    echo "no cuobjdump (set CUOBJDUMP): skipped"
-    exit 77
-fi
-
-sass="$("$cuobjdump" -sass "$cubin")" || { echo "cuobjdump -sass failed (nvdisasm on PATH?)"; exit 1; }
-res="$("$cuobjdump" -res-usage "$cubin")" || { echo "cuobjdump -res-usage failed"; exit 1; }
+sass_load "$cubin" "sm90a GEMM" sm90a
 # One pass over the SASS: per entry, the counts (name HGMMA UTMALDG LDL STL).
 counts=$(awk '
     /Function : / { f = $3; if (f ~ /^mgpu_gemm_sm90_/) { order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
