@@ -153,7 +153,9 @@ static void run_case(mgpu_handle *h, struct tcase c)
 
     struct tensor q, k, v, o, fused;
     memset(&fused, 0, sizeof fused);
-    if (c.layout == FUSED) { /* requires hq == hkv */
+    if (c.layout == FUSED) { /* requires hq == hkv and, Q, K and V sharing rows, total_k == total_q */
+        CHECK(c.hq == c.hkv && total_k == total_q, "packed QKV case with hq %d, hkv %d, %lld queries, %lld keys", c.hq,
+              c.hkv, (long long)total_q, (long long)total_k);
         mgpu_attention_strides st = strides_for(DENSE, total_q, 3 * c.hq, c.d);
         tensor_alloc(&fused, span_of(&st, nb, total_q, 3 * c.hq, c.d));
         tensor_fill(&fused, dt);
@@ -425,7 +427,7 @@ static void pack_split_cases(mgpu_handle *h)
          .layout = BHSD, .pack = 1, .splits = 1);
     CASE(.batch = 1, .sq = 1, .sk = 2000, .hq = 8, .hkv = 1, .d = 192, .dtype = BF16, .wl = -1, .wr = -1,
          .no_lse = 1, .pack = 1, .splits = 16);
-    CASE(.batch = 3, .sq = 130, .sk = 260, .hq = 3, .hkv = 3, .d = 64, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+    CASE(.batch = 3, .sq = 130, .sk = 130, .hq = 3, .hkv = 3, .d = 64, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
          .varlen = 1, .layout = FUSED, .splits = 3);
     CASE(.batch = 1, .sq = 200, .sk = 1000, .hq = 4, .hkv = 2, .d = 128, .dtype = F16, .wl = 100, .wr = 20,
          .pack = 1, .splits = 7);

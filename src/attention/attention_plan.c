@@ -382,13 +382,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
 
     const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
-    /* Key splits serve fixed-length batches (decode, paged or not); with
-     * cu_seqlens a split can lie past a short sequence's keys, a case the
-     * combine pass does not take yet, so varlen calls run unsplit (a forced
-     * split count included). */
-    a->num_splits = decode_features && !p->varlen ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
-                                                                  choice->workspace_bytes, choice->force_splits)
-                                                  : 1;
+    a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
+                                                    choice->workspace_bytes, choice->force_splits)
+                                    : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
     out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA);
