@@ -260,66 +260,45 @@ static void check_small_m_paths(mgpu_dtype t)
     }
 }
 
-/* Two runs on the same inputs give the same bits. */
-static void check_deterministic_shape(int64_t m, int64_t n, int64_t k, const char *splits)
+/* Two runs on the same inputs give the same bits (A as transa says, B not
+ * transposed, fp32 out; split-K forced to `splits` when given). */
+static void check_same_bits(mgpu_operation transa, int64_t m, int64_t n, int64_t k, const char *splits,
+                            unsigned seed)
 {
     if (splits)
         force_setenv("MGPU_FORCE_SPLIT_K", splits);
+    const int64_t lda = transa == MGPU_OP_T ? k : m;
     float one = 1.0f, zero = 0.0f;
     void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
     void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
-    fill_normal(a, MGPU_DTYPE_BF16, (size_t)(m * k), 77, 1.0f);
-    fill_normal(b, MGPU_DTYPE_BF16, (size_t)(k * n), 78, 1.0f);
-    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, m, b, MGPU_DTYPE_BF16,
+    fill_normal(a, MGPU_DTYPE_BF16, (size_t)(m * k), seed, 1.0f);
+    fill_normal(b, MGPU_DTYPE_BF16, (size_t)(k * n), seed + 1, 1.0f);
+    CHECK_STATUS(mgpu_gemm(handle, transa, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, lda, b, MGPU_DTYPE_BF16,
                            k, &zero, c1, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_N, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, m, b, MGPU_DTYPE_BF16,
+    CHECK_STATUS(mgpu_gemm(handle, transa, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, lda, b, MGPU_DTYPE_BF16,
                            k, &zero, c2, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
     float *h1 = malloc((size_t)(m * n * 4)), *h2 = malloc((size_t)(m * n * 4));
     cudaMemcpy(h1, c1, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
     cudaMemcpy(h2, c2, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
-    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "%lldx%lldx%lld: two identical calls gave different bits",
-          (long long)m, (long long)n, (long long)k);
+    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "%sN %lldx%lldx%lld: two identical calls gave different bits",
+          transa == MGPU_OP_T ? "T" : "N", (long long)m, (long long)n, (long long)k);
     free(h1);
     free(h2);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c1);
     cudaFree(c2);
-    force_unsetenv("MGPU_FORCE_SPLIT_K");
-}
-
-/* The small-m kernel (TN, m <= 16) with its K slices: the same bits twice. */
-static void check_deterministic_tn(int64_t m, int64_t n, int64_t k)
-{
-    float one = 1.0f, zero = 0.0f;
-    void *a = dalloc((size_t)(m * k * 2)), *b = dalloc((size_t)(k * n * 2));
-    void *c1 = dalloc((size_t)(m * n * 4)), *c2 = dalloc((size_t)(m * n * 4));
-    fill_normal(a, MGPU_DTYPE_BF16, (size_t)(m * k), 79, 1.0f);
-    fill_normal(b, MGPU_DTYPE_BF16, (size_t)(k * n), 80, 1.0f);
-    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_T, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, k, b, MGPU_DTYPE_BF16,
-                           k, &zero, c1, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(mgpu_gemm(handle, MGPU_OP_T, MGPU_OP_N, m, n, k, &one, a, MGPU_DTYPE_BF16, k, b, MGPU_DTYPE_BF16,
-                           k, &zero, c2, MGPU_DTYPE_F32, m), MGPU_STATUS_SUCCESS);
-    float *h1 = malloc((size_t)(m * n * 4)), *h2 = malloc((size_t)(m * n * 4));
-    cudaMemcpy(h1, c1, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
-    cudaMemcpy(h2, c2, (size_t)(m * n * 4), cudaMemcpyDeviceToHost);
-    CHECK(memcmp(h1, h2, (size_t)(m * n * 4)) == 0, "TN %lldx%lldx%lld: two identical calls gave different bits",
-          (long long)m, (long long)n, (long long)k);
-    free(h1);
-    free(h2);
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(c1);
-    cudaFree(c2);
+    if (splits)
+        force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
 /* Split-K included: its reduction adds the K slices in a fixed order. */
 static void check_deterministic(void)
 {
-    check_deterministic_shape(1000, 700, 3000, NULL);
-    check_deterministic_shape(1000, 700, 3000, "5");
-    check_deterministic_shape(64, 4096, 4096, "4");
-    check_deterministic_tn(16, 4096, 4096);
+    check_same_bits(MGPU_OP_N, 1000, 700, 3000, NULL, 77);
+    check_same_bits(MGPU_OP_N, 1000, 700, 3000, "5", 77);
+    check_same_bits(MGPU_OP_N, 64, 4096, 4096, "4", 77);
+    check_same_bits(MGPU_OP_T, 16, 4096, 4096, NULL, 79);
 }
 
 /* Calls the device can reject only at run time. */
@@ -361,7 +340,7 @@ int main(void)
     if (only && only[0] == '1') {
         check_small_m_paths(MGPU_DTYPE_BF16);
         check_small_m_paths(MGPU_DTYPE_F16);
-        check_deterministic_tn(16, 4096, 4096);
+        check_same_bits(MGPU_OP_T, 16, 4096, 4096, NULL, 79);
         cublasDestroy(cublas);
         mgpu_destroy(handle);
         return check_exit();
