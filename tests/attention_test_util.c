@@ -1,6 +1,8 @@
 /* See attention_test_util.h. */
 #include "attention_test_util.h"
 
+#include <cuda_runtime_api.h>
+
 mgpu_attention_strides strides_for(enum layout l, int64_t rows, int64_t heads, int64_t d)
 {
     mgpu_attention_strides s;
@@ -34,4 +36,13 @@ int pick(uint64_t *s, int lo, int hi)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return lo + (int)((*s >> 33) % (uint64_t)(hi - lo + 1));
+}
+
+void upload_seqlens(const int32_t *cq, const int32_t *ck, int batch, int32_t **cq_dev, int32_t **ck_dev)
+{
+    const size_t bytes = sizeof(int32_t) * (size_t)(batch + 1);
+    cudaMalloc((void **)cq_dev, bytes);
+    cudaMalloc((void **)ck_dev, bytes);
+    cudaMemcpy(*cq_dev, cq, bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(*ck_dev, ck, bytes, cudaMemcpyHostToDevice);
 }

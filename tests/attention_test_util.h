@@ -29,6 +29,10 @@ size_t span_of(const mgpu_attention_strides *s, int64_t nbatch, int64_t rows, in
 
 const char *layout_name(enum layout l);
 
+/* cu_seqlens_q / cu_seqlens_k (batch + 1 offsets each) copied to new device
+ * arrays; the caller frees them with cudaFree. */
+void upload_seqlens(const int32_t *cq, const int32_t *ck, int batch, int32_t **cq_dev, int32_t **ck_dev);
+
 /* Deterministic pseudo-random lengths in [lo, hi]. */
 int pick(uint64_t *s, int lo, int hi);
 

@@ -53,7 +53,7 @@ for e in $entries; do
     ldtm=$(count '[[:space:]]LDTM')
     ldl=$(count '[[:space:]]LDL')
     stl=$(count '[[:space:]]STL')
-    local_bytes=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /LOCAL:[0-9]+/)) print substr($0, RSTART + 6, RLENGTH - 6)}' <<<"$res")
+    local_bytes=$(sass_local_bytes "$e")
     printf '%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n' "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" \
         "$stg" "$ldtm" "$ex2" "$ldl" "$stl" "${local_bytes:-?}"
     bad=()
@@ -80,9 +80,6 @@ for e in $entries; do
     (( ldtm >= 1 )) || bad+=("no LDTM")
     (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
     [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
-    if (( ${#bad[@]} )); then
-        fail=1
-        printf '  FAIL %s: %s\n' "$e" "$(IFS=';'; echo "${bad[*]}")"
-    fi
+    sass_verdict "$e"
 done
 exit $fail

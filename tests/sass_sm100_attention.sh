@@ -53,7 +53,7 @@ for e in $entries; do
     sttm=$(count '[[:space:]]STTM')
     ldl=$(count '[[:space:]]LDL')
     stl=$(count '[[:space:]]STL')
-    local_bytes=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /LOCAL:[0-9]+/)) print substr($0, RSTART + 6, RLENGTH - 6)}' <<<"$res")
+    local_bytes=$(sass_local_bytes "$e")
     printf '%-36s %7s %7s %6s %7s %6s %5s %5s %4s %4s %6s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$bar" "$ldtm" "$sttm" \
         "$ldl" "$stl" "${local_bytes:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
@@ -69,9 +69,6 @@ for e in $entries; do
     (( sttm >= 3 )) || bad+=("STTM $sttm, want >= 3")
     (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
     [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
-    if (( ${#bad[@]} )); then
-        fail=1
-        printf '  FAIL %s: %s\n' "$e" "$(IFS=';'; echo "${bad[*]}")"
-    fi
+    sass_verdict "$e"
 done
 exit $fail

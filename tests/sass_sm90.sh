@@ -45,10 +45,7 @@ while read -r e mma ldg ldl stl; do
     (( ldg >= 1 )) || bad+=("no UTMALDG")
     (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
     [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
-    if (( ${#bad[@]} )); then
-        fail=1
-        printf '  FAIL %s: %s\n' "$e" "$(IFS=';'; echo "${bad[*]}")"
-    fi
+    sass_verdict "$e"
 done <<<"$counts"
 echo "$n entries checked"
 exit $fail

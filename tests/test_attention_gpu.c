@@ -185,12 +185,8 @@ static void run_case(mgpu_handle *h, struct tcase c)
     cudaMalloc((void **)&lse_dev, n_lse * sizeof(float) + 1);
     poison(lse_dev, n_lse * sizeof(float));
     int32_t *cq_dev = NULL, *ck_dev = NULL;
-    if (c.varlen) {
-        cudaMalloc((void **)&cq_dev, sizeof(int32_t) * (c.batch + 1));
-        cudaMalloc((void **)&ck_dev, sizeof(int32_t) * (c.batch + 1));
-        cudaMemcpy(cq_dev, cq, sizeof(int32_t) * (c.batch + 1), cudaMemcpyHostToDevice);
-        cudaMemcpy(ck_dev, ck, sizeof(int32_t) * (c.batch + 1), cudaMemcpyHostToDevice);
-    }
+    if (c.varlen)
+        upload_seqlens(cq, ck, c.batch, &cq_dev, &ck_dev);
 
     mgpu_attention_fwd_desc desc = MGPU_ATTENTION_FWD_DESC_INIT;
     desc.batch = c.batch;
