@@ -2,13 +2,17 @@
  * Every operation inside ONE CUDA graph: GEMM (plain, split-K, an operand
  * that must be packed), fp8 GEMM, gather with out-of-range indices,
  * scatter-add, causal attention and its deterministic backward (workspace
- * reserved on the handle before capture) are captured on one stream, the
+ * reserved on the handle before capture), and a decode step on a paged K/V
+ * cache (mgpu_kv_cache_append of the new row, then GQA attention of one
+ * query row per sequence, which the planner packs and splits across keys
+ * through the handle's workspace) are captured on one stream, the
  * graph is replayed 100 times, and every result and the index-error report
  * are checked: the bf16 GEMMs against cuBLAS, gather and scatter-add against
  * a CPU reference, fp8 GEMM and attention against the same call made outside
  * capture (the warm-up that loads each kernel image; test_gemm_fp8_gpu,
  * test_attention_gpu and test_attention_bwd_gpu check those against their
- * references), the backward's dQ, dK, dV bitwise.
+ * references), the backward's dQ, dK, dV and the decode step's O and LSE
+ * bitwise (test_attention_decode_gpu checks decode against its reference).
  *
  * Also BLAS semantics of alpha == 0: A and B full of NaN, C = beta * C
  * exactly, and cuBLAS's answer on the same inputs must agree.
@@ -81,6 +85,87 @@ static void expect_close(const char *what, const void *out, const void *ref, mgp
     const struct compare_result r = compare_matrices(out, ref, t, count, 1, count, 0, 1);
     CHECK(r.nan_count == 0 && r.rel_err <= tolerance, "%s: rel err %.3g, max err %.3g, %zu NaN", what, r.rel_err,
           r.max_err, r.nan_count);
+}
+
+/* A graph's result against the same call made outside capture, bit for bit. */
+static void expect_same_bytes(const char *what, const void *out, const void *ref, size_t bytes)
+{
+    unsigned char *mine = malloc(bytes), *want = malloc(bytes);
+    CUDA_OK(cudaMemcpy(mine, out, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(want, ref, bytes, cudaMemcpyDeviceToHost));
+    size_t differ = 0;
+    for (size_t i = 0; i < bytes; i++)
+        differ += mine[i] != want[i];
+    CHECK(differ == 0, "%s in the graph: %zu of %zu bytes differ from the eager call", what, differ, bytes);
+    free(mine), free(want);
+}
+
+/* One decode step of a serving loop, bf16, head dim 128, GQA 32/4: two
+ * sequences of 3000 and 3999 cached keys in shuffled pages of 64 rows; the
+ * step appends each sequence's new K/V row, then attends with one query row
+ * per sequence over 3001 and 4000 keys. Replays rewrite the same rows. */
+#define DEC_BATCH 2
+#define DEC_HQ 32
+#define DEC_HKV 4
+#define DEC_D 128
+#define DEC_PAGE 64
+#define DEC_BLOCKS 64 /* per sequence: 4096 keys at most */
+#define DEC_PAGES (DEC_BATCH * DEC_BLOCKS + 3)
+
+struct decode_step {
+    mgpu_kv_cache_append_desc append;
+    mgpu_attention_fwd_desc att;
+    void *k_new, *v_new, *k_cache, *v_cache, *q, *o, *o_ref;
+    float *lse, *lse_ref;
+    size_t q_bytes, lse_bytes;
+};
+
+static void make_decode_step(struct decode_step *s)
+{
+    const size_t row = (size_t)DEC_HKV * DEC_D, cache = (size_t)DEC_PAGES * DEC_PAGE * row;
+    s->q_bytes = (size_t)DEC_BATCH * DEC_HQ * DEC_D * 2;
+    s->lse_bytes = (size_t)DEC_BATCH * DEC_HQ * 4;
+    s->k_new = dev_alloc(DEC_BATCH * row * 2), s->v_new = dev_alloc(DEC_BATCH * row * 2);
+    s->k_cache = dev_alloc(cache * 2), s->v_cache = dev_alloc(cache * 2);
+    s->q = dev_alloc(s->q_bytes), s->o = dev_alloc(s->q_bytes), s->o_ref = dev_alloc(s->q_bytes);
+    s->lse = dev_alloc(s->lse_bytes), s->lse_ref = dev_alloc(s->lse_bytes);
+    fill_normal(s->k_new, MGPU_DTYPE_BF16, DEC_BATCH * row, 31, 1.0f);
+    fill_normal(s->v_new, MGPU_DTYPE_BF16, DEC_BATCH * row, 32, 1.0f);
+    fill_normal(s->k_cache, MGPU_DTYPE_BF16, cache, 33, 1.0f);
+    fill_normal(s->v_cache, MGPU_DTYPE_BF16, cache, 34, 1.0f);
+    fill_normal(s->q, MGPU_DTYPE_BF16, (size_t)DEC_BATCH * DEC_HQ * DEC_D, 35, 1.0f);
+
+    int32_t table[DEC_BATCH * DEC_BLOCKS], perm[DEC_PAGES];
+    for (int i = 0; i < DEC_PAGES; i++)
+        perm[i] = i;
+    for (int i = DEC_PAGES - 1; i > 0; i--) {
+        const int j = rand() % (i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    memcpy(table, perm, sizeof table);
+    const int32_t cached[DEC_BATCH] = {3000, 3999}, used[DEC_BATCH] = {3001, 4000};
+    int32_t *d_table = dev_alloc(sizeof table), *d_cached = dev_alloc(sizeof cached), *d_used = dev_alloc(sizeof used);
+    CUDA_OK(cudaMemcpy(d_table, table, sizeof table, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_cached, cached, sizeof cached, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_used, used, sizeof used, cudaMemcpyHostToDevice));
+
+    mgpu_kv_cache_append_desc a = MGPU_KV_CACHE_APPEND_DESC_INIT;
+    a.batch = DEC_BATCH, a.seqlen_new = 1, a.heads_kv = DEC_HKV, a.head_dim = DEC_D;
+    a.cache_seqlens = d_cached, a.block_table = d_table, a.max_blocks_per_seq = DEC_BLOCKS;
+    a.page_size = DEC_PAGE, a.num_pages = DEC_PAGES;
+    s->append = a;
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = DEC_BATCH, d.seqlen_q = 1, d.seqlen_k = DEC_BLOCKS * DEC_PAGE;
+    d.heads_q = DEC_HQ, d.heads_kv = DEC_HKV, d.head_dim = DEC_D;
+    d.seqused_k = d_used, d.block_table = d_table, d.max_blocks_per_seq = DEC_BLOCKS;
+    d.page_size = DEC_PAGE, d.num_pages = DEC_PAGES;
+    s->att = d;
+}
+
+static mgpu_status run_decode_step(mgpu_handle *h, const struct decode_step *s, void *o, float *lse)
+{
+    const mgpu_status st = mgpu_kv_cache_append(h, &s->append, s->k_new, s->v_new, s->k_cache, s->v_cache);
+    return st != MGPU_STATUS_SUCCESS ? st : mgpu_attention_fwd(h, &s->att, s->q, s->k_cache, s->v_cache, o, lse);
 }
 
 /* alpha == 0: reference BLAS reads neither A nor B, so their NaN must not
@@ -245,6 +330,8 @@ int main(void)
     size_t bwd_bytes = 0;
     CHECK_STATUS(mgpu_attention_bwd_workspace_size(h, &bwd, &bwd_bytes), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_reserve_workspace(h, bwd_bytes), MGPU_STATUS_SUCCESS);
+    struct decode_step dec;
+    make_decode_step(&dec);
     CUDA_OK(cudaDeviceSynchronize());
 
     /* Warm-up, outside capture: loads every kernel image; its fp8 and attention results are the references. */
@@ -257,6 +344,7 @@ int main(void)
     CHECK_STATUS(mgpu_scatter_add(h, &scatter), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o_ref, lse), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq_ref, dk_ref, dv_ref), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(run_decode_step(h, &dec, dec.o_ref, dec.lse_ref), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamSynchronize(stream));
     CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
 
@@ -267,6 +355,8 @@ int main(void)
     poison(d_gathered, (size_t)(n_idx * row_bytes));
     poison(o, q_elems * 2);
     poison(dq, (q_elems + 2 * kv_elems) * 2);
+    poison(dec.o, dec.q_bytes);
+    poison(dec.lse, dec.lse_bytes);
     CUDA_OK(cudaDeviceSynchronize());
     cudaGraph_t graph = NULL;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -279,6 +369,7 @@ int main(void)
     CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o, lse), MGPU_STATUS_SUCCESS); /* the same LSE again */
     /* O of the eager forward (the captured one is compared with it below): the eager backward's inputs */
     CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq, dk, dv), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(run_decode_step(h, &dec, dec.o, dec.lse), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     cudaGraphExec_t exec = NULL;
     if (graph)
@@ -292,18 +383,9 @@ int main(void)
     expect_close("fp8 (against the uncaptured call)", c8, c8_ref, MGPU_DTYPE_BF16, f8 * f8, 1e-6);
     expect_close("causal attention (against the uncaptured call)", o, o_ref, MGPU_DTYPE_BF16, (int64_t)q_elems,
                  1e-6);
-    {
-        const size_t bytes = (q_elems + 2 * kv_elems) * 2;
-        unsigned char *mine = malloc(bytes), *ref = malloc(bytes);
-        CUDA_OK(cudaMemcpy(mine, dq, bytes, cudaMemcpyDeviceToHost));
-        CUDA_OK(cudaMemcpy(ref, dq_ref, bytes, cudaMemcpyDeviceToHost));
-        size_t differ = 0;
-        for (size_t i = 0; i < bytes; i++)
-            differ += mine[i] != ref[i];
-        CHECK(differ == 0, "deterministic attention backward in the graph: %zu of %zu bytes differ from the eager call",
-              differ, bytes);
-        free(mine), free(ref);
-    }
+    expect_same_bytes("deterministic attention backward", dq, dq_ref, (q_elems + 2 * kv_elems) * 2);
+    expect_same_bytes("paged decode step, O", dec.o, dec.o_ref, dec.q_bytes);
+    expect_same_bytes("paged decode step, LSE", dec.lse, dec.lse_ref, dec.lse_bytes);
     expect_close("scatter-add", d_sdst, d_sref, MGPU_DTYPE_F32, s_rows * s_cols, 1e-5);
     unsigned char *gathered = malloc((size_t)(n_idx * row_bytes));
     CUDA_OK(cudaMemcpy(gathered, d_gathered, (size_t)(n_idx * row_bytes), cudaMemcpyDeviceToHost));
