@@ -31,6 +31,15 @@ __device__ __forceinline__ void red_add_v2_f32(float *addr, float a, float b)
     asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(a), "f"(b) : "memory");
 }
 
+/* Named barrier over `threads` threads that may reach it from different
+ * instructions (the consumers' loops are two instantiations at head dim 192):
+ * barrier.sync without .aligned (bar.sync is the .aligned form, which PTX
+ * leaves undefined when the participants execute different instructions). */
+__device__ __forceinline__ void bwd_barrier_sync(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ int ld_acquire_s32(const int *addr)
 {
     int v;
@@ -52,8 +61,8 @@ __device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int co
         while (ld_acquire_s32(sem) != turn) {
         }
     }
-    __syncwarp(); /* warp 0 reaches bar.sync converged after thread 0's spin */
-    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+    __syncwarp(); /* warp 0 reaches the barrier converged after thread 0's spin */
+    bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
 }
 
 /* After the adds: all consumers meet, then thread 0 hands the turn on (a
@@ -62,7 +71,7 @@ template <class Cfg>
 __device__ __forceinline__ void ordered_release(int *sem, int turn, int consumer_thread)
 {
     __syncwarp();
-    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+    bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
     if (consumer_thread == 0) {
         asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         st_release_s32(sem, turn + 1);
@@ -138,10 +147,10 @@ __device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a
     }
 }
 
-/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + kN) into
+/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into
  * dQ buffer i % kDqBuffers once the writer has read out its previous use. */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0,
+__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0, int cols,
                                                   const float (&dq)[kN / 2])
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
@@ -150,9 +159,10 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
     const uint32_t base = smem_u32(&smem.dq[b][Cfg::kBlockM * col0 + 4 * thread]);
 #pragma unroll
     for (int q = 0; q < kN / 8; ++q) {
-        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(base + q * 16 * Cfg::kWarpgroupThreads),
-                     "f"(dq[4 * q]), "f"(dq[4 * q + 1]), "f"(dq[4 * q + 2]), "f"(dq[4 * q + 3])
-                     : "memory");
+        if (8 * q < cols) /* the consumer's own columns (fewer than kN for consumer 1 at head dim 96) */
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(base + q * 16 * Cfg::kWarpgroupThreads),
+                         "f"(dq[4 * q]), "f"(dq[4 * q + 1]), "f"(dq[4 * q + 2]), "f"(dq[4 * q + 3])
+                         : "memory");
     }
     fence_smem_to_async(); /* the bulk reduction reads it through the async proxy */
     __syncwarp();

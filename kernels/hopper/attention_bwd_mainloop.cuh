@@ -301,7 +301,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
         attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
         attn_bwd_rows_wait();
         __syncwarp();
-        named_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
+        bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
         /* S^T of the first block; every later one is issued at the end of the
          * previous iteration, so that it runs while that block's dQ leaves. */
@@ -421,7 +421,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             attn_bwd_rows_wait();
             fence_smem_to_async();
             __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
-            named_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
+            bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
             wgmma_fence();
             if constexpr (Cfg::kSplitDim) {
                 const uint32_t p_buf = smem_u32(smem.p[i % 2]);
@@ -469,7 +469,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             }
             __syncwarp();
             if constexpr (Cfg::kDqWriter)
-                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, dq);
+                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
             else
                 attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
             /* The next S^T is complete before the loop's back edge (an
@@ -490,8 +490,13 @@ __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args 
                                                   const AttnBwdWork &w, int consumer)
 {
     /* One copy of the loop for both consumers where their column ranges are
-     * equal (head dims 64, 128, 256): half the code for the instruction cache. */
-    if constexpr (Cfg::kCols0 == Cfg::kCols1) {
+     * equal (head dims 64, 128, 256) or dK, dV are not split (head dim 96:
+     * consumer 1 computes kCols0 dQ columns from kCols0, inside the K tile,
+     * and stages its kCols1): half the code for the instruction cache, and
+     * both consumers meet bar(ds) at one instruction. */
+    static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
+                  "consumer 1's dQ columns inside the K tile");
+    if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
         attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
     } else {
         if (consumer == 0)
