@@ -6,7 +6,10 @@
  * head dim and the dtype's preprocess / postprocess; 10.0 and 8.0 get
  * ARCH_MISMATCH), forcing, and the launch plan: grids, tensor-map shapes,
  * LSE layout, and the workspace size recomputed here from the scratch
- * layout the ABI describes (fixed length, varlen, GQA, deterministic).
+ * layout the ABI describes (fixed length, varlen, GQA, deterministic), and
+ * the order of dq_accum tiles: the offsets the main kernel writes
+ * (per consumer, thread and register, as in attention_bwd_epilogue.cuh) are
+ * exactly the ones mgpu_attention_bwd_dq_offset gives the postprocess.
  */
 #include <math.h>
 #include <string.h>
@@ -197,7 +200,7 @@ static void test_selection(void)
                       mgpu_last_error_message());
                 const struct mgpu_variant *m = &mgpu_variants[plan.main], *pre = &mgpu_variants[plan.pre],
                                           *post = &mgpu_variants[plan.post];
-                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0};
+                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
                 CHECK(mgpu_attention_bwd_tile(dims[i], &tile) == 0, "ABI tile for d=%d", dims[i]);
                 CHECK(m->kind == MGPU_KIND_ATTENTION_BWD_SM90 && m->dtype == (int)dtypes[t] && m->attention.head_dim == dims[i] &&
                           m->cc_major == 9 && m->cc_minor == 0 && m->threads == MGPU_ATTENTION_BWD_THREADS,
@@ -331,8 +334,53 @@ static void test_plan(void)
           "huge grid: %s", mgpu_last_error_message());
 }
 
+/* For every head dim: the kernel's writes of a dq_accum tile, consumer c
+ * (columns [c0, c0 + n)), warpgroup thread t, register i = 4 q + k of the
+ * m64nN accumulator (row 16 (t / 32) + (t % 32) / 4 + 8 (k / 2), column
+ * c0 + 8 q + 2 (t % 4) + k % 2) at element block_m * c0 + (128 q + t) * 4 + k
+ * (the dQ writer's fragment order, dq_buffers > 0) or row * d + column
+ * (adds from registers, dq_buffers == 0), cover the tile once and agree with
+ * mgpu_attention_bwd_dq_offset. */
+static void test_dq_fragment_order(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int d = dims[di];
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0};
+        CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
+        CHECK(t.block_m == 64 && t.dq_cols0 % 8 == 0 && t.dq_cols0 > 0 && t.dq_cols0 < d, "d%d: dq_cols0 %d", d,
+              t.dq_cols0);
+        CHECK(t.dq_buffers == (d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
+        const int elems = t.block_m * d;
+        unsigned char seen[64 * 256];
+        memset(seen, 0, sizeof seen);
+        int bad = 0;
+        for (int c = 0; c < 2; c++) {
+            const int c0 = c == 0 ? 0 : t.dq_cols0, n = c == 0 ? t.dq_cols0 : d - t.dq_cols0;
+            for (int thread = 0; thread < 128; thread++)
+                for (int q = 0; q < n / 8; q++)
+                    for (int k = 0; k < 4; k++) {
+                        const int row = 16 * (thread / 32) + (thread % 32) / 4 + 8 * (k / 2);
+                        const int col = c0 + 8 * q + 2 * (thread % 4) + k % 2;
+                        const int64_t at = t.dq_buffers > 0 ? (int64_t)t.block_m * c0 + (128 * q + thread) * 4 + k
+                                                            : (int64_t)row * d + col;
+                        if (at < 0 || at >= elems || seen[at] || mgpu_attention_bwd_dq_offset(&t, d, row, col) != at)
+                            bad++;
+                        else
+                            seen[at] = 1;
+                    }
+        }
+        int missing = 0;
+        for (int e = 0; e < elems; e++)
+            missing += !seen[e];
+        CHECK(bad == 0 && missing == 0, "d%d: dq_accum fragment order: %d writes disagree, %d elements missed", d,
+              bad, missing);
+    }
+}
+
 int main(void)
 {
+    test_dq_fragment_order();
     test_validation();
     test_selection();
     test_plan();

@@ -60,7 +60,10 @@
  * key side alike with block_n, heads_kv, k_rows_padded, cu_seqlens_k.)
  *   lse_log2      fp32  [slots * q_rows_padded]                 element row0 + i
  *   dpsum         fp32  [slots * q_rows_padded]                 element row0 + i
- *   dq_accum      fp32  [slots * q_rows_padded][head_dim]       element (row0 + i) * head_dim + d
+ *   dq_accum      fp32  [slots * q_rows_padded][head_dim]       block_m x head_dim tiles: element (i, d) of
+ *                 the tile of rows [row0 + block_m m, + block_m) lies at (row0 + block_m m) * head_dim
+ *                 + mgpu_attention_bwd_dq_offset(tile, head_dim, i % block_m, d) (fragment order
+ *                 when dq_buffers > 0, else row-major)
  *   dq_semaphore  int32 [slots * q_rows_padded / block_m]       element row0 / block_m + m_block
  *   dk_accum      fp32  [kv slots * k_rows_padded][head_dim]    only when group_size > 1
  *   dv_accum      fp32  [kv slots * k_rows_padded][head_dim]    only when group_size > 1
@@ -126,19 +129,25 @@
  *   split_dim = 1 (head dims 192, 256): each consumer owns a part of the head
  *     dim of dK, dV (and dQ); P and dS go through shared memory.
  *
- *   head_dim  block_m  block_n  stages  split_dim  smem (bytes)
- *        64       64      128       2        0       101 376
- *        96       64      128       2        0       166 912
- *       128       64      128       2        0       166 912
- *       192       64       64       2        1       183 296
- *       256       64       64       2        1       232 448
- * stages: buffers of Q (with its lse_log2 rows) and of dO (with its dpsum rows).
+ *   head_dim  block_m  block_n  stages  split_dim  dq_buffers  dq_cols0  smem (bytes)
+ *        64       64      128       2        0          2          32     134 144
+ *        96       64      128       2        0          2          64     216 064
+ *       128       64      128       2        0          2          64     232 448
+ *       192       64       64       2        1          0         128     183 296
+ *       256       64       64       2        1          0         128     232 448
+ * stages: buffers of Q and of dO (the lse_log2 and dpsum rows have two
+ * buffers of their own). dq_buffers: shared fp32 dQ tiles (block_m x
+ * head_dim) of the dQ writer, whose dq_accum tiles are in fragment order (0:
+ * the consumers add dQ from registers into row-major tiles). dq_cols0: dQ
+ * columns of consumer 0 (consumer 1 has the rest).
  */
 struct mgpu_attention_bwd_tile {
     int block_m;
     int block_n;
     int stages;
     int split_dim;
+    int dq_buffers;
+    int dq_cols0;
 };
 
 /* 0 on success, -1 for a head dim without kernels. */
@@ -150,6 +159,8 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
     t->block_n = head_dim <= 128 ? 128 : 64;
     t->stages = 2;
     t->split_dim = head_dim > 128;
+    t->dq_buffers = head_dim <= 128 ? 2 : 0;
+    t->dq_cols0 = head_dim <= 64 ? head_dim / 2 : (head_dim / 2 + 63) / 64 * 64;
     return 0;
 }
 
@@ -157,9 +168,9 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
  * Dynamic shared memory of the main kernel (the kernel static_asserts that
  * its storage fits this): K, V, `stages` Q and dO tiles, every tile's head dim
  * padded to whole 128-byte swizzle rows; two buffers of dS (and of P when
- * split_dim), 16-bit block_n x block_m; per stage block_m fp32 of lse_log2 and
- * of dpsum; 1 KiB of barriers and 1 KiB for aligning the base. 0 for a head
- * dim without kernels.
+ * split_dim), 16-bit block_n x block_m; dq_buffers fp32 block_m x head_dim
+ * tiles; two buffers of block_m fp32 of lse_log2 and of dpsum; 1 KiB of
+ * barriers and 1 KiB for aligning the base. 0 for a head dim without kernels.
  */
 MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
 {
@@ -169,8 +180,28 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
     const int dim_rows = (head_dim + 63) / 64;
     const int tiles = dim_rows * 128 * (2 * t.block_n + 2 * t.stages * t.block_m);
     const int ds = 2 * (t.split_dim ? 2 : 1) * t.block_n * t.block_m * 2;
-    const int rows = t.stages * 2 * t.block_m * 4;
-    return tiles + ds + rows + 2048;
+    const int rows = 2 * 2 * t.block_m * 4;
+    const int dq = t.dq_buffers * t.block_m * head_dim * 4;
+    return tiles + ds + dq + rows + 2048;
+}
+
+/*
+ * Offset of element (row r < block_m, column c) inside a dq_accum tile.
+ * dq_buffers > 0: the wgmma accumulator order of the consumer that owns
+ * column c (its columns [c0, c0 + n) start at element block_m * c0; thread
+ * t = 32 (r / 16) + 4 (r % 8) + (c - c0) % 8 / 2 of its warpgroup keeps
+ * floats 4 q .. 4 q + 3, q = (c - c0) / 8, at (128 q + t) * 4, in the order
+ * (row r, r + 8) x (two adjacent columns)). dq_buffers == 0: row-major.
+ */
+MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_dq_offset(const struct mgpu_attention_bwd_tile *t, int head_dim,
+                                                           int r, int c)
+{
+    if (t->dq_buffers == 0)
+        return (int64_t)r * head_dim + c;
+    const int c0 = c < t->dq_cols0 ? 0 : t->dq_cols0;
+    const int cc = c - c0;
+    const int thread = 32 * (r / 16) + 4 * (r % 8) + (cc % 8) / 2;
+    return (int64_t)t->block_m * c0 + (128 * (cc / 8) + thread) * 4 + 2 * ((r % 16) / 8) + (cc % 2);
 }
 
 /* First row of (sequence b, head h) in a query-side scratch array (h: query

@@ -3,16 +3,17 @@
  *
  *   - dQ of one query block (fp32, a consumer's column range, wgmma
  *     accumulator layout) is added into dq_accum once per (query block, key
- *     block): through the shared dQ buffer and the dQ writer's bulk
- *     reductions (kDqWriter), or with vector reductions from registers
- *     (red.global.add.v2.f32).
+ *     block): through a shared dQ buffer and the dQ writer's one bulk
+ *     reduction per block (kDqWriter, head dims <= 128), or with vector
+ *     reductions from registers (red.global.add.v2.f32, head dims 192, 256).
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
  *   - Deterministic mode orders those adds with a semaphore per destination
- *     tile: one consumer thread waits (acquire) until the semaphore equals this
- *     CTA's turn, a named barrier over both consumers releases the others, all
- *     add, each fences, a second barrier, and the same thread stores turn + 1
+ *     tile. The dQ writer takes the turn itself; otherwise one consumer
+ *     thread waits (acquire) until the semaphore equals this CTA's turn, a
+ *     named barrier over both consumers releases the others, all add, each
+ *     fences, a second barrier, and the same thread stores turn + 1
  *     (release). Every element then receives its adds in one fixed order.
  *
  * Accumulator fragment (m64nN, fp32) of thread t of a warpgroup: warp w = t / 32,
@@ -28,6 +29,15 @@ namespace sm90 {
 __device__ __forceinline__ void red_add_v2_f32(float *addr, float a, float b)
 {
     asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(a), "f"(b) : "memory");
+}
+
+/* Named barrier over `threads` threads that may reach it from different
+ * instructions (the consumers' loops are two instantiations at head dim 192):
+ * barrier.sync without .aligned (bar.sync is the .aligned form, which PTX
+ * leaves undefined when the participants execute different instructions). */
+__device__ __forceinline__ void bwd_barrier_sync(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 __device__ __forceinline__ int ld_acquire_s32(const int *addr)
@@ -51,7 +61,8 @@ __device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int co
         while (ld_acquire_s32(sem) != turn) {
         }
     }
-    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+    __syncwarp(); /* warp 0 reaches the barrier converged after thread 0's spin */
+    bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
 }
 
 /* After the adds: all consumers meet, then thread 0 hands the turn on (a
@@ -59,7 +70,8 @@ __device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int co
 template <class Cfg>
 __device__ __forceinline__ void ordered_release(int *sem, int turn, int consumer_thread)
 {
-    named_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
+    __syncwarp();
+    bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
     if (consumer_thread == 0) {
         asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
         st_release_s32(sem, turn + 1);
@@ -103,7 +115,19 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
     }
 }
 
-/* Adds one query block's dQ (this consumer's columns) into dq_accum. */
+/*
+ * dq_accum tiles (kernels/abi/attention_bwd_abi.h, mgpu_attention_bwd_dq_offset):
+ * head dims <= 128 (the dQ writer) keep each query block's kBlockM x head_dim
+ * fp32 tile in fragment order: consumer c's columns [col0, col0 + kN) start
+ * at element kBlockM * col0 of the tile, and thread t's values d[4 q .. 4 q +
+ * 3] sit at (q * 128 + t) * 4 from there. A warp's 16-byte pieces are then
+ * contiguous (shared stores without bank conflicts) and the tile is one
+ * contiguous range for a single bulk reduction. Head dims 192, 256 (dQ added
+ * from registers) keep tiles row-major. The postprocess reads either back.
+ */
+
+/* Adds one query block's dQ (this consumer's columns) into the row-major
+ * dq_accum tile from registers (head dims 192, 256). */
 template <class Cfg, int kN>
 __device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
                                                 int m_block, int col0, const float (&dq)[kN / 2], int consumer)
@@ -123,45 +147,43 @@ __device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a
     }
 }
 
-/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + kN) into
- * the shared buffer once the writer has read out block i - 1. */
+/* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into
+ * dQ buffer i % kDqBuffers once the writer has read out its previous use. */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0,
+__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0, int cols,
                                                   const float (&dq)[kN / 2])
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int warp = thread / 32, lane = thread % 32;
-    mbar_wait(&smem.dq_empty, (i & 1) ^ 1);
-    const uint32_t base = smem_u32(&smem.dq[16 * warp + lane / 4][col0 + 2 * (lane % 4)]);
+    const int b = i % Cfg::kDqBuffers;
+    mbar_wait(&smem.dq_empty[b], ((i / Cfg::kDqBuffers) & 1) ^ 1);
+    const uint32_t base = smem_u32(&smem.dq[b][Cfg::kBlockM * col0 + 4 * thread]);
 #pragma unroll
-    for (int j = 0; j < kN / 8; ++j) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const uint32_t addr = base + (8 * h * Cfg::kDqRowFloats + 8 * j) * 4;
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(dq[4 * j + 2 * h]),
-                         "f"(dq[4 * j + 2 * h + 1])
+    for (int q = 0; q < kN / 8; ++q) {
+        if (8 * q < cols) /* the consumer's own columns (fewer than kN for consumer 1 at head dim 96) */
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(base + q * 16 * Cfg::kWarpgroupThreads),
+                         "f"(dq[4 * q]), "f"(dq[4 * q + 1]), "f"(dq[4 * q + 2]), "f"(dq[4 * q + 3])
                          : "memory");
-        }
     }
-    fence_smem_to_async(); /* the bulk reductions read it through the async proxy */
+    fence_smem_to_async(); /* the bulk reduction reads it through the async proxy */
     __syncwarp();
-    if (lane == 0)
-        mbar_arrive(&smem.dq_full);
+    if ((thread % 32) == 0)
+        mbar_arrive(&smem.dq_full[b]);
 }
 
 /*
- * The dQ writer (one thread): per query block, in the consumers' order, waits
- * for the buffer, adds its kBlockM rows into dq_accum (one bulk reduction per
- * row: the buffer's rows are padded, dq_accum's are not) and frees the buffer
- * once the reductions have read it. Deterministic: before adding, waits until
- * dq_semaphore equals this key block's turn; after, waits for the adds to
- * complete and hands the turn on.
+ * The dQ writer (one thread of warpgroup 0): per query block, in the
+ * consumers' order, waits for the block's buffer, adds the whole tile into
+ * dq_accum with one bulk reduction and frees the buffer once the reduction
+ * has read it. Deterministic: before adding, waits (while the consumers go
+ * on) until dq_semaphore equals this key block's turn; after, waits for the
+ * adds to complete and hands the turn on.
  */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
                                                    typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
     for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int b = i % Cfg::kDqBuffers;
         float *dst = reinterpret_cast<float *>(a.dq_accum) +
                      (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
@@ -171,10 +193,9 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
             }
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
         }
-        mbar_wait(&smem.dq_full, i & 1);
-        for (int r = 0; r < Cfg::kBlockM; ++r)
-            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst + r * Cfg::kHeadDim,
-                                      &smem.dq[r][0], static_cast<uint32_t>(Cfg::kDqRowBytes));
+        mbar_wait(&smem.dq_full[b], (i / Cfg::kDqBuffers) & 1);
+        ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, &smem.dq[b][0],
+                                  static_cast<uint32_t>(Cfg::kDqTileBytes));
         ptx::cp_async_bulk_commit_group();
         if (a.deterministic) {
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
@@ -184,7 +205,7 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
         } else {
             ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
         }
-        mbar_arrive(&smem.dq_empty);
+        mbar_arrive(&smem.dq_empty[b]);
     }
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }

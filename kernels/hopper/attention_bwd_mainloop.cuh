@@ -2,12 +2,13 @@
  * Hopper attention backward: the producer's TMA loop and the consumers' loop
  * over query blocks.
  *
- * Producer (one thread): K[n], V[n] on kv_full; then per query block m,
- * from the last one the mask leaves down to the first (i = 0, 1, ...;
- * stage s = i % kStages, parity (i / kStages) & 1): wait
- * q_empty[s], Q[m] + lse_log2[m] on q_full[s]; wait do_empty[s], dO[m] +
- * dpsum[m] on do_full[s]. Empty barriers start "free" (the first round waits
- * for the parity before the first phase).
+ * Producer (thread 0 of warpgroup 0): K[n], V[n] on kv_full; then per query
+ * block m, from the last one the mask leaves down to the first (i = 0, 1,
+ * ...; stage s = i % kStages, parity (i / kStages) & 1): wait q_empty[s],
+ * Q[m] on q_full[s]; wait do_empty[s], dO[m] on do_full[s]. Empty barriers
+ * start "free" (the first round waits for the parity before the first phase).
+ * The lse_log2 / dpsum rows of block i are staged by the consumers in row
+ * buffer i % 2 (attn_bwd_rows_issue / attn_bwd_rows_wait).
  *
  * Query blocks go from last to first: every key block's CTA then meets a
  * given query block after the same number of steps from its own start (the
@@ -18,17 +19,21 @@
  *
  * Consumer c, per query block (groups of wgmma committed in this order):
  *
- *   kSplitDim = 0                            kSplitDim = 1
- *   g1 S^T  = K_c Q^T                        g1 S^T  = K Q_c^T
- *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
- *   wait g1; P^T (registers, 16-bit A)       wait g1; P^T -> smem p[i % 2]
- *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
- *   wait g2; dS^T (registers + smem ds[i%2]) fence.proxy.async; bar(ds)
- *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
- *   fence.proxy.async; bar(ds)               g4 dQ_c  = dS K_c                     (SS)
- *   g5 dQ_c = dS K_c          (SS)           wait all
- *   wait all
- *   release q_empty[s], do_empty[s]; dQ_c into the dQ buffer (or dq_accum).
+ *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
+ *   [S^T = K_c Q^T issued by the block       g1 S^T  = K Q_c^T
+ *    before, complete]                       g2 dP^T = V dO_c^T
+ *   g2 dP^T = V_c dO^T                       wait g1; P^T (mask pass on edge blocks)
+ *   P^T (registers, 16-bit A; mask pass             -> smem p[i % 2]
+ *     on edge blocks)                        wait g2; dS^T -> smem ds[i % 2]
+ *   g3 dV  += P^T dO          (RS)           rows of block i + 1; fence.proxy.async; bar(ds)
+ *   wait g2; dS^T (registers + smem ds[i%2]) g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
+ *   g4 dK  += dS^T Q          (RS)           g4 dQ_c  = dS K_c                     (SS)
+ *   rows of block i + 1; fence.proxy.async;  wait all; release q_empty[s], do_empty[s];
+ *   bar(ds)                                  dQ_c added into dq_accum (row-major)
+ *   g5 dQ_c = dS K_c          (SS)
+ *   wait g3, g4; g6 S^T of block i + 1 (after the last block: on the idle
+ *     stage, result unused); wait g5
+ *   release q_empty[s], do_empty[s]; dQ_c into the dQ writer's buffer; wait g6.
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
@@ -71,6 +76,8 @@ __device__ __forceinline__ void bwd_load_tile(uint8_t *dst, const CUtensorMap *m
         tma_load_4d(dst + d * kBlockBytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
 }
 
+/* The producer (thread 0): TMA tiles only. The lse_log2 / dpsum rows of a
+ * query block are staged by the consumers themselves (attn_bwd_rows). */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_params &p,
                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
@@ -81,25 +88,51 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
     mbar_arrive_expect_tx(&smem.kv_full, 2 * Cfg::kKVTileBytes);
     bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k, &p.tmap_k, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
     bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v, &p.tmap_v, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
-
-    const float *lse = reinterpret_cast<const float *>(p.args.lse_log2) + w.q_row0;
-    const float *dpsum = reinterpret_cast<const float *>(p.args.dpsum) + w.q_row0;
     for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         const int q_row = w.q_offset + m * Cfg::kBlockM;
         mbar_wait(&smem.q_empty[s], parity ^ 1);
-        mbar_arrive_expect_tx(&smem.q_full[s], Cfg::kQTileBytes + Cfg::kRowBytes);
+        mbar_arrive_expect_tx(&smem.q_full[s], Cfg::kQTileBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[s], &p.tmap_q, &smem.q_full[s], q_row, w.head_q, w.tma_batch);
-        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.lse[s], lse + m * Cfg::kBlockM,
-                           Cfg::kRowBytes, &smem.q_full[s]);
         mbar_wait(&smem.do_empty[s], parity ^ 1);
-        mbar_arrive_expect_tx(&smem.do_full[s], Cfg::kQTileBytes + Cfg::kRowBytes);
+        mbar_arrive_expect_tx(&smem.do_full[s], Cfg::kQTileBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.dout[s], &p.tmap_do, &smem.do_full[s], q_row, w.head_q,
                                               w.tma_batch);
-        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.dpsum[s], dpsum + m * Cfg::kBlockM,
-                           Cfg::kRowBytes, &smem.do_full[s]);
     }
+}
+
+/*
+ * The lse_log2 and dpsum rows (kBlockM fp32 each) of query block m, staged
+ * by the consumers in row buffer b = i % 2 (i: the block's position in the
+ * loop): warp 0 of consumer 0 copies lse_log2, warp 0 of consumer 1 dpsum,
+ * 8 bytes a lane, with cp.async issued while the block before is computed
+ * (attn_bwd_rows_issue); each thread waits for its copies
+ * (cp.async.wait_all) before that block's bar(ds). Every read of buffer b
+ * (P and dS of block i) then follows a bar.sync after the copies complete,
+ * and the copies of block i + 2 are issued after the bar(ds) of block i + 1,
+ * which every consumer reaches after its reads of block i: named barriers
+ * alone order the rows (no mbarrier hand-off of generic-proxy data, no
+ * registers held across the block).
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_args &a,
+                                                    typename Cfg::SharedStorage &smem, const AttnBwdWork &w, int m,
+                                                    int b, int consumer, int thread)
+{
+    static_assert(Cfg::kBlockM == 64, "two row values per lane");
+    if (thread < 32) {
+        const float *rows = reinterpret_cast<const float *>(consumer == 0 ? a.lse_log2 : a.dpsum) + w.q_row0 +
+                            static_cast<int64_t>(m) * Cfg::kBlockM + 2 * thread;
+        const uint32_t dst = smem_u32(consumer == 0 ? &smem.lse[b][2 * thread] : &smem.dpsum[b][2 * thread]);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(rows) : "memory");
+    }
+}
+
+/* This thread's row copies have landed in shared memory. */
+__device__ __forceinline__ void attn_bwd_rows_wait()
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
@@ -200,6 +233,38 @@ __device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr)
     return v;
 }
 
+/* P^T = exp2(S^T scale_log2 - lse_log2) of a thread's fragment, unmasked:
+ * pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T times the
+ * soft-cap derivative for dS. lse_addr: lse_log2 of the thread's first query
+ * column (j = 0, e = 0) in shared memory. */
+template <class Cfg, bool kSoftcap>
+__device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], uint32_t lse_addr,
+                                          float scale_log2, float pre, float post)
+{
+#pragma unroll
+    for (int j = 0; j < Cfg::kSN / 8; ++j) {
+        const float2 lse = ld_shared_f32x2(lse_addr + 32 * j);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float pv[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float x = st[4 * j + 2 * h + e];
+                float grad = 1.f;
+                if constexpr (kSoftcap) {
+                    const float t = fast_tanh(x * pre);
+                    x = post * t;
+                    grad = 1.f - t * t;
+                }
+                const float pe = fast_exp2(fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y)));
+                pv[e] = pe;
+                st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
+            }
+            pr[2 * j + h] = pack2<typename Cfg::T>(pv[0], pv[1]);
+        }
+    }
+}
+
 template <class Cfg, int kDqCols>
 __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
@@ -207,6 +272,10 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 {
     constexpr int kSN = Cfg::kSN;
     constexpr int kKV = Cfg::kSplitDim ? kDqCols : Cfg::kHeadDim; /* dK / dV columns held */
+    /* Head dims <= 128: S^T of block i + 1 issued at the end of block i.
+     * kSplitDim keeps a 64-column dQ with dK, dV (no registers for it) and
+     * runs each block's groups in order, waiting for all of them at its end. */
+    constexpr bool kPrefetchS = !Cfg::kSplitDim;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int warp = thread / 32, lane = thread % 32;
     const int col0 = consumer == 0 ? 0 : Cfg::kCols0;           /* head-dim columns of dQ (dK, dV if split) */
@@ -221,139 +290,196 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
     const float pre = a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f;
     const float post = a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f;
     const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
+    const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
     const int key_first = w.n_block * Cfg::kBlockN; /* first key of the block in the sequence */
     /* This thread's keys (S^T rows) h = 0, 1. */
     const int my_key = key_first + key0 + 16 * warp + lane / 4;
     const uint32_t kq = kq_base(key0, warp, lane);
 
-    if (w.m_block_begin < w.m_block_end)
+    if (w.m_block_begin < w.m_block_end) {
+        /* The first block's rows, published by one bar(ds) before the loop. */
+        attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
+        attn_bwd_rows_wait();
+        __syncwarp();
+        bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
-
-    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
-        const int s = i % Cfg::kStages;
-        const uint32_t parity = (i / Cfg::kStages) & 1;
-        const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
-        const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
-
-        float st[kSN / 2], dpt[kSN / 2];
-        mbar_wait(&smem.q_full[s], parity);
-        wgmma_fence();
-        issue_xt<Cfg>(st, k_tile + key0 * Cfg::kSwizzleBytes, q_tile + qcol0 * Cfg::kSwizzleBytes);
-        wgmma_commit_group();
-        mbar_wait(&smem.do_full[s], parity);
-        wgmma_fence();
-        issue_xt<Cfg>(dpt, v_tile + key0 * Cfg::kSwizzleBytes, do_tile + qcol0 * Cfg::kSwizzleBytes);
-        wgmma_commit_group();
-        wgmma_fence_operands(st);
-        wgmma_fence_operands(dpt);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(st);
-
-        /* P^T = exp2(S^T scale_log2 - lse_log2), masked to 0; st keeps P^T
-         * times the soft-cap derivative for dS. */
-        const int row_first = m * Cfg::kBlockM; /* first query of the block */
-        const bool masked = row_first + Cfg::kBlockM > w.seqlen_q ||
-                            key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
-                            key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
-        uint32_t pr[kSN / 4];
-#pragma unroll
-        for (int j = 0; j < kSN / 8; ++j) {
-            const int q = qcol0 + 8 * j + 2 * (lane % 4); /* query within the block, e = 0 */
-            const float2 lse = ld_shared_f32x2(smem_u32(&smem.lse[s][q]));
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float pv[2];
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float x = st[4 * j + 2 * h + e];
-                    float grad = 1.f;
-                    if (a.softcap > 0.f) {
-                        const float t = fast_tanh(x * pre);
-                        x = post * t;
-                        grad = 1.f - t * t;
-                    }
-                    float pe = fast_exp2(fmaf(x, a.scale_log2, -(e == 0 ? lse.x : lse.y)));
-                    if (masked) {
-                        const int key = my_key + 8 * h, row = row_first + q + e;
-                        if (row >= w.seqlen_q || key < w.mask.key_begin(row) || key >= w.mask.key_end(row))
-                            pe = 0.f;
-                    }
-                    pv[e] = pe;
-                    st[4 * j + 2 * h + e] = pe * grad;
-                }
-                const uint32_t packed = pack2<typename Cfg::T>(pv[0], pv[1]);
-                if constexpr (Cfg::kSplitDim)
-                    st_shared_b32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), packed);
-                else
-                    pr[2 * j + h] = packed;
-            }
-        }
-
-        if constexpr (!Cfg::kSplitDim) {
-            /* g3: dV += P^T dO */
+        /* S^T of the first block; every later one is issued at the end of the
+         * previous iteration, so that it runs while that block's dQ leaves. */
+        float st[kSN / 2];
+        if constexpr (kPrefetchS) {
+            mbar_wait(&smem.q_full[0], 0);
             wgmma_fence();
-            issue_kv_rs<Cfg>(dv, pr, do_tile);
+            issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
-            wgmma_fence_operands(dv);
-            wgmma_fence_operands(pr);
-            wgmma_wait_group<1>();
-        } else {
             wgmma_wait_group<0>();
+            wgmma_fence_operands(st);
         }
-        wgmma_fence_operands(dpt);
 
-        /* dS^T = P^T (dP^T - dpsum) [soft-cap derivative], 16-bit, into ds. */
-        uint32_t dsr[kSN / 4];
+        for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+            const int s = i % Cfg::kStages;
+            const uint32_t parity = (i / Cfg::kStages) & 1;
+            const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
+            const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
+            const int rb = i % 2; /* row buffer of this block */
+            const bool has_next = m > w.m_block_begin;
+            /* The next block's rows: copied now, complete before this block's bar(ds). */
+            if (has_next)
+                attn_bwd_rows_issue<Cfg>(a, smem, w, m - 1, (i + 1) % 2, consumer, thread);
+
+            if constexpr (!kPrefetchS) {
+                mbar_wait(&smem.q_full[s], parity);
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
+                wgmma_commit_group();
+            }
+            float dpt[kSN / 2];
+            mbar_wait(&smem.do_full[s], parity);
+            wgmma_fence();
+            issue_xt<Cfg>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
+            wgmma_commit_group();
+            if constexpr (!kPrefetchS) {
+                wgmma_fence_operands(st);
+                wgmma_fence_operands(dpt);
+                wgmma_wait_group<1>();
+            }
+            wgmma_fence_operands(st);
+
+            /* P^T = exp2(S^T scale_log2 - lse_log2), masked to 0; st keeps P^T
+             * times the soft-cap derivative for dS. */
+            const int row_first = m * Cfg::kBlockM; /* first query of the block */
+            const bool masked = row_first + Cfg::kBlockM > w.seqlen_q ||
+                                key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
+                                key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
+            uint32_t pr[kSN / 4];
+            const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
+            if (a.softcap > 0.f)
+                bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
+            else
+                bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
+            if (masked) { /* only blocks on a mask edge or the end of the queries */
 #pragma unroll
-        for (int j = 0; j < kSN / 8; ++j) {
-            const int q = qcol0 + 8 * j + 2 * (lane % 4);
-            const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[s][q]));
+                for (int j = 0; j < kSN / 8; ++j) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
-                const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
-                dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
-                st_shared_b32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
+                    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int key = my_key + 8 * h, row = row_first + qcol0 + 8 * j + 2 * (lane % 4) + e;
+                            if (row >= w.seqlen_q || key < w.mask.key_begin(row) || key >= w.mask.key_end(row)) {
+                                st[4 * j + 2 * h + e] = 0.f;
+                                pr[2 * j + h] &= e == 0 ? 0xffff0000u : 0x0000ffffu;
+                            }
+                        }
+                    }
+                }
+            }
+            if constexpr (Cfg::kSplitDim) {
+#pragma unroll
+                for (int j = 0; j < kSN / 8; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        st_shared_b32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), pr[2 * j + h]);
+            }
+
+            if constexpr (!Cfg::kSplitDim) {
+                /* dV += P^T dO */
+                wgmma_fence();
+                issue_kv_rs<Cfg>(dv, pr, do_tile);
+                wgmma_commit_group();
+                wgmma_fence_operands(dv);
+                wgmma_fence_operands(pr);
+                wgmma_fence_operands(dpt);
+                wgmma_wait_group<1>();
+            } else {
+                wgmma_fence_operands(dpt);
+                wgmma_wait_group<0>();
+            }
+            wgmma_fence_operands(dpt);
+
+            /* dS^T = P^T (dP^T - dpsum) [soft-cap derivative], 16-bit, into ds. */
+            uint32_t dsr[kSN / 4];
+#pragma unroll
+            for (int j = 0; j < kSN / 8; ++j) {
+                const int q = qcol0 + 8 * j + 2 * (lane % 4);
+                const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][q]));
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
+                    const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                    dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
+                    st_shared_b32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
+                }
+            }
+
+            if constexpr (!Cfg::kSplitDim) {
+                /* dK += dS^T Q */
+                wgmma_fence();
+                issue_kv_rs<Cfg>(dk, dsr, q_tile);
+                wgmma_commit_group();
+                wgmma_fence_operands(dk);
+                wgmma_fence_operands(dsr);
+            }
+            attn_bwd_rows_wait();
+            fence_smem_to_async();
+            __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
+            bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
+            wgmma_fence();
+            if constexpr (Cfg::kSplitDim) {
+                const uint32_t p_buf = smem_u32(smem.p[i % 2]);
+                issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
+                issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
+                wgmma_commit_group();
+                wgmma_fence_operands(dv);
+                wgmma_fence_operands(dk);
+            }
+            float dq[kDqCols / 2];
+            issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
+            wgmma_commit_group();
+            wgmma_fence_operands(dq);
+            if constexpr (kPrefetchS) {
+                /* dV and dK (and with them the P^T, dS^T registers) are done
+                 * before S^T takes registers again. */
+                wgmma_wait_group<1>();
+                wgmma_fence_operands(dk);
+                wgmma_fence_operands(dv);
+                /* S^T of the next block runs while this block's dQ is written.
+                 * After the last block it is issued all the same on the idle
+                 * stage (its result is never read): no divergent wgmma path, so
+                 * the compiler keeps the groups asynchronous. */
+                const int s1 = (i + 1) % Cfg::kStages;
+                if (has_next)
+                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                __syncwarp();
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                wgmma_commit_group();
+                wgmma_fence_operands(st);
+                wgmma_wait_group<1>();
+            } else {
+                wgmma_wait_group<0>();
+            }
+            wgmma_fence_operands(dq);
+            wgmma_fence_operands(dk);
+            wgmma_fence_operands(dv);
+
+            /* Q and dO of this stage are no longer read. */
+            __syncwarp();
+            if (lane == 0) {
+                mbar_arrive(&smem.q_empty[s]);
+                mbar_arrive(&smem.do_empty[s]);
+            }
+            __syncwarp();
+            if constexpr (Cfg::kDqWriter)
+                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
+            else
+                attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
+            /* The next S^T is complete before the loop's back edge (an
+             * accumulator still in flight across it makes the compiler
+             * serialize every wgmma); its P then overlaps dP^T. */
+            if constexpr (kPrefetchS) {
+                wgmma_wait_group<0>();
+                wgmma_fence_operands(st);
             }
         }
-
-        if constexpr (!Cfg::kSplitDim) {
-            /* g4: dK += dS^T Q */
-            wgmma_fence();
-            issue_kv_rs<Cfg>(dk, dsr, q_tile);
-            wgmma_commit_group();
-            wgmma_fence_operands(dk);
-            wgmma_fence_operands(dsr);
-        }
-        fence_smem_to_async();
-        named_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
-        wgmma_fence();
-        if constexpr (Cfg::kSplitDim) {
-            const uint32_t p_buf = smem_u32(smem.p[i % 2]);
-            issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
-            issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
-            wgmma_commit_group();
-            wgmma_fence_operands(dv);
-            wgmma_fence_operands(dk);
-        }
-        float dq[kDqCols / 2];
-        issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
-        wgmma_commit_group();
-        wgmma_fence_operands(dq);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(dq);
-        wgmma_fence_operands(dk);
-        wgmma_fence_operands(dv);
-
-        /* Q and dO of this stage are no longer read (S^T, dP^T, dV, dK done). */
-        if (lane == 0) {
-            mbar_arrive(&smem.q_empty[s]);
-            mbar_arrive(&smem.do_empty[s]);
-        }
-        if constexpr (Cfg::kDqWriter)
-            attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, dq);
-        else
-            attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
     }
 
     attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, Cfg::kSplitDim ? col0 : 0, dk, dv, consumer);
@@ -363,10 +489,21 @@ template <class Cfg>
 __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
                                                   const AttnBwdWork &w, int consumer)
 {
-    if (consumer == 0)
+    /* One copy of the loop for both consumers where their column ranges are
+     * equal (head dims 64, 128, 256) or dK, dV are not split (head dim 96:
+     * consumer 1 computes kCols0 dQ columns from kCols0, inside the K tile,
+     * and stages its kCols1): half the code for the instruction cache, and
+     * both consumers meet bar(ds) at one instruction. */
+    static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
+                  "consumer 1's dQ columns inside the K tile");
+    if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
         attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
-    else
-        attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
+    } else {
+        if (consumer == 0)
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+        else
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
+    }
 }
 
 } // namespace sm90

@@ -211,18 +211,27 @@ __device__ void convert_dq(const mgpu_attention_bwd_args &a, const struct mgpu_a
     if (rows <= 0)
         return;
     const int vecs = a.head_dim / kVec;
-    const float4 *accum = reinterpret_cast<const float4 *>(a.dq_accum);
     T *dq = reinterpret_cast<T *>(a.dq);
     const int64_t row0 = mgpu_attention_bwd_row0(b, h, a.heads_q, t.block_m, a.q_rows_padded,
                                                  reinterpret_cast<const int32_t *>(a.cu_seqlens_q)) +
                          tile_first;
+    /* The tile is in fragment order (dq_buffers > 0: the 8 columns 8 c ..
+     * 8 c + 7 of row r are 4 float pairs 16 bytes apart) or row-major
+     * (mgpu_attention_bwd_dq_offset). */
+    const int pair_step = t.dq_buffers > 0 ? 4 : 2;
+    const float *tile = reinterpret_cast<const float *>(a.dq_accum) + row0 * a.head_dim;
     for (int64_t e = threadIdx.x; e < rows * vecs; e += kThreads) {
-        const int64_t r = e / vecs;
+        const int r = (int)(e / vecs);
         const int c = (int)(e % vecs);
-        const float4 *src = accum + (row0 + r) * (a.head_dim / 4) + 2 * c;
+        const float *src = tile + mgpu_attention_bwd_dq_offset(&t, a.head_dim, r, c * kVec);
+        const float2 v0 = *reinterpret_cast<const float2 *>(src);
+        const float2 v1 = *reinterpret_cast<const float2 *>(src + pair_step);
+        const float2 v2 = *reinterpret_cast<const float2 *>(src + 2 * pair_step);
+        const float2 v3 = *reinterpret_cast<const float2 *>(src + 3 * pair_step);
         const int64_t row = s.first + tile_first + r;
         *reinterpret_cast<uint4 *>(dq + s.batch_index * a.dq_batch_stride + row * a.dq_seq_stride +
-                                   h * a.dq_head_stride + c * kVec) = pack8<T>(src[0], src[1], a.softmax_scale);
+                                   h * a.dq_head_stride + c * kVec) =
+            pack8<T>(make_float4(v0.x, v0.y, v1.x, v1.y), make_float4(v2.x, v2.y, v3.x, v3.y), a.softmax_scale);
     }
 }
 

@@ -5,13 +5,15 @@
  * sequence b), key blocks fastest in blockIdx.x (kernels/abi/attention_bwd_abi.h).
  * 384 threads = 3 warpgroups:
  *
- *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
- *     loads K[n] and V[n] once (kv_full), then for every query block m the
- *     mask leaves for this key block, in decreasing m, into stage
- *     s = i % kStages (i counts the blocks): Q[m] with its kBlockM lse_log2
- *     values (waits q_empty[s], arms q_full[s]) and dO[m] with its dpsum
- *     values (do_empty[s] / do_full[s]). TMA tiles (128-byte swizzle) for Q,
- *     K, V, dO; 1-D bulk copies for the two fp32 rows.
+ *   warpgroup 0 (setmaxnreg down to kProducerRegisters):
+ *     thread 0, producer: loads K[n] and V[n] once (kv_full), then for
+ *     every query block m the mask leaves for this key block, in decreasing
+ *     m, into stage s = i % kStages (i counts the blocks): Q[m] (waits
+ *     q_empty[s], arms q_full[s]) and dO[m] (do_empty[s] / do_full[s]). TMA
+ *     tiles (128-byte swizzle) for Q, K, V, dO.
+ *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
+ *     each query block's dQ tile from a shared buffer into dq_accum; in
+ *     deterministic mode it waits for the block's turn.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -20,13 +22,18 @@
  *       dS^T = P^T (dP^T - dpsum) [1 - tanh^2] -> 16-bit, into shared memory
  *       dK += dS^T Q                           (wgmma)
  *       dQ(m) = dS K                           (wgmma, both consumers' dS)
+ *       S^T of the next block                  (head dims <= 128: issued
+ *                                               before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
- *     dQ(m) is added into the fp32 dq_accum with red.global.add.v2.f32 from
- *     registers; deterministic: consumer thread 0 waits until dq_semaphore
- *     equals this key block's turn (key-block order), a named barrier lets
- *     both consumers add, another hands the turn on. (An alternative path,
- *     AttnBwdConfig::kDqWriter, stages dQ in shared memory for a writer
- *     thread; measured slower, off.)
+ *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or is added
+ *     into the fp32 dq_accum with red.global.add.v2.f32 from registers
+ *     (192, 256); there, deterministic: consumer thread 0 waits until
+ *     dq_semaphore equals this key block's turn (key-block order), a named
+ *     barrier lets both consumers add, another hands the turn on.
+ *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
+ *     0 of each consumer (cp.async) during the block before into one of two
+ *     row buffers, complete before that block's bar(ds) (named barriers
+ *     order them).
  *     Two layouts of the work between the consumers (AttnBwdTile):
  *       kSplitDim = 0 (head dims <= 128, kBlockN = 128): consumer c owns keys
  *         [64c, 64c + 64): S^T, dP^T are 64 x kBlockM per consumer, P^T and
@@ -56,6 +63,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <type_traits>
 
@@ -123,25 +131,18 @@ struct AttnBwdConfig {
     static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
     static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
     static constexpr int kDsBytes = kBlockN * kBlockM * kElementBytes; /* [key][query], 128-byte rows */
-    static constexpr int kRowBytes = kBlockM * 4;                      /* lse_log2 / dpsum of one block */
-    static_assert(kRowBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
 
-    /* How dQ reaches dq_accum. kDqWriter = 1: the consumers store each query
-     * block's dQ (fp32, rows padded by 16 bytes against bank conflicts) into
-     * a shared buffer and one thread of the producer warpgroup adds it with
-     * bulk reductions (cp.reduce.async.bulk, one per row), taking the
-     * deterministic turn itself. kDqWriter = 0: the consumers add from
-     * registers (red.global.add.v2.f32) and take the turn themselves.
-     * Measured on H100 (bf16, d128, B=4, S=4096, H=16, main kernel alone),
-     * both correct: writer 276 / 209 TFLOP/s (non-causal / causal), 181 / 172
-     * deterministic; registers 328 / 282, 230 / 206 deterministic. The 64
-     * per-row reductions of one thread and their completion wait stall the
-     * consumers on the buffer, so the register path is the one used; the
-     * writer needs block_m * (head_dim + 4) * 4 more bytes of shared memory
-     * than mgpu_attention_bwd_smem_bytes() gives (head dims <= 128 only). */
-    static constexpr bool kDqWriter = false;
-    static constexpr int kDqRowFloats = kHeadDim + 4;
-    static constexpr int kDqRowBytes = kHeadDim * 4; /* what one bulk reduction moves */
+    /* How dQ reaches dq_accum (fragment order, see the epilogue). kDqWriter:
+     * the consumers store each query block's dQ into one of kDqBuffers shared
+     * buffers and one thread of warpgroup 0 adds the whole kBlockM x head_dim
+     * tile with a single bulk reduction, taking the deterministic turn itself
+     * while the consumers go on. Otherwise the consumers add from registers
+     * (red.global.add.v4.f32) and take the turn themselves. The writer needs
+     * kDqBuffers * kBlockM * head_dim * 4 bytes of shared memory, which head
+     * dims <= 128 have (mgpu_attention_bwd_smem_bytes counts them). */
+    static constexpr bool kDqWriter = AttnBwdTile<kHeadDim>::kDqBuffers > 0;
+    static constexpr int kDqBuffers = kDqWriter ? AttnBwdTile<kHeadDim>::kDqBuffers : 1;
+    static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];
@@ -150,17 +151,24 @@ struct AttnBwdConfig {
         uint8_t dout[kStages][kQTileBytes];
         uint8_t ds[2][kDsBytes];
         uint8_t p[kSplitDim ? 2 : 1][kSplitDim ? kDsBytes : 16];
-        float lse[kStages][kBlockM];
-        float dpsum[kStages][kBlockM];
-        alignas(16) float dq[kDqWriter ? kBlockM : 1][kDqWriter ? kDqRowFloats : 4];
+        alignas(128) float dq[kDqBuffers][kDqWriter ? kBlockM * kHeadDim : 4];
+        alignas(16) float lse[2][kBlockM];   /* row buffers of query blocks i % 2 (attn_bwd_rows_issue) */
+        alignas(16) float dpsum[2][kBlockM];
         uint64_t kv_full;
-        uint64_t dq_full;  /* the consumers' dQ of a block is in dq (8 warp arrivals) */
-        uint64_t dq_empty; /* the writer has read dq out (1 arrival) */
+        uint64_t dq_full[kDqBuffers];  /* the consumers' dQ of a block is in dq[b] (8 warp arrivals) */
+        uint64_t dq_empty[kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
         uint64_t q_full[kStages];
         uint64_t q_empty[kStages];
         uint64_t do_full[kStages];
         uint64_t do_empty[kStages];
     };
+    /* Every wgmma / TMA operand starts on a 1024-byte swizzle atom (the
+     * 128-byte swizzle is a function of the shared-memory address). */
+    static_assert(offsetof(SharedStorage, v) % kAtomBytes == 0 && offsetof(SharedStorage, q) % kAtomBytes == 0 &&
+                      offsetof(SharedStorage, dout) % kAtomBytes == 0 &&
+                      offsetof(SharedStorage, ds) % kAtomBytes == 0 && offsetof(SharedStorage, p) % kAtomBytes == 0 &&
+                      kKVTileBytes % kAtomBytes == 0 && kQTileBytes % kAtomBytes == 0 && kDsBytes % kAtomBytes == 0,
+                  "swizzled operands on 1024-byte atoms");
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kAtomBytes;
     static_assert(kSmemBytes <= MGPU_ATTENTION_BWD_SMEM_LIMIT, "fits a Hopper CTA");
 };
@@ -272,8 +280,10 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         tma_prefetch_map(&p.tmap_v);
         tma_prefetch_map(&p.tmap_do);
         mbar_init(&smem.kv_full, 1);
-        mbar_init(&smem.dq_full, Cfg::kConsumerWarps);
-        mbar_init(&smem.dq_empty, 1);
+        for (int b = 0; b < Cfg::kDqBuffers; ++b) {
+            mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
+            mbar_init(&smem.dq_empty[b], 1);
+        }
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.q_full[s], 1);
             mbar_init(&smem.do_full[s], 1);
@@ -289,11 +299,9 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (threadIdx.x == 0) {
             attn_bwd_producer<Cfg>(p, smem, w);
-        } else {
-            if constexpr (Cfg::kDqWriter) { /* off, see AttnBwdConfig */
-                if (threadIdx.x == 32)
-                    attn_bwd_dq_writer<Cfg>(p.args, smem, w);
-            }
+        } else if constexpr (Cfg::kDqWriter) {
+            if (threadIdx.x == 32)
+                attn_bwd_dq_writer<Cfg>(p.args, smem, w);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();

@@ -27,6 +27,8 @@ struct AttnBwdTile {
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
     static constexpr int kStages = 2;
     static constexpr bool kSplitDim = kHeadDim > 128;
+    /* Shared dQ buffers of the dQ writer (0: dQ added from registers). */
+    static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
 };
 
 } // namespace sm90
