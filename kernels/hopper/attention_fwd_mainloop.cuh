@@ -30,6 +30,7 @@
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
+#include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
@@ -61,43 +62,72 @@ __device__ __forceinline__ void load_q_packed(uint8_t *dst, const CUtensorMap *m
     }
 }
 
-/* One key block of a paged cache: kBlockN / page_box_rows boxes, each inside
- * one page (page_box_rows divides page_size and kBlockN). Pages past the
- * sequence's last are not looked up; their rows (masked) come from the last. */
+/* A position in a paged cache: entry `entry` of the block table (the
+ * sequence's row already added), row `within` of that page. The producer
+ * moves it by additions only (one division per tile): its thread runs on
+ * kProducerRegisters. */
+struct PagedCursor {
+    int entry, within;
+
+    /* `rows` rows further (rows >= 0) or back (rows < 0). */
+    __device__ __forceinline__ void move(int rows, int page_size)
+    {
+        within += rows;
+        while (within >= page_size) {
+            within -= page_size;
+            ++entry;
+        }
+        while (within < 0) {
+            within += page_size;
+            --entry;
+        }
+    }
+};
+
+/* One key block of a paged cache from cursor c (left at the block's end):
+ * kBlockN / page_box_rows boxes, each inside one page (page_box_rows divides
+ * page_size and kBlockN). Table entries past the sequence's last page
+ * (last_entry) are not read; their rows (masked) come from the last page. */
 template <class Cfg>
 __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
-                                              const mgpu_attention_fwd_args &a, const int32_t *table, int last_page,
-                                              int head_kv, int n)
+                                              const mgpu_attention_fwd_args &a, int last_entry, int head_kv,
+                                              PagedCursor &c, bool leader)
 {
-    for (int row = n * Cfg::kBlockN; row < (n + 1) * Cfg::kBlockN; row += a.page_box_rows) {
-        const int page = __ldg(&table[min(row / a.page_size, last_page)]);
-        const int within = row % a.page_size;
-        uint8_t *box = dst + (row - n * Cfg::kBlockN) * Cfg::kSwizzleBytes;
+    const int32_t *table = reinterpret_cast<const int32_t *>(a.block_table);
+    for (int box = 0; box < Cfg::kBlockN; box += a.page_box_rows) {
+        if (leader) {
+            const int page = __ldg(&table[min(c.entry, last_entry)]);
 #pragma unroll
-        for (int d = 0; d < Cfg::kDimBlocks; ++d)
-            tma_load_4d(box + d * Cfg::kKVBlockBytes, map, bar, d * Cfg::kSwizzleElems, within, head_kv, page);
+            for (int d = 0; d < Cfg::kDimBlocks; ++d)
+                tma_load_4d(dst + box * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                            d * Cfg::kSwizzleElems, c.within, head_kv, page);
+        }
+        c.move(a.page_box_rows, a.page_size);
     }
 }
 
 /* The K and V loads of one tile, from its last key block down to its first;
  * returns the key-block count over all tiles. Paged and contiguous caches
- * are separate loops so that each keeps only its own addressing live (the
- * producer runs on kProducerRegisters). */
+ * are separate loops so that each keeps only its own addressing live. */
 template <class Cfg, bool kPaged>
 __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
-                                          const AttnFwdWork &w, int kv_iter)
+                                          const AttnFwdWork &w, int kv_iter, bool leader)
 {
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
-    /* Paged: this sequence's row of the block table and its last page;
-     * contiguous: the first row of the sequence and the maps' batch. */
-    const int32_t *table = nullptr;
+    /* Paged: the table entry of the sequence's last page and the cursor at
+     * the last block; contiguous: the first row of the sequence and the
+     * maps' batch. */
     int a0, a1;
+    PagedCursor c{0, 0};
     if constexpr (kPaged) {
-        table = reinterpret_cast<const int32_t *>(p.args.block_table) +
-                static_cast<int64_t>(w.batch) * p.args.block_table_stride;
-        a0 = max(0, (w.seqlen_k - 1) / p.args.page_size);
+        const int first_entry = w.batch * p.args.block_table_stride; /* < 2^31: the runtime checks */
+        const int block_row = max(0, n_last) * Cfg::kBlockN;
+        const int page = udiv(block_row, p.args.page_size);
+        a0 = first_entry + udiv(max(0, w.seqlen_k - 1), p.args.page_size);
         a1 = 0;
+        c.entry = first_entry + page;
+        c.within = block_row - page * p.args.page_size;
     } else {
         a0 = w.k_offset;
         a1 = w.tma_batch;
@@ -107,35 +137,52 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, table, a0, head_kv, n);
-        else
+        if (leader)
+            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+        if constexpr (kPaged) {
+            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, head_kv, c, leader);
+            c.move(-Cfg::kBlockN, p.args.page_size);
+        } else if (leader) {
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
+        }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, table, a0, head_kv, n);
-        else
+        if (leader)
+            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+        if constexpr (kPaged) {
+            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, head_kv, c, leader);
+            c.move(-2 * Cfg::kBlockN, p.args.page_size); /* the block below */
+        } else if (leader) {
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
+        }
     }
     return kv_iter;
 }
 
-template <class Cfg>
+template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<> &scheduler)
+                                                  const AttnFwdScheduler<Cfg, kInference> &scheduler)
 {
+    /* The producer warp walks the tiles together (its loop state is then
+     * warp-uniform); lane 0 issues the loads and arrivals. */
+    const bool leader = threadIdx.x % 32 == 0;
+    auto next = [&](int t) {
+        if (!p.args.tile_counter)
+            return scheduler.next(t);
+        int n = 0;
+        if (leader)
+            n = scheduler.next(t);
+        return __shfl_sync(0xffffffffu, n, 0);
+    };
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
     int t = scheduler.first();
     if (!scheduler.valid(t))
-        t = scheduler.next(t); /* a dynamic scheduler counts every CTA out */
-    for (; scheduler.valid(t); t = scheduler.next(t)) {
-        const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
+        t = next(t); /* a dynamic scheduler counts every CTA out */
+    for (; scheduler.valid(t); t = next(t)) {
+        const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w))
             continue;
         /* A Q buffer is free once both consumers have stored from it the O of
@@ -143,27 +190,31 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
          * beside it; q_full's arrival publishes both. */
         const int q_stage = q_iter % Cfg::kQStages;
         mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
-        smem.q_tile[q_stage] = t;
-        if (p.args.pack_gqa) {
-            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
-            load_q_packed<Cfg>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage], w.q_offset + w.q_row0, w.head_kv,
-                               w.tma_batch);
-        } else {
-            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
-            load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
-                                              w.q_offset + w.q_row0, w.head_q, w.tma_batch);
+        if (leader) {
+            st_shared_u32(smem_u32(&smem.q_tile[q_stage]), static_cast<uint32_t>(t));
+            if (kInference && p.args.pack_gqa) {
+                mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
+                load_q_packed<Cfg>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage], w.q_offset + w.q_row0,
+                                   w.head_kv, w.tma_batch);
+            } else {
+                mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
+                load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
+                                                  w.q_offset + w.q_row0, w.head_q, w.tma_batch);
+            }
         }
         ++q_iter;
-        if (p.args.block_table)
-            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter);
+        if (kInference && p.args.block_table)
+            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
         else
-            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter);
+            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, leader);
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;
     mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
-    smem.q_tile[q_stage] = -1;
-    mbar_arrive(&smem.q_full[q_stage]);
+    if (leader) {
+        st_shared_u32(smem_u32(&smem.q_tile[q_stage]), static_cast<uint32_t>(-1));
+        mbar_arrive(&smem.q_full[q_stage]);
+    }
 }
 
 /* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
@@ -244,7 +295,7 @@ __device__ __forceinline__ uint32_t phase_of(int g)
 }
 
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
-template <class Cfg>
+template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                        int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
@@ -295,7 +346,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
      * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
      * (while S and P are not live yet). Both consumers write the same zeros;
      * each fences and syncs its own warpgroup before its P V reads them. */
-    if (a.seqused_k != 0) {
+    if (kInference && a.seqused_k != 0) {
         const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
         if (valid < Cfg::kBlockN) {
             const int g = kv_iter;

@@ -145,10 +145,10 @@ struct AttnFwdConfig {
 
 /* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
  * then epilogue. */
-template <class Cfg>
+template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<> &scheduler, int consumer)
+                                                  const AttnFwdScheduler<Cfg, kInference> &scheduler, int consumer)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
@@ -170,7 +170,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         t = __shfl_sync(0xffffffffu, t, 0);
         if (t < 0)
             break;
-        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
+        const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(t));
         const int count = w.n_block_end - w.n_block_begin;
         float o[Cfg::kHeadDim / 2];
 #pragma unroll
@@ -180,7 +180,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         softmax.init();
 
         if (count > 0)
-            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+            attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
 
         float o_scale[2], lse[2];
         softmax.finalize(o_scale, lse);
@@ -189,11 +189,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
          * (in registers) through the main loop. */
         int tile = t;
         asm volatile("" : "+r"(tile));
-        if (a.num_splits > 1)
-            attn_fwd_epilogue_partial<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage,
-                                           o, lse);
+        const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
+        if (kInference && a.num_splits > 1)
+            attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
         else
-            attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
+            attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
@@ -207,7 +207,6 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
-    const AttnTileScheduler<> scheduler(p.args);
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
@@ -226,14 +225,24 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     }
     __syncthreads();
 
+    /* Calls without the inference features (prefill) run code in which
+     * those features are compiled out (uniform over the CTA). */
+    const bool inference = attn_fwd_inference(p.args);
     const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (threadIdx.x == 0)
-            attn_fwd_producer<Cfg>(p, smem, scheduler);
+        if (threadIdx.x < 32) {
+            if (inference)
+                attn_fwd_producer<Cfg, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+            else
+                attn_fwd_producer<Cfg, false>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
+        }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        attn_fwd_consumer<Cfg>(p.args, smem, scheduler, warpgroup - 1);
+        if (inference)
+            attn_fwd_consumer<Cfg, true>(p.args, smem, AttnFwdScheduler<Cfg, true>(p.args), warpgroup - 1);
+        else
+            attn_fwd_consumer<Cfg, false>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
     }
 }
 

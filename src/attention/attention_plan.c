@@ -52,8 +52,10 @@ static mgpu_status check_inference_fields(const mgpu_attention_fwd_desc *d, stru
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "seqlen_k (%lld) must be at most max_blocks_per_seq * page_size "
                          "(%lld * %lld), below 2^31", (long long)p->seqlen_k, (long long)d->max_blocks_per_seq,
                          (long long)d->page_size);
-    if (mgpu_attention_product_exceeds(p->batch, d->max_blocks_per_seq, 1, INT64_MAX / 4))
-        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch * max_blocks_per_seq overflows");
+    /* the kernel indexes the table with int32 (abi/attention_abi.h, "Paged K/V") */
+    if (mgpu_attention_product_exceeds(p->batch, d->max_blocks_per_seq, 1, MGPU_ATTENTION_MAX_SIZE))
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch * max_blocks_per_seq (%lld * %lld) must be at most "
+                         "2^31 - 1 (block table entries)", (long long)p->batch, (long long)d->max_blocks_per_seq);
     p->page_size = d->page_size;
     p->num_pages = d->num_pages;
     p->max_blocks_per_seq = d->max_blocks_per_seq;
