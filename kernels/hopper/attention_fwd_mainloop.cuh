@@ -1,7 +1,7 @@
 /*
  * Hopper attention forward: the producer's TMA loop and the consumers' main loop.
  *
- * Producer (one thread), per tile: Q on q_full (after q_empty); then for i = 0, 1, ... over the key
+ * Producer (one warp, lane 0 issuing), per tile: Q on q_full (after q_empty); then for i = 0, 1, ... over the key
  * blocks n = end-1-i (last block first, so the masked diagonal comes early),
  * stage s = g % kStages (g counts key blocks over all tiles of the CTA):
  * wait k_empty[s], load K[n] on k_full[s]; wait v_empty[s], load V[n] on
@@ -160,21 +160,25 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
     return kv_iter;
 }
 
-template <class Cfg, bool kInference>
+/* Called by a whole warp (the kernel's choice: its loop state is then
+ * warp-uniform, which the compiler keeps in uniform registers, and the
+ * producer fits kProducerRegisters) or by one thread; the first active lane
+ * issues the loads and arrivals. */
+template <class Cfg, bool kInference = true>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
                                                   const AttnFwdScheduler<Cfg, kInference> &scheduler)
 {
-    /* The producer warp walks the tiles together (its loop state is then
-     * warp-uniform); lane 0 issues the loads and arrivals. */
-    const bool leader = threadIdx.x % 32 == 0;
+    const unsigned lanes = __activemask();
+    const int first_lane = __ffs(lanes) - 1;
+    const bool leader = static_cast<int>(threadIdx.x % 32) == first_lane;
     auto next = [&](int t) {
         if (!p.args.tile_counter)
             return scheduler.next(t);
         int n = 0;
         if (leader)
             n = scheduler.next(t);
-        return __shfl_sync(0xffffffffu, n, 0);
+        return __shfl_sync(lanes, n, first_lane);
     };
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
@@ -327,7 +331,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     };
     auto scores_to_probs = [&](int n) {
         if (a.softcap > 0.f)
-            apply_softcap(s, a.softmax_scale / a.softcap, a.softcap / a.softmax_scale);
+            apply_softcap(s, __fdividef(a.softmax_scale, a.softcap), __fdividef(a.softcap, a.softmax_scale));
         if (needs_mask(n))
             apply_mask<Cfg::kBlockN>(s, w.mask, w.q_row0, row_base, w.row_div, n * Cfg::kBlockN, thread);
         softmax.update(s, a.scale_log2, correction);

@@ -7,8 +7,8 @@
  * calls where Q is double-buffered, one tile per CTA otherwise, see there
  * why); 384 threads = 3 warpgroups:
  *
- *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
- *     issues TMA loads, per tile: Q into buffer tile % kQStages (waits
+ *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): its first
+ *     warp walks the tiles (lane 0 issues the TMA loads and arrivals), per tile: Q into buffer tile % kQStages (waits
  *     q_empty, arms q_full of that buffer), then for
  *     each key block n, from the
  *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
@@ -33,6 +33,12 @@
  *   next tile's Q and its first K/V blocks are already loading during this
  *   tile's last blocks and epilogue.
  *   Stage and phase counters run on across tiles.
+ *
+ * Two copies of the producer and consumer code: calls that use none of the
+ * inference features (GQA packing, key splits, seqused_k, paged K/V; see
+ * attn_fwd_inference) run one in which those are compiled out, so that a
+ * prefill call carries none of their addressing; the branch is uniform over
+ * the CTA, taken once.
  *
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
@@ -104,8 +110,10 @@ struct AttnFwdConfig {
     static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
     static_assert(kRowsPerConsumer == 64, "one wgmma M per consumer warpgroup");
 
-    /* Registers: 128 * 24 + 256 * 240 = 64512 <= 65536. The producer only
-     * computes coordinates; the consumers hold O, S and P (tile_size table). */
+    /* Registers: 128 * 24 + 256 * 240 = 64512 = 384 * 168, the launch's
+     * allocation. The producer warp only computes coordinates (its loop state
+     * warp-uniform, mostly in uniform registers); the consumers hold O, S and
+     * P (tile_size table). No entry spills (tests/sass_sm90.sh). */
     static constexpr int kProducerRegisters = 24;
     static constexpr int kConsumerRegisters = 240;
 
@@ -228,7 +236,10 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     /* Calls without the inference features (prefill) run code in which
      * those features are compiled out (uniform over the CTA). */
     const bool inference = attn_fwd_inference(p.args);
-    const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
+    /* Broadcast from lane 0: the compiler then treats the warpgroup index
+     * (and the consumers' shared-memory addresses derived from it) as
+     * warp-uniform, kept in uniform registers rather than the consumers'. */
+    const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads, 0);
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (threadIdx.x < 32) {

@@ -2,7 +2,7 @@
  * Tile scheduler of the Hopper attention forward.
  *
  * A work tile is one 128-row query block of one (batch, head). CTA c starts
- * with tile c; its producer thread takes each further tile either statically
+ * with tile c; its producer warp takes each further tile either statically
  * (c + gridDim.x, c + 2 gridDim.x, ...) or, when the runtime passes
  * tile_counter, dynamically: gridDim.x + atomicAdd(counter, 1), so a CTA that
  * finishes a light tile early takes the next one (greedy list scheduling).
