@@ -62,47 +62,54 @@ __device__ __forceinline__ void load_q_packed(uint8_t *dst, const CUtensorMap *m
     }
 }
 
-/* A position in a paged cache: entry `entry` of the block table (the
- * sequence's row already added), row `within` of that page. The producer
- * moves it by additions only (one division per tile): its thread runs on
- * kProducerRegisters. */
-struct PagedCursor {
-    int entry, within;
-
-    /* `rows` rows further (rows >= 0) or back (rows < 0). */
-    __device__ __forceinline__ void move(int rows, int page_size)
-    {
-        within += rows;
-        while (within >= page_size) {
-            within -= page_size;
-            ++entry;
-        }
-        while (within < 0) {
-            within += page_size;
-            --entry;
-        }
-    }
+/* One TMA box of a key block of a paged cache: its page (from the block
+ * table) and its first row within that page. */
+struct PagedBox {
+    int page, within;
 };
 
-/* One key block of a paged cache from cursor c (left at the block's end):
- * kBlockN / page_box_rows boxes, each inside one page (page_box_rows divides
- * page_size and kBlockN). Table entries past the sequence's last page
- * (last_entry) are not read; their rows (masked) come from the last page. */
+/* Box b of key block n (when the block has one: b < kBlockN / page_box_rows,
+ * at most 8 as page_box_rows = gcd(page_size, kBlockN) >= 16); each box lies
+ * inside one page. Table entries past the sequence's last page (last_entry)
+ * are not read: rows of the last block past the sequence (masked) come from
+ * the last page again. first_entry: the sequence's row of the table. */
+template <class Cfg>
+__device__ __forceinline__ PagedBox paged_box(const mgpu_attention_fwd_args &a, int first_entry, int last_entry, int n,
+                                              int b)
+{
+    PagedBox x{0, 0};
+    if (b * a.page_box_rows < Cfg::kBlockN) {
+        const int row = n * Cfg::kBlockN + b * a.page_box_rows;
+        const int page = udiv(row, a.page_size);
+        x.within = row - page * a.page_size;
+        x.page = __ldg(&reinterpret_cast<const int32_t *>(a.block_table)[min(first_entry + page, last_entry)]);
+    }
+    return x;
+}
+
+/* The boxes of one key block of a paged cache. With the whole warp, lane b
+ * looked up box b beforehand (`mine`, all lanes' table reads in flight at
+ * once, not one dependent read per box); called by one thread, it reads
+ * them one by one. The leader issues the loads. */
 template <class Cfg>
 __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
-                                              const mgpu_attention_fwd_args &a, int last_entry, int head_kv,
-                                              PagedCursor &c, bool leader)
+                                              const mgpu_attention_fwd_args &a, int first_entry, int last_entry,
+                                              int head_kv, int n, PagedBox mine, unsigned lanes, bool leader)
 {
-    const int32_t *table = reinterpret_cast<const int32_t *>(a.block_table);
-    for (int box = 0; box < Cfg::kBlockN; box += a.page_box_rows) {
+    for (int b = 0; b * a.page_box_rows < Cfg::kBlockN; ++b) {
+        PagedBox x;
+        if (lanes == 0xffffffffu) {
+            x.page = __shfl_sync(lanes, mine.page, b);
+            x.within = __shfl_sync(lanes, mine.within, b);
+        } else {
+            x = paged_box<Cfg>(a, first_entry, last_entry, n, b);
+        }
         if (leader) {
-            const int page = __ldg(&table[min(c.entry, last_entry)]);
 #pragma unroll
             for (int d = 0; d < Cfg::kDimBlocks; ++d)
-                tma_load_4d(dst + box * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
-                            d * Cfg::kSwizzleElems, c.within, head_kv, page);
+                tma_load_4d(dst + b * a.page_box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                            d * Cfg::kSwizzleElems, x.within, head_kv, x.page);
         }
-        c.move(a.page_box_rows, a.page_size);
     }
 }
 
@@ -111,23 +118,16 @@ __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *m
  * are separate loops so that each keeps only its own addressing live. */
 template <class Cfg, bool kPaged>
 __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
-                                          const AttnFwdWork &w, int kv_iter, bool leader)
+                                          const AttnFwdWork &w, int kv_iter, unsigned lanes, bool leader)
 {
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
-    /* Paged: the table entry of the sequence's last page and the cursor at
-     * the last block; contiguous: the first row of the sequence and the
-     * maps' batch. */
+    /* Paged: the sequence's row of the block table and the entry of its last
+     * page; contiguous: the first row of the sequence and the maps' batch. */
     int a0, a1;
-    PagedCursor c{0, 0};
     if constexpr (kPaged) {
-        const int first_entry = w.batch * p.args.block_table_stride; /* < 2^31: the runtime checks */
-        const int block_row = max(0, n_last) * Cfg::kBlockN;
-        const int page = udiv(block_row, p.args.page_size);
-        a0 = first_entry + udiv(max(0, w.seqlen_k - 1), p.args.page_size);
-        a1 = 0;
-        c.entry = first_entry + page;
-        c.within = block_row - page * p.args.page_size;
+        a0 = w.batch * p.args.block_table_stride; /* < 2^31: the runtime checks */
+        a1 = a0 + udiv(max(0, w.seqlen_k - 1), p.args.page_size);
     } else {
         a0 = w.k_offset;
         a1 = w.tma_batch;
@@ -136,26 +136,30 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+        /* Paged: this lane's box of block n, read before the wait. */
+        PagedBox mine{0, 0};
+        if constexpr (kPaged) {
+            if (lanes == 0xffffffffu)
+                mine = paged_box<Cfg>(p.args, a0, a1, n, static_cast<int>(threadIdx.x % 32));
+        }
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged) {
-            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, head_kv, c, leader);
-            c.move(-Cfg::kBlockN, p.args.page_size);
-        } else if (leader) {
+        if constexpr (kPaged)
+            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
+                               leader);
+        else if (leader)
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
-        }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged) {
-            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, head_kv, c, leader);
-            c.move(-2 * Cfg::kBlockN, p.args.page_size); /* the block below */
-        } else if (leader) {
+        if constexpr (kPaged)
+            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
+                               leader);
+        else if (leader)
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
-        }
     }
     return kv_iter;
 }
@@ -208,9 +212,9 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         }
         ++q_iter;
         if (kInference && p.args.block_table)
-            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
+            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, lanes, leader);
         else
-            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, leader);
+            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, lanes, leader);
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;
