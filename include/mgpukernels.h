@@ -588,7 +588,8 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * max_blocks_per_seq * page_size. page_size is a positive multiple of 16
  * (engines use 16 ... 256; a page of 128 or more rows moves a key block in
  * one TMA box for head dims up to 128). Entries must lie in [0, num_pages)
- * (read by the kernel, not checked). Rows of a cache past a sequence's
+ * (read by the kernel, not checked); the table holds at most 2^31 - 1 of
+ * them (batch * max_blocks_per_seq). Rows of a cache past a sequence's
  * length may hold anything (NaN included): they are masked, and their V
  * rows zeroed in shared memory before use.
  * mgpu_kv_cache_append writes new rows into such caches. seqused_k and

@@ -1,51 +1,60 @@
 #!/usr/bin/env bash
-# Build-time check of the sm_90a GEMM cubin, no GPU needed: every GEMM entry
-# (mgpu_gemm_sm90_*) must be free of local memory, i.e. no register spills:
+# Build-time check of sm_90a cubins, no GPU needed: every entry must be free of
+# local memory, i.e. no register spills:
 #   LDL / STL     none in the SASS that cuobjdump disassembles
 #   LOCAL         0 bytes in cuobjdump -res-usage
-# and must use the tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG). Prints one
-# line of counts per entry.
+# and the tensor-core entries (the GEMMs mgpu_gemm_sm90_*, the attention
+# kernels mgpu_attention_{fwd,bwd}_sm90_<dtype>_d<head_dim>) must use the
+# tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG); the other
+# entries of a cubin (the attention combine, KV append, backward pre / post
+# passes) are checked for local memory only. Prints one line of counts per
+# entry.
 #
 #   tests/sass_sm90.sh build/gemm_sm90_ws.cubin
+#   tests/sass_sm90.sh build/attention_fwd_sm90.cubin build/attention_bwd_sm90.cubin
 #
-# Exit 77 (skipped) when the cubin was not built (no sm90a in -Darchs) or no
-# cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
+# Exit 77 (skipped) when no cubin was given or built (no sm90a in -Darchs) or
+# no cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
 set -uo pipefail
 
 source "$(dirname "$0")/sass_common.sh"
-cubin="${1:-}"
-sass_load "$cubin" "sm90a GEMM" sm90a
-# One pass over the SASS: per entry, the counts (name HGMMA UTMALDG LDL STL).
-counts=$(awk '
-    /Function : / { f = $3; if (f ~ /^mgpu_gemm_sm90_/) { order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
-    f == "" { next }
-    /[[:space:]][HQ]GMMA/ { mma[f]++ }
-    /[[:space:]]UTMALDG/ { ldg[f]++ }
-    /[[:space:]]LDL/ { ldl[f]++ }
-    /[[:space:]]STL/ { stl[f]++ }
-    END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g] } }' <<<"$sass")
-if [[ -z "$counts" ]]; then
-    echo "no mgpu_gemm_sm90_* entry in $cubin"
-    exit 1
-fi
-# "Function name:" then "REG:.. ... LOCAL:.." on the next line
-usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f, $0 }' <<<"$res")
+(( $# )) || sass_load "" "sm90a" sm90a
 
 fail=0
 n=0
 printf '%-52s %6s %8s %5s %5s %6s %5s\n' entry xGMMA UTMALDG LDL STL LOCAL REG
-while read -r e mma ldg ldl stl; do
-    n=$((n + 1))
-    line=$(grep -m1 "^$e " <<<"$usage")
-    local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
-    regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
-    printf '%-52s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
-    bad=()
-    (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
-    (( ldg >= 1 )) || bad+=("no UTMALDG")
-    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
-    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
-    sass_verdict "$e"
-done <<<"$counts"
+for cubin in "$@"; do
+    sass_load "$cubin" "sm90a" sm90a
+    # One pass over the SASS: per entry, the counts (name xGMMA UTMALDG LDL STL).
+    counts=$(awk '
+        /Function : / { f = $3; order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0; next }
+        f == "" { next }
+        /[[:space:]][HQ]GMMA/ { mma[f]++ }
+        /[[:space:]]UTMALDG/ { ldg[f]++ }
+        /[[:space:]]LDL/ { ldl[f]++ }
+        /[[:space:]]STL/ { stl[f]++ }
+        END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g] } }' <<<"$sass")
+    if [[ -z "$counts" ]]; then
+        echo "no entry in $cubin"
+        exit 1
+    fi
+    # "Function name:" then "REG:.. ... LOCAL:.." on the next line
+    usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f, $0 }' <<<"$res")
+    while read -r e mma ldg ldl stl; do
+        n=$((n + 1))
+        line=$(grep -m1 "^$e " <<<"$usage")
+        local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
+        regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
+        printf '%-52s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+        bad=()
+        if [[ "$e" =~ ^mgpu_gemm_sm90_ || "$e" =~ ^mgpu_attention_(fwd|bwd)_sm90_[a-z0-9]+_d[0-9]+$ ]]; then
+            (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
+            (( ldg >= 1 )) || bad+=("no UTMALDG")
+        fi
+        (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
+        [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+        sass_verdict "$e"
+    done <<<"$counts"
+done
 echo "$n entries checked"
 exit $fail

@@ -1,7 +1,7 @@
 /*
  * Hopper attention forward: the producer's TMA loop and the consumers' main loop.
  *
- * Producer (one thread), per tile: Q on q_full (after q_empty); then for i = 0, 1, ... over the key
+ * Producer (one warp, lane 0 issuing), per tile: Q on q_full (after q_empty); then for i = 0, 1, ... over the key
  * blocks n = end-1-i (last block first, so the masked diagonal comes early),
  * stage s = g % kStages (g counts key blocks over all tiles of the CTA):
  * wait k_empty[s], load K[n] on k_full[s]; wait v_empty[s], load V[n] on
@@ -30,6 +30,7 @@
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
+#include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
@@ -61,43 +62,72 @@ __device__ __forceinline__ void load_q_packed(uint8_t *dst, const CUtensorMap *m
     }
 }
 
-/* One key block of a paged cache: kBlockN / page_box_rows boxes, each inside
- * one page (page_box_rows divides page_size and kBlockN). Pages past the
- * sequence's last are not looked up; their rows (masked) come from the last. */
+/* One TMA box of a key block of a paged cache: its page (from the block
+ * table) and its first row within that page. */
+struct PagedBox {
+    int page, within;
+};
+
+/* Box b of key block n (when the block has one: b < kBlockN / page_box_rows,
+ * at most 8 as page_box_rows = gcd(page_size, kBlockN) >= 16); each box lies
+ * inside one page. Table entries past the sequence's last page (last_entry)
+ * are not read: rows of the last block past the sequence (masked) come from
+ * the last page again. first_entry: the sequence's row of the table. */
+template <class Cfg>
+__device__ __forceinline__ PagedBox paged_box(const mgpu_attention_fwd_args &a, int first_entry, int last_entry, int n,
+                                              int b)
+{
+    PagedBox x{0, 0};
+    if (b * a.page_box_rows < Cfg::kBlockN) {
+        const int row = n * Cfg::kBlockN + b * a.page_box_rows;
+        const int page = udiv(row, a.page_size);
+        x.within = row - page * a.page_size;
+        x.page = __ldg(&reinterpret_cast<const int32_t *>(a.block_table)[min(first_entry + page, last_entry)]);
+    }
+    return x;
+}
+
+/* The boxes of one key block of a paged cache. With the whole warp, lane b
+ * looked up box b beforehand (`mine`, all lanes' table reads in flight at
+ * once, not one dependent read per box); called by one thread, it reads
+ * them one by one. The leader issues the loads. */
 template <class Cfg>
 __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
-                                              const mgpu_attention_fwd_args &a, const int32_t *table, int last_page,
-                                              int head_kv, int n)
+                                              const mgpu_attention_fwd_args &a, int first_entry, int last_entry,
+                                              int head_kv, int n, PagedBox mine, unsigned lanes, bool leader)
 {
-    for (int row = n * Cfg::kBlockN; row < (n + 1) * Cfg::kBlockN; row += a.page_box_rows) {
-        const int page = __ldg(&table[min(row / a.page_size, last_page)]);
-        const int within = row % a.page_size;
-        uint8_t *box = dst + (row - n * Cfg::kBlockN) * Cfg::kSwizzleBytes;
+    for (int b = 0; b * a.page_box_rows < Cfg::kBlockN; ++b) {
+        PagedBox x;
+        if (lanes == 0xffffffffu) {
+            x.page = __shfl_sync(lanes, mine.page, b);
+            x.within = __shfl_sync(lanes, mine.within, b);
+        } else {
+            x = paged_box<Cfg>(a, first_entry, last_entry, n, b);
+        }
+        if (leader) {
 #pragma unroll
-        for (int d = 0; d < Cfg::kDimBlocks; ++d)
-            tma_load_4d(box + d * Cfg::kKVBlockBytes, map, bar, d * Cfg::kSwizzleElems, within, head_kv, page);
+            for (int d = 0; d < Cfg::kDimBlocks; ++d)
+                tma_load_4d(dst + b * a.page_box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                            d * Cfg::kSwizzleElems, x.within, head_kv, x.page);
+        }
     }
 }
 
 /* The K and V loads of one tile, from its last key block down to its first;
  * returns the key-block count over all tiles. Paged and contiguous caches
- * are separate loops so that each keeps only its own addressing live (the
- * producer runs on kProducerRegisters). */
+ * are separate loops so that each keeps only its own addressing live. */
 template <class Cfg, bool kPaged>
 __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
-                                          const AttnFwdWork &w, int kv_iter)
+                                          const AttnFwdWork &w, int kv_iter, unsigned lanes, bool leader)
 {
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
-    /* Paged: this sequence's row of the block table and its last page;
-     * contiguous: the first row of the sequence and the maps' batch. */
-    const int32_t *table = nullptr;
+    /* Paged: the sequence's row of the block table and the entry of its last
+     * page; contiguous: the first row of the sequence and the maps' batch. */
     int a0, a1;
     if constexpr (kPaged) {
-        table = reinterpret_cast<const int32_t *>(p.args.block_table) +
-                static_cast<int64_t>(w.batch) * p.args.block_table_stride;
-        a0 = max(0, (w.seqlen_k - 1) / p.args.page_size);
-        a1 = 0;
+        a0 = w.batch * p.args.block_table_stride; /* < 2^31: the runtime checks */
+        a1 = a0 + udiv(max(0, w.seqlen_k - 1), p.args.page_size);
     } else {
         a0 = w.k_offset;
         a1 = w.tma_batch;
@@ -106,36 +136,61 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+        /* Paged: this lane's box of block n, read before the wait. */
+        PagedBox mine{0, 0};
+        if constexpr (kPaged) {
+            if (lanes == 0xffffffffu)
+                mine = paged_box<Cfg>(p.args, a0, a1, n, static_cast<int>(threadIdx.x % 32));
+        }
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+        if (leader)
+            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
         if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, table, a0, head_kv, n);
-        else
+            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
+                               leader);
+        else if (leader)
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+        if (leader)
+            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
         if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, table, a0, head_kv, n);
-        else
+            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
+                               leader);
+        else if (leader)
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
     }
     return kv_iter;
 }
 
-template <class Cfg>
+/* Called by a whole warp (the kernel's choice: its loop state is then
+ * warp-uniform, which the compiler keeps in uniform registers, and the
+ * producer fits kProducerRegisters) or by one thread; the first active lane
+ * issues the loads and arrivals. */
+template <class Cfg, bool kInference = true>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<> &scheduler)
+                                                  const AttnFwdScheduler<Cfg, kInference> &scheduler)
 {
+    const unsigned lanes = __activemask();
+    const int first_lane = __ffs(lanes) - 1;
+    const bool leader = static_cast<int>(threadIdx.x % 32) == first_lane;
+    auto next = [&](int t) {
+        if (!p.args.tile_counter)
+            return scheduler.next(t);
+        int n = 0;
+        if (leader)
+            n = scheduler.next(t);
+        return __shfl_sync(lanes, n, first_lane);
+    };
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
     int t = scheduler.first();
     if (!scheduler.valid(t))
-        t = scheduler.next(t); /* a dynamic scheduler counts every CTA out */
-    for (; scheduler.valid(t); t = scheduler.next(t)) {
-        const AttnFwdWork w = attn_fwd_work<Cfg>(p.args, scheduler.decode(t));
+        t = next(t); /* a dynamic scheduler counts every CTA out */
+    for (; scheduler.valid(t); t = next(t)) {
+        const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w))
             continue;
         /* A Q buffer is free once both consumers have stored from it the O of
@@ -143,27 +198,31 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
          * beside it; q_full's arrival publishes both. */
         const int q_stage = q_iter % Cfg::kQStages;
         mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
-        smem.q_tile[q_stage] = t;
-        if (p.args.pack_gqa) {
-            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
-            load_q_packed<Cfg>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage], w.q_offset + w.q_row0, w.head_kv,
-                               w.tma_batch);
-        } else {
-            mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
-            load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
-                                              w.q_offset + w.q_row0, w.head_q, w.tma_batch);
+        if (leader) {
+            st_shared_u32(smem_u32(&smem.q_tile[q_stage]), static_cast<uint32_t>(t));
+            if (kInference && p.args.pack_gqa) {
+                mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
+                load_q_packed<Cfg>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage], w.q_offset + w.q_row0,
+                                   w.head_kv, w.tma_batch);
+            } else {
+                mbar_arrive_expect_tx(&smem.q_full[q_stage], Cfg::kQTileBytes);
+                load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[q_stage], &p.tmap_q, &smem.q_full[q_stage],
+                                                  w.q_offset + w.q_row0, w.head_q, w.tma_batch);
+            }
         }
         ++q_iter;
-        if (p.args.block_table)
-            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter);
+        if (kInference && p.args.block_table)
+            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, lanes, leader);
         else
-            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter);
+            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, lanes, leader);
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;
     mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
-    smem.q_tile[q_stage] = -1;
-    mbar_arrive(&smem.q_full[q_stage]);
+    if (leader) {
+        st_shared_u32(smem_u32(&smem.q_tile[q_stage]), static_cast<uint32_t>(-1));
+        mbar_arrive(&smem.q_full[q_stage]);
+    }
 }
 
 /* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
@@ -244,7 +303,7 @@ __device__ __forceinline__ uint32_t phase_of(int g)
 }
 
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
-template <class Cfg>
+template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                        int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
@@ -276,7 +335,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     };
     auto scores_to_probs = [&](int n) {
         if (a.softcap > 0.f)
-            apply_softcap(s, a.softmax_scale / a.softcap, a.softcap / a.softmax_scale);
+            apply_softcap(s, __fdividef(a.softmax_scale, a.softcap), __fdividef(a.softcap, a.softmax_scale));
         if (needs_mask(n))
             apply_mask<Cfg::kBlockN>(s, w.mask, w.q_row0, row_base, w.row_div, n * Cfg::kBlockN, thread);
         softmax.update(s, a.scale_log2, correction);
@@ -295,7 +354,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
      * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
      * (while S and P are not live yet). Both consumers write the same zeros;
      * each fences and syncs its own warpgroup before its P V reads them. */
-    if (a.seqused_k != 0) {
+    if (kInference && a.seqused_k != 0) {
         const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
         if (valid < Cfg::kBlockN) {
             const int g = kv_iter;

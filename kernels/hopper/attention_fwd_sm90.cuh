@@ -7,8 +7,8 @@
  * calls where Q is double-buffered, one tile per CTA otherwise, see there
  * why); 384 threads = 3 warpgroups:
  *
- *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): one thread
- *     issues TMA loads, per tile: Q into buffer tile % kQStages (waits
+ *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): its first
+ *     warp walks the tiles (lane 0 issues the TMA loads and arrivals), per tile: Q into buffer tile % kQStages (waits
  *     q_empty, arms q_full of that buffer), then for
  *     each key block n, from the
  *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
@@ -33,6 +33,12 @@
  *   next tile's Q and its first K/V blocks are already loading during this
  *   tile's last blocks and epilogue.
  *   Stage and phase counters run on across tiles.
+ *
+ * Two copies of the producer and consumer code: calls that use none of the
+ * inference features (GQA packing, key splits, seqused_k, paged K/V; see
+ * attn_fwd_inference) run one in which those are compiled out, so that a
+ * prefill call carries none of their addressing; the branch is uniform over
+ * the CTA, taken once.
  *
  * Key blocks that the causal / sliding-window mask removes entirely are never
  * loaded (loop bounds); blocks that straddle a mask edge or the end of the keys
@@ -104,8 +110,10 @@ struct AttnFwdConfig {
     static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
     static_assert(kRowsPerConsumer == 64, "one wgmma M per consumer warpgroup");
 
-    /* Registers: 128 * 24 + 256 * 240 = 64512 <= 65536. The producer only
-     * computes coordinates; the consumers hold O, S and P (tile_size table). */
+    /* Registers: 128 * 24 + 256 * 240 = 64512 = 384 * 168, the launch's
+     * allocation. The producer warp only computes coordinates (its loop state
+     * warp-uniform, mostly in uniform registers); the consumers hold O, S and
+     * P (tile_size table). No entry spills (tests/sass_sm90.sh). */
     static constexpr int kProducerRegisters = 24;
     static constexpr int kConsumerRegisters = 240;
 
@@ -145,10 +153,10 @@ struct AttnFwdConfig {
 
 /* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
  * then epilogue. */
-template <class Cfg>
+template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args &a,
                                                   typename Cfg::SharedStorage &smem,
-                                                  const AttnTileScheduler<> &scheduler, int consumer)
+                                                  const AttnFwdScheduler<Cfg, kInference> &scheduler, int consumer)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
@@ -170,7 +178,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         t = __shfl_sync(0xffffffffu, t, 0);
         if (t < 0)
             break;
-        const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));
+        const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(t));
         const int count = w.n_block_end - w.n_block_begin;
         float o[Cfg::kHeadDim / 2];
 #pragma unroll
@@ -180,7 +188,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         softmax.init();
 
         if (count > 0)
-            attn_fwd_consumer_tile<Cfg>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+            attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
 
         float o_scale[2], lse[2];
         softmax.finalize(o_scale, lse);
@@ -189,11 +197,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
          * (in registers) through the main loop. */
         int tile = t;
         asm volatile("" : "+r"(tile));
-        if (a.num_splits > 1)
-            attn_fwd_epilogue_partial<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage,
-                                           o, lse);
+        const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
+        if (kInference && a.num_splits > 1)
+            attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
         else
-            attn_fwd_epilogue<Cfg>(a, smem, attn_fwd_work<Cfg>(a, scheduler.decode(tile)), consumer, q_stage, o, lse);
+            attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
@@ -207,7 +215,6 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
-    const AttnTileScheduler<> scheduler(p.args);
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
@@ -226,14 +233,27 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     }
     __syncthreads();
 
-    const int warpgroup = static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads;
+    /* Calls without the inference features (prefill) run code in which
+     * those features are compiled out (uniform over the CTA). */
+    const bool inference = attn_fwd_inference(p.args);
+    /* Broadcast from lane 0: the compiler then treats the warpgroup index
+     * (and the consumers' shared-memory addresses derived from it) as
+     * warp-uniform, kept in uniform registers rather than the consumers'. */
+    const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads, 0);
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (threadIdx.x == 0)
-            attn_fwd_producer<Cfg>(p, smem, scheduler);
+        if (threadIdx.x < 32) {
+            if (inference)
+                attn_fwd_producer<Cfg, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+            else
+                attn_fwd_producer<Cfg, false>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
+        }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        attn_fwd_consumer<Cfg>(p.args, smem, scheduler, warpgroup - 1);
+        if (inference)
+            attn_fwd_consumer<Cfg, true>(p.args, smem, AttnFwdScheduler<Cfg, true>(p.args), warpgroup - 1);
+        else
+            attn_fwd_consumer<Cfg, false>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
     }
 }
 

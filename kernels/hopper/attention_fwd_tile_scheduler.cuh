@@ -2,7 +2,7 @@
  * Tile scheduler of the Hopper attention forward.
  *
  * A work tile is one 128-row query block of one (batch, head). CTA c starts
- * with tile c; its producer thread takes each further tile either statically
+ * with tile c; its producer warp takes each further tile either statically
  * (c + gridDim.x, c + 2 gridDim.x, ...) or, when the runtime passes
  * tile_counter, dynamically: gridDim.x + atomicAdd(counter, 1), so a CTA that
  * finishes a light tile early takes the next one (greedy list scheduling).
@@ -35,6 +35,18 @@
 namespace mgpu {
 namespace sm90 {
 
+/* Quotient and remainder of non-negative ints, unsigned: about half the
+ * instructions and registers of the signed forms, which matters to the
+ * producer warp (kProducerRegisters). */
+__device__ __forceinline__ int udiv(int a, int b)
+{
+    return static_cast<int>(static_cast<unsigned>(a) / static_cast<unsigned>(b));
+}
+__device__ __forceinline__ int umod(int a, int b)
+{
+    return static_cast<int>(static_cast<unsigned>(a) % static_cast<unsigned>(b));
+}
+
 /* head: the query head, or with GQA packing the KV head. */
 struct AttnTileCoord {
     int m_block, head, batch, split;
@@ -42,17 +54,24 @@ struct AttnTileCoord {
 
 /* Stateless: everything is recomputed from the kernel parameters (constant
  * bank) so that no register stays pinned across the consumers' main loop.
- * Tile sizes come from the arguments (tile_queries, tile_heads, num_splits);
- * the template parameter is kept for callers that name their query block
- * (the sm_100a kernel, whose runtime sets tile_queries = its block_m). */
-template <int kBlockMUnused = 0>
+ * kTileQueries = 0: tile sizes come from the arguments (tile_queries,
+ * tile_heads, num_splits). kTileQueries > 0: the caller knows that the call
+ * uses none of the inference features, so a tile is kTileQueries queries of
+ * one query head, unsplit (the runtime then sets tile_queries = kTileQueries,
+ * tile_heads = heads_q, num_splits = 1); the divisions by the tile size are
+ * then by a constant, and splits fold away (the sm_100a kernel passes its
+ * block_m: its runtime sets those fields so). */
+template <int kTileQueries = 0>
 struct AttnTileScheduler {
     const mgpu_attention_fwd_args &a;
 
     __device__ __forceinline__ explicit AttnTileScheduler(const mgpu_attention_fwd_args &args) : a(args) {}
 
-    __device__ __forceinline__ int num_m_blocks() const { return (a.seqlen_q + a.tile_queries - 1) / a.tile_queries; }
-    __device__ __forceinline__ int total() const { return num_m_blocks() * a.tile_heads * a.batch * a.num_splits; }
+    __device__ __forceinline__ int tile_queries() const { return kTileQueries > 0 ? kTileQueries : a.tile_queries; }
+    __device__ __forceinline__ int tile_heads() const { return kTileQueries > 0 ? a.heads_q : a.tile_heads; }
+    __device__ __forceinline__ int num_splits() const { return kTileQueries > 0 ? 1 : a.num_splits; }
+    __device__ __forceinline__ int num_m_blocks() const { return udiv(a.seqlen_q + tile_queries() - 1, tile_queries()); }
+    __device__ __forceinline__ int total() const { return num_m_blocks() * tile_heads() * a.batch * num_splits(); }
     __device__ __forceinline__ int first() const { return static_cast<int>(blockIdx.x); }
     __device__ __forceinline__ bool valid(int tile) const { return tile < total(); }
 
@@ -81,28 +100,34 @@ struct AttnTileScheduler {
         AttnTileCoord c;
         const int m_blocks = num_m_blocks();
         /* Splits of one work tile are neighbours (num_splits 1: split 0). */
-        c.split = tile % a.num_splits;
-        tile /= a.num_splits;
+        c.split = umod(tile, num_splits());
+        tile = udiv(tile, num_splits());
         if (a.lpt_group > 0) {
-            const int pairs = a.tile_heads * a.batch;
-            const int group = tile / (m_blocks * a.lpt_group);
+            const int heads = tile_heads();
+            const int pairs = heads * a.batch;
+            const int group = udiv(tile, m_blocks * a.lpt_group);
             const int first_pair = group * a.lpt_group;
             const int size = min(a.lpt_group, pairs - first_pair);
             const int r = tile - group * m_blocks * a.lpt_group;
-            const int pair = first_pair + r % size;
-            c.m_block = m_blocks - 1 - r / size;
-            c.head = pair % a.tile_heads;
-            c.batch = pair / a.tile_heads;
+            const int pair = first_pair + umod(r, size);
+            c.m_block = m_blocks - 1 - udiv(r, size);
+            c.head = umod(pair, heads);
+            c.batch = udiv(pair, heads);
             return c;
         }
-        const int m = tile % m_blocks;
-        const int rest = tile / m_blocks;
+        const int m = umod(tile, m_blocks);
+        const int rest = udiv(tile, m_blocks);
         c.m_block = a.causal ? m_blocks - 1 - m : m;
-        c.head = rest % a.tile_heads;
-        c.batch = rest / a.tile_heads;
+        c.head = umod(rest, tile_heads());
+        c.batch = udiv(rest, tile_heads());
         return c;
     }
 };
+
+/* The sm_90a kernel's scheduler with (kInference) or without the inference
+ * features. */
+template <class Cfg, bool kInference>
+using AttnFwdScheduler = AttnTileScheduler<kInference ? 0 : Cfg::kBlockM>;
 
 /* One work tile: one query block of one head (or, packed, one KV head's
  * group of query heads) of one sequence, or one split of its key blocks.
@@ -124,20 +149,24 @@ struct AttnFwdWork {
     AttnMask mask;
 };
 
-template <class Cfg>
+/* kInference false: the caller knows that the call uses none of the
+ * inference features (pack_gqa 0, num_splits 1, seqused_k and block_table 0,
+ * see attn_fwd_inference), which then fold away at compile time. */
+template <class Cfg, bool kInference = true>
 __device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_args &a, AttnTileCoord tile)
 {
     AttnFwdWork w;
+    const bool packed = kInference && a.pack_gqa;
     w.m_block = tile.m_block;
-    w.q_row0 = tile.m_block * a.tile_queries;
-    w.row_div = a.pack_gqa ? a.group_size : 1;
-    w.tile_rows = a.tile_queries * w.row_div;
-    if (a.pack_gqa) {
+    w.q_row0 = tile.m_block * (kInference ? a.tile_queries : Cfg::kBlockM);
+    w.row_div = packed ? a.group_size : 1;
+    w.tile_rows = (kInference ? a.tile_queries : Cfg::kBlockM) * w.row_div;
+    if (packed) {
         w.head_kv = tile.head;
         w.head_q = tile.head * a.group_size;
     } else {
         w.head_q = tile.head;
-        w.head_kv = tile.head / a.group_size;
+        w.head_kv = udiv(tile.head, a.group_size);
     }
     w.batch = tile.batch;
     w.split = tile.split;
@@ -155,25 +184,34 @@ __device__ __forceinline__ AttnFwdWork attn_fwd_work(const mgpu_attention_fwd_ar
         w.seqlen_q = a.seqlen_q;
         w.seqlen_k = a.seqlen_k;
         w.tma_batch = w.batch;
-        if (a.seqused_k != 0)
+        if (kInference && a.seqused_k != 0)
             w.seqlen_k = reinterpret_cast<const int32_t *>(a.seqused_k)[w.batch];
     }
     w.mask = AttnMask::make(w.seqlen_q, w.seqlen_k, a.window_left, a.window_right, a.causal);
 
     /* Keys any row of this tile may see. */
     const int row_first = w.q_row0;
-    const int row_last = min(row_first + a.tile_queries, w.seqlen_q) - 1;
+    const int row_last = min(row_first + (kInference ? a.tile_queries : Cfg::kBlockM), w.seqlen_q) - 1;
     const int key_begin = max(0, w.mask.key_begin(row_first));
     const int key_end = w.mask.key_end(row_last);
-    w.n_block_begin = key_begin / Cfg::kBlockN;
-    w.n_block_end = key_end <= key_begin ? w.n_block_begin : (key_end + Cfg::kBlockN - 1) / Cfg::kBlockN;
-    if (a.num_splits > 1) {
-        const int per = (w.n_block_end - w.n_block_begin + a.num_splits - 1) / a.num_splits;
+    w.n_block_begin = udiv(key_begin, Cfg::kBlockN);
+    w.n_block_end = key_end <= key_begin ? w.n_block_begin : udiv(key_end + Cfg::kBlockN - 1, Cfg::kBlockN);
+    if (kInference && a.num_splits > 1) {
+        const int splits = a.num_splits;
+        const int per = udiv(w.n_block_end - w.n_block_begin + splits - 1, splits);
         const int begin = min(w.n_block_end, w.n_block_begin + w.split * per);
         w.n_block_end = min(w.n_block_end, begin + per);
         w.n_block_begin = begin;
     }
     return w;
+}
+
+/* Whether a call uses any of the inference features (run-time fields of
+ * abi/attention_abi.h); the sm_90a kernel runs a variant of its code
+ * without them when it does not. */
+__device__ __forceinline__ bool attn_fwd_inference(const mgpu_attention_fwd_args &a)
+{
+    return a.pack_gqa != 0 || a.num_splits > 1 || a.seqused_k != 0 || a.block_table != 0;
 }
 
 /* varlen: query blocks past this sequence's end are no work at all. (The

@@ -20,10 +20,12 @@
  *       192      112       2     96+56+28       216
  *       256       80       2    128+40+20       224
  *
- * head_dim 256 at kBlockN = 80 leaves ptxas ~40 bytes of spills (a few
- * L1-resident reloads per key block) and measured 722 TFLOP/s on H100
- * (B=4, S=4096, H=8, non-causal) against 679 spill-free at kBlockN = 64
- * (wgmma.cuh has the m64n64k16 shape for that choice).
+ * head_dim 256 at kBlockN = 80 fits without spills since the consumers'
+ * shared-memory descriptors live in uniform registers (attention_fwd_sm90.cuh,
+ * the warpgroup index); it measured 722 TFLOP/s on H100 (B=4, S=4096, H=8,
+ * non-causal, then with ~40 bytes of spills) against 679 at kBlockN = 64
+ * (wgmma.cuh has the m64n64k16 shape for that choice). tests/sass_sm90.sh
+ * checks every entry for local memory.
  *
  * The numbers themselves (head dims, kBlockN, kBlockM, stages) live in
  * abi/attention_abi.h, which the generator and the runtime read too.

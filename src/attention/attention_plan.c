@@ -52,8 +52,10 @@ static mgpu_status check_inference_fields(const mgpu_attention_fwd_desc *d, stru
         return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "seqlen_k (%lld) must be at most max_blocks_per_seq * page_size "
                          "(%lld * %lld), below 2^31", (long long)p->seqlen_k, (long long)d->max_blocks_per_seq,
                          (long long)d->page_size);
-    if (mgpu_attention_product_exceeds(p->batch, d->max_blocks_per_seq, 1, INT64_MAX / 4))
-        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch * max_blocks_per_seq overflows");
+    /* the kernel indexes the table with int32 (abi/attention_abi.h, "Paged K/V") */
+    if (mgpu_attention_product_exceeds(p->batch, d->max_blocks_per_seq, 1, MGPU_ATTENTION_MAX_SIZE))
+        return mgpu_fail(MGPU_STATUS_INVALID_SIZE, "batch * max_blocks_per_seq (%lld * %lld) must be at most "
+                         "2^31 - 1 (block table entries)", (long long)p->batch, (long long)d->max_blocks_per_seq);
     p->page_size = d->page_size;
     p->num_pages = d->num_pages;
     p->max_blocks_per_seq = d->max_blocks_per_seq;
@@ -252,6 +254,13 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
         return force > 0;
     if (group == 1)
         return 0;
+    /* Prefill without a mask that skips key blocks: the group's heads in one
+     * tile, walking the same K/V blocks, measured faster (H100, bf16, B=4,
+     * S=4096, 32/8 heads, d128: 1.033x cuDNN against 0.959x unpacked, same
+     * call; causal 0.982x against 0.991x, so causal and windowed calls stay
+     * unpacked, as do varlen ones, not measured; decision 016). */
+    if (!p->causal && p->window_left < 0 && p->window_right < 0 && !p->varlen)
+        return 1;
     const double unpacked = (double)p->seqlen_q / (double)round_up(p->seqlen_q, block_m);
     const double packed = (double)(p->seqlen_q * group) / (double)(mgpu_cdiv(p->seqlen_q, per_tile) * block_m);
     return unpacked < 0.9 * packed;
