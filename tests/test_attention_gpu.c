@@ -33,7 +33,11 @@
  * sums in the tensor cores' accumulators; O's 16-bit rounding 2^-9).
  * MAX_REL_ERR_FP8 = 0.05 leaves 1.4x over that expectation; a wrong key
  * order, descale or mask gives errors near 1. The LSE comes from the fp32
- * scores and probabilities and keeps the 16-bit bound.
+ * probabilities, but its scores from fp8 wgmma, whose tensor cores add the
+ * (exact) e4m3 products with fewer bits than fp32 (test_gemm_fp8_gpu.c,
+ * docs/decisions/006): measured on H100 2.3e-2 at |LSE| ~ 50 (relative
+ * 5e-4, ~2^-11). So fp8 cases allow MAX_LSE_ERR + LSE_REL_FP8 * |LSE|,
+ * LSE_REL_FP8 = 2^-9.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -51,6 +55,7 @@
 #define MAX_REL_ERR 1e-2
 #define MAX_REL_ERR_FP8 0.05 /* see above */
 #define FP8_INPUT_SCALE 2.0f /* inputs N(0, 2^2) before rounding to e4m3 */
+#define LSE_REL_FP8 (1.0 / 512) /* see above */
 #define MAX_LSE_ERR 1e-2
 #define POISON_16 0xffffu
 #define REF_GPU_WORK ((int64_t)1 << 27) /* Sq * Sk * d of a head above which the reference uses cuBLAS */
@@ -317,7 +322,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
     float *pv = malloc(sizeof(float) * (size_t)max_sq * c.d), *rmax = malloc(sizeof(float) * max_sq);
     double *rsum = malloc(sizeof(double) * max_sq);
     float *q_gpu = NULL, *k_gpu = NULL, *v_gpu = NULL;
-    double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0;
+    double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0, lse_excess = 0;
     long bad = 0, lse_bad = 0, gpu_heads = 0;
     for (int b = 0; b < c.batch; b++) {
         const int Sq = lq[b], Sk = lk[b], diag = Sk - Sq;
@@ -408,8 +413,10 @@ static void run_case(mgpu_handle *h, struct tcase c)
                     lse_bad += !(isinf(lg) && lg > 0);
                 else if (!isfinite(lg))
                     lse_bad++;
-                else
+                else {
                     lse_max = fmax(lse_max, fabs(lg - lref));
+                    lse_excess = fmax(lse_excess, fabs(lg - lref) - (c.fp8 ? LSE_REL_FP8 * fabs(lref) : 0.0));
+                }
             }
         }
     }
@@ -418,7 +425,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
         clobbered += !written[e] && oh[e] != POISON_16;
     const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
     const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 &&
-                     rel <= (c.fp8 ? MAX_REL_ERR_FP8 : MAX_REL_ERR) && lse_max <= MAX_LSE_ERR;
+                     rel <= (c.fp8 ? MAX_REL_ERR_FP8 : MAX_REL_ERR) && lse_excess <= MAX_LSE_ERR;
     static const char *const fp8_modes[] = {"", " e4m3 descale/tensor", " e4m3 descale/head",
                                             " e4m3 descale/seq,head", " e4m3 no-descale"};
     printf("%s%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s pack=%d "
