@@ -27,7 +27,7 @@
 
 #define MGPU_ATTENTION_FWD_FP8_HEAD_DIM 128
 #define MGPU_ATTENTION_FWD_FP8_BLOCK_N 128
-#define MGPU_ATTENTION_FWD_FP8_STAGES 2
+#define MGPU_ATTENTION_FWD_FP8_STAGES 3
 #define MGPU_ATTENTION_FWD_FP8_Q_STAGES 2
 /* Bytes of one head-dim row of Q, K or V (one TMA box row, one swizzle row). */
 #define MGPU_ATTENTION_FWD_FP8_ROW_BYTES 128

@@ -43,8 +43,11 @@
  * positions and the 32 lanes of each store hit 32 distinct banks.
  *
  * Shared memory: 2 Q buffers of 32 KiB (fp8 Q uses the first 16 KiB; the
- * epilogue stages the 16-bit O over both), 2 stages each of K, V and V^T
- * (16 KiB each): 160 KiB.
+ * epilogue stages the 16-bit O over both), 3 stages each of K, V and V^T
+ * (16 KiB each): 208 KiB. Three stages rather than two: H100, B=4 H=16
+ * S=4096, causal 502-514 -> 570 TFLOP/s, GQA 32/8 causal 479-556 -> 589,
+ * non-causal within the run-to-run spread (docs/performance.md, "Attention
+ * forward, fp8").
  */
 #pragma once
 

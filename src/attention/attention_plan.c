@@ -13,6 +13,8 @@
  */
 #include "attention_plan.h"
 
+#include "attention_fwd_fp8_abi.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -405,7 +407,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     const int unwindowed = !p->varlen && !p->seqused_k && !p->block_table && p->window_left < 0 &&
                            p->window_right < 0;
     const int short_loop = mgpu_cdiv(p->seqlen_k, block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
-    const int q_stages = mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
+    const int q_stages = v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90
+                             ? MGPU_ATTENTION_FWD_FP8_Q_STAGES /* abi/attention_fwd_fp8_abi.h */
+                             : mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
     const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 &&
                            sms < tiles && a->num_splits == 1;
     out->grid = (unsigned)(persistent ? sms : tiles * a->num_splits);
