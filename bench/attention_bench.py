@@ -28,8 +28,14 @@ decode (shuffled pages of 16 ... 256 rows) against contiguous decode of the same
 both: PyTorch's SDPA has no paged-cache backend). Small caches stay in L2 between the timed
 calls (both libraries alike).
 
+fp8 (--passes fp8): mgpu_attention_fwd with e4m3 Q, K, V (per-tensor descales from each tensor's
+amax / 448) and bf16 O, head dim 128, against mgpu's own bf16 forward and SDPA cuDNN (bf16) on the
+dequantised inputs, same shapes; the error column is fp8 O against the bf16 forward on the
+dequantised inputs. PyTorch's SDPA takes no float8 inputs (each backend is tried with them and
+its refusal printed), so there is no fp8 peer in PyTorch.
+
 Run: python3 bench/attention_bench.py [--lib build/libmgpukernels.so] [--json out.json]
-     [--passes fwd,bwd | decode,paged]
+     [--passes fwd,bwd | decode,paged | fp8]
 """
 import argparse
 import json
@@ -261,6 +267,79 @@ def bench_paged(mk, handle):
     return rows
 
 
+# fp8 forward: (B, S, Hq, Hkv, D), head dim 128.
+FP8_SHAPES = [(4, 4096, 16, 16, 128), (2, 8192, 16, 16, 128), (1, 16384, 16, 16, 128), (4, 4096, 32, 8, 128),
+              (16, 1024, 16, 16, 128)]
+FP8_MAX = 448.0  # largest finite e4m3
+
+
+def quantize_e4m3(x):
+    """(e4m3 tensor, its descale as a one-element float32 tensor, the dequantised bf16 tensor)."""
+    descale = (x.abs().amax().float() / FP8_MAX).reshape(1)
+    q = (x.float() / descale).to(torch.float8_e4m3fn)
+    return q, descale, (q.float() * descale).to(torch.bfloat16)
+
+
+def bench_fp8(mk, handle, alone=False):
+    """alone: time the fp8 calls only (the peers' columns stay empty)."""
+    rows = []
+    for (b, s, hq, hkv, d) in FP8_SHAPES:
+        for causal in (False, True):
+            q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for h in (hq, hkv, hkv))
+            (q8, qd, qb), (k8, kd, kb), (v8, vd, vb) = (quantize_e4m3(t) for t in (q, k, v))
+            o8, o16 = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
+            flops = 4.0 * b * hq * s * s * d / (2 if causal else 1)
+            row = {"B": b, "S": s, "Hq": hq, "Hkv": hkv, "D": d, "causal": causal}
+            run8 = mk.attention_fwd(q8, k8, v8, o8, causal=causal, q_descale=qd, k_descale=kd, v_descale=vd,
+                                    handle=handle, prepare=True)
+            run16 = mk.attention_fwd(qb, kb, vb, o16, causal=causal, handle=handle, prepare=True)
+            run8()
+            run16()
+            torch.cuda.synchronize()
+            row["rel_err_vs_bf16"] = rel_err(o8, o16)
+            row["fp8_ms"], row["bf16_ms"], row["cudnn_ms"] = median_ms(run8), None, None
+            if not alone:
+                row["bf16_ms"] = median_ms(run16)
+                try:
+                    row["cudnn_ms"] = median_ms(sdpa_call(SDPBackend.CUDNN_ATTENTION, qb, kb, vb, causal))
+                except RuntimeError as e:
+                    row["cudnn_error"] = str(e).splitlines()[0][:120]
+            for name in ("fp8", "bf16", "cudnn"):
+                ms = row.get(name + "_ms")
+                row[name + "_tflops"] = flops / ms / 1e9 if ms else None
+            row["vs_bf16"] = row["bf16_ms"] / row["fp8_ms"] if row["bf16_ms"] else None
+            row["vs_cudnn"] = row["cudnn_ms"] / row["fp8_ms"] if row["cudnn_ms"] else None
+            rows.append(row)
+            del q, k, v, q8, k8, v8, qb, kb, vb, o8, o16, run8, run16
+            torch.cuda.empty_cache()
+    print("\nfp8 forward (e4m3 Q/K/V, per-tensor descales, bf16 O; vs: time ratio, > 1 fp8 faster; "
+          "error: fp8 O vs mgpu bf16 O on the dequantised inputs)")
+    print("| B | S | Hq/Hkv | D | causal | fp8 TFLOP/s | mgpu bf16 TFLOP/s | cuDNN bf16 TFLOP/s | vs mgpu bf16 | "
+          "vs cuDNN bf16 | rel err |")
+    print("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print("| %d | %d | %d/%d | %d | %s | %.1f | %s | %s | %s | %s | %.1e |" % (
+            r["B"], r["S"], r["Hq"], r["Hkv"], r["D"], "yes" if r["causal"] else "no", r["fp8_tflops"],
+            fmt(r.get("bf16_tflops"), "%.1f"), fmt(r.get("cudnn_tflops"), "%.1f"), fmt(r.get("vs_bf16"), "%.2f"),
+            fmt(r.get("vs_cudnn"), "%.2f"), r["rel_err_vs_bf16"]))
+    sys.stdout.flush()
+    if alone:
+        return rows
+    # Does any SDPA backend take float8 inputs? (small tensors, after the table)
+    q8 = torch.randn(1, 256, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
+                          ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)):
+        try:
+            sdpa_call(backend, q8, q8, q8, False)()
+            torch.cuda.synchronize()
+            verdict = "ran"
+        except (RuntimeError, TypeError, NotImplementedError) as e:
+            verdict = "refused: " + str(e).splitlines()[0][:100]
+        rows[0]["sdpa_fp8_" + name] = verdict
+        print("SDPA %s with float8_e4m3fn inputs: %s" % (name, verdict), flush=True)
+    return rows
+
+
 def print_decode(rows, paged, copy_bw):
     print("\ndecode (Sq = 1, bf16; KV TB/s = K + V bytes / time; copy bandwidth %.2f TB/s read + write)" % (
         copy_bw / 1e12))
@@ -293,7 +372,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lib", default="build/libmgpukernels.so")
     ap.add_argument("--json", default=None)
-    ap.add_argument("--passes", default="fwd,bwd", help="comma-separated: fwd, bwd, decode, paged")
+    ap.add_argument("--passes", default="fwd,bwd", help="comma-separated: fwd, bwd, decode, paged, fp8")
+    ap.add_argument("--fp8-alone", action="store_true", help="fp8 pass: time the fp8 calls only")
     args = ap.parse_args()
     passes = set(args.passes.split(","))
     torch.manual_seed(0)
@@ -304,6 +384,18 @@ def main():
     rows = []
     print("device: %s, torch %s, cuDNN %s" % (torch.cuda.get_device_name(), torch.__version__,
                                               torch.backends.cudnn.version()))
+    if "fp8" in passes:
+        fp8_rows = bench_fp8(mk, handle, alone=args.fp8_alone)
+        bad = [r for r in fp8_rows if not r["rel_err_vs_bf16"] <= 0.05]
+        print("fp8 cross-check: %d of %d rows within 5e-2 of the bf16 forward" % (len(fp8_rows) - len(bad),
+                                                                                  len(fp8_rows)))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fp8": fp8_rows}, f,
+                          indent=1)
+        if not passes - {"fp8"}:
+            handle.close()
+            return 1 if bad else 0
     if passes & {"decode", "paged"}:
         copy_bw = copy_bandwidth()
         decode_rows = bench_decode(mk, handle, copy_bw) if "decode" in passes else []

@@ -8,6 +8,7 @@
 
 #include "../kernels/abi/attention_abi.h"
 #include "../kernels/abi/attention_bwd_abi.h"
+#include "../kernels/abi/attention_fwd_fp8_abi.h"
 #include "../kernels/abi/gather_abi.h"
 #include "../kernels/abi/gemm_abi.h"
 
@@ -87,6 +88,23 @@ static const char *attention_fwd_sm100_check(const struct gen_variant *v)
         a->block_n != MGPU_ATTENTION_FWD_SM100_BLOCK_N(a->head_dim) || a->stages != MGPU_ATTENTION_FWD_SM100_STAGES ||
         v->threads != MGPU_ATTENTION_FWD_SM100_THREADS(a->head_dim))
         return "tile or threads differ from kernels/abi/attention_abi.h (Blackwell)";
+    return NULL;
+}
+
+/* fp8 forward: Q double-buffered (each buffer stages the 16-bit O), K, V and V^T rings. */
+static int attention_fwd_fp8_smem(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    return mgpu_attention_fwd_fp8_smem_bytes(a->block_m, a->block_n, a->stages, MGPU_ATTENTION_FWD_FP8_Q_STAGES);
+}
+
+static const char *attention_fwd_fp8_check(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    if (a->head_dim != MGPU_ATTENTION_FWD_FP8_HEAD_DIM || a->block_m != MGPU_ATTENTION_FWD_BLOCK_M ||
+        a->block_n != MGPU_ATTENTION_FWD_FP8_BLOCK_N || a->stages != MGPU_ATTENTION_FWD_FP8_STAGES ||
+        v->threads != MGPU_ATTENTION_FWD_THREADS)
+        return "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h";
     return NULL;
 }
 
@@ -300,6 +318,24 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@name@(const __grid_constant__ mgpu_attention_fwd_args a)\n"
                 "{\n    mgpu::attn_fwd_combine::combine<@type@>(a);\n}\n",
         .smem_bytes = no_smem,
+    },
+    [GEN_ATTENTION_FWD_FP8_SM90] = {
+        .name = "ATTENTION_FWD_FP8_SM90",
+        .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, 16-bit O (dtype: O's)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_fp8_sm90.cuh",
+        .group = "attention_fwd_fp8_sm90",
+        .entry = "mgpu_attention_fwd_fp8_sm90_e4m3_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdFp8Config<@type@, @head_dim@>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd_fp8<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_fp8_smem,
+        .check = attention_fwd_fp8_check,
     },
     [GEN_KV_CACHE_APPEND_SM90] = {
         .name = "KV_CACHE_APPEND_SM90",

@@ -6,6 +6,7 @@
 
 #include "../kernels/abi/attention_abi.h"
 #include "../kernels/abi/attention_bwd_abi.h"
+#include "../kernels/abi/attention_fwd_fp8_abi.h"
 #include "../kernels/abi/gather_abi.h"
 
 const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
@@ -117,6 +118,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
 
+/* Hopper fp8 attention forward (abi/attention_fwd_fp8_abi.h): e4m3 Q, K, V;
+ * the row's dtype is O's. Head dim 128 only. */
+#define SM90_ATTENTION_FWD_FP8(dt)                                                                          \
+    {GEN_ATTENTION_FWD_FP8_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_THREADS,                                 \
+     .attention = {.head_dim = MGPU_ATTENTION_FWD_FP8_HEAD_DIM, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,       \
+                   .block_n = MGPU_ATTENTION_FWD_FP8_BLOCK_N, .stages = MGPU_ATTENTION_FWD_FP8_STAGES}}
+
 /* Blackwell attention forward: one variant per head dim, tiles and threads
  * from the ABI's Blackwell paragraph (256 query rows as two 128-row Q tiles
  * up to head dim 192, 128 rows at 256; 128 or 64 keys per block; 2 stages). */
@@ -178,6 +186,7 @@ const struct gen_variant gen_variants[] = {
     SM100_ATTENTION_FWD_FAMILY(GEN_BF16) SM100_ATTENTION_FWD_FAMILY(GEN_F16)
     SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
     {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
+    SM90_ATTENTION_FWD_FP8(GEN_BF16), SM90_ATTENTION_FWD_FP8(GEN_F16),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

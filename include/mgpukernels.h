@@ -36,7 +36,8 @@
  *                       windows, soft-cap, GQA,      kernel, S / P / O in tensor memory).
  *                       varlen, LSE; decode (GQA     NOT YET RUN ON HARDWARE: compiled
  *                       packing, key splits),        and SASS-checked only
- *                       paged K/V cache
+ *                       paged K/V cache; e4m3
+ *                       Q/K/V with descales (d 128)
  *   mgpu_kv_cache_append  16-bit K/V rows into a     none yet (ARCH_MISMATCH)
  *                       paged or contiguous cache
  *   mgpu_attention_bwd  as the forward, plus a       none yet (ARCH_MISMATCH)
@@ -596,6 +597,24 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * paged caches run on compute capability 9.0 (10.0: NOT_SUPPORTED), and
  * the decode planning (packing, splits) is 9.0's.
  *
+ * fp8 (qkv_fp8 = 1; compute capability 9.0): Q, K and V hold e4m3
+ * (MGPU_DTYPE_E4M3, one byte per element), O holds dtype (F16 or BF16), the
+ * softmax runs in fp32 (FlashAttention-3's fp8 forward). With descale
+ * factors qd, kd, vd (the values the inputs were divided by when quantised)
+ *   s(i, j) = softmax_scale * qd * kd * <Q[b, i, h, :], K[b, j, h_kv, :]>
+ *   O[b, i, h, :] = vd * sum_j softmax_j(s(i, j)) V[b, j, h_kv, :]
+ * (soft-cap on s as above; the LSE is that of these s). Each factor is
+ * read from its fp32 device array at [b * descale_batch_stride +
+ * h_kv * descale_head_stride], h_kv the query head's KV head (so 0, 0: one
+ * factor per tensor; 0, 1: one per KV head; heads_kv, 1: per sequence and
+ * KV head, FlashAttention-3's layout); a NULL array means 1. Strides are
+ * in elements of Q, K and V (bytes), multiples of 16, bases 16-byte
+ * aligned; O's rules are unchanged. fp8 calls take head_dim 128, fixed
+ * length or varlen, causal, windows, soft-cap, GQA and LSE; paged K/V and
+ * seqused_k get NOT_SUPPORTED, and they are never packed or split.
+ * Probabilities enter P V as e4m3 (3 mantissa bits): O is accurate to a few
+ * percent of its size, not to 16-bit rounding (docs/attention.md).
+ *
  * Descriptors carry their size in their first field: start from
  * MGPU_ATTENTION_FWD_DESC_INIT, then set the fields.
  */
@@ -626,15 +645,24 @@ typedef struct mgpu_attention_fwd_desc {
     int64_t max_blocks_per_seq; /* entries per sequence of block_table */
     int64_t page_size;          /* rows per page: a positive multiple of 16 */
     int64_t num_pages;          /* pages of the K and V caches */
+    /* fp8 inputs; see "fp8" above. All 0/NULL: off (Q, K, V hold dtype). */
+    int qkv_fp8;                /* 1: Q, K, V hold MGPU_DTYPE_E4M3; dtype is O's (F16 or BF16) */
+    const float *q_descale;     /* device fp32 factors, or NULL (1) */
+    const float *k_descale;
+    const float *v_descale;
+    int64_t descale_batch_stride; /* elements: factor of (sequence b, KV head h) at */
+    int64_t descale_head_stride;  /* [b * batch_stride + h * head_stride]; 0, 0: one per tensor */
 } mgpu_attention_fwd_desc;
 
 #define MGPU_ATTENTION_FWD_DESC_INIT                                                                      \
     {sizeof(mgpu_attention_fwd_desc), 0, 0, 0, 0, 0, 0, MGPU_DTYPE_BF16, 0.0f, 0, -1, -1, 0.0f, NULL, NULL, \
-     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL, 0, 0, 0}
+     0, 0, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL, 0, 0, 0, 0, NULL, NULL, NULL, 0, 0}
 
 /* struct_size of descriptors made before the inference fields existed; the
  * library still takes them (the fields then read as 0 / NULL). */
 #define MGPU_ATTENTION_FWD_DESC_SIZE_V1 offsetof(mgpu_attention_fwd_desc, seqused_k)
+/* struct_size of descriptors made before the fp8 fields existed (taken too). */
+#define MGPU_ATTENTION_FWD_DESC_SIZE_V2 offsetof(mgpu_attention_fwd_desc, qkv_fp8)
 
 /*
  * O = attention(Q, K, V) as described above; q, k, v, o are device pointers,
@@ -659,7 +687,11 @@ typedef struct mgpu_attention_fwd_desc {
  * more than one entry),
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim, alignment
  * or stride rules above; MGPU_FORCE_VARIANT naming an attention variant that
- * cannot do this call), WRONG_DEVICE, NO_DRIVER, NO_DEVICE, ARCH_MISMATCH
+ * cannot do this call; fp8 with a head dim other than 128, a paged cache or
+ * seqused_k, or on compute capability 10.0), INVALID_VALUE also for fp8
+ * fields: qkv_fp8 not 0/1, descale arrays without qkv_fp8 or not 4-byte
+ * aligned, descale strides negative or overflowing, WRONG_DEVICE, NO_DRIVER,
+ * NO_DEVICE, ARCH_MISMATCH
  * (devices other than compute capability 9.0 and 10.0), DRIVER_ERROR or
  * LAUNCH_FAILED.
  */

@@ -15,6 +15,29 @@
  * key splits (MGPU_FORCE_PACK_GQA / MGPU_FORCE_NUM_SPLITS through force.h)
  * together with masks, soft-cap, varlen and layouts. MGPU_TEST_QUICK=1 runs
  * a few small cases (for compute-sanitizer). Exits 77 without a device.
+ *
+ * With the argument "fp8" it runs the fp8 forward's cases instead (qkv_fp8:
+ * e4m3 Q, K, V drawn as N(0, 2^2) rounded to e4m3, descale factors per
+ * tensor, per KV head, per sequence and KV head, or none). The reference is
+ * the same, on the dequantised inputs: the fp8 values decoded exactly to
+ * fp32, scores times softmax_scale * q_descale * k_descale, O times
+ * v_descale. Tolerance (MAX_REL_ERR_FP8): the kernel rounds each
+ * probability to e4m3 before P V, a relative error delta_j of at most 2^-4
+ * (3 mantissa bits, round to nearest; the row maximum itself is exact),
+ * uniform, so rms 2^-4 / sqrt(3) = 0.036. The error of O is
+ * sum_j delta_j p_j v_j / l, whose mean square over random V is
+ * (2^-8 / 3) sum_j p_j^2 v_j^2 / l^2 against the reference's
+ * sum_j p_j^2 v_j^2 / l^2: an expected relative error of 0.036 whatever the
+ * softmax's shape (less when a few exactly-rounded maxima dominate). The
+ * other terms are far smaller (scores: products of e4m3 values are exact,
+ * sums in the tensor cores' accumulators; O's 16-bit rounding 2^-9).
+ * MAX_REL_ERR_FP8 = 0.05 leaves 1.4x over that expectation; a wrong key
+ * order, descale or mask gives errors near 1. The LSE comes from the fp32
+ * probabilities, but its scores from fp8 wgmma, whose tensor cores add the
+ * (exact) e4m3 products with fewer bits than fp32 (test_gemm_fp8_gpu.c,
+ * docs/decisions/006): measured on H100 2.3e-2 at |LSE| ~ 50 (relative
+ * 5e-4, ~2^-11). So fp8 cases allow MAX_LSE_ERR + LSE_REL_FP8 * |LSE|,
+ * LSE_REL_FP8 = 2^-9.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -27,8 +50,12 @@
 #include "attention_test_util.h"
 #include "force.h"
 #include "gpu_util.h"
+#include "test_gemm_ref.h"
 
 #define MAX_REL_ERR 1e-2
+#define MAX_REL_ERR_FP8 0.05 /* see above */
+#define FP8_INPUT_SCALE 2.0f /* inputs N(0, 2^2) before rounding to e4m3 */
+#define LSE_REL_FP8 (1.0 / 512) /* see above */
 #define MAX_LSE_ERR 1e-2
 #define POISON_16 0xffffu
 #define REF_GPU_WORK ((int64_t)1 << 27) /* Sq * Sk * d of a head above which the reference uses cuBLAS */
@@ -46,7 +73,11 @@ struct tcase {
     int no_lse;
     int pack;   /* MGPU_FORCE_PACK_GQA for the call: 1 on, -1 off, 0 the planner's choice */
     int splits; /* MGPU_FORCE_NUM_SPLITS for the call; 0 the planner's choice */
+    int fp8;    /* e4m3 inputs with descales: FP8_* below; 0: 16-bit inputs */
 };
+
+/* Descale arrays of fp8 cases: index (sequence b, KV head h) at b * batch + h * head strides. */
+enum { FP8_PER_TENSOR = 1, FP8_PER_HEAD, FP8_PER_SEQ_HEAD, FP8_NO_DESCALE };
 
 struct tensor {
     void *dev;
@@ -79,6 +110,15 @@ static void tensor_fill(struct tensor *t, mgpu_dtype dt)
     cudaMemcpy(raw, t->dev, t->elems * 2, cudaMemcpyDeviceToHost);
     for (size_t i = 0; i < t->elems; i++)
         t->val[i] = host_load_elem(&raw[i], dt);
+    free(raw);
+}
+
+/* e4m3 values (N(0, FP8_INPUT_SCALE^2) rounded), their exact floats in val. */
+static void tensor_fill_fp8(struct tensor *t)
+{
+    uint8_t *raw = malloc(t->elems + 1);
+    ref_fill_normal(raw, t->val, MGPU_DTYPE_E4M3, t->elems, seed_counter++, FP8_INPUT_SCALE);
+    cudaMemcpy(t->dev, raw, t->elems, cudaMemcpyHostToDevice);
     free(raw);
 }
 
@@ -158,7 +198,10 @@ static void run_case(mgpu_handle *h, struct tcase c)
               c.hkv, (long long)total_q, (long long)total_k);
         mgpu_attention_strides st = strides_for(DENSE, total_q, 3 * c.hq, c.d);
         tensor_alloc(&fused, span_of(&st, nb, total_q, 3 * c.hq, c.d));
-        tensor_fill(&fused, dt);
+        if (c.fp8)
+            tensor_fill_fp8(&fused);
+        else
+            tensor_fill(&fused, dt);
         struct tensor *parts[3] = {&q, &k, &v};
         for (int i = 0; i < 3; i++) {
             *parts[i] = fused;
@@ -173,10 +216,33 @@ static void run_case(mgpu_handle *h, struct tcase c)
         tensor_alloc(&q, span_of(&q.st, nb, total_q, c.hq, c.d));
         tensor_alloc(&k, span_of(&k.st, nb, total_k, c.hkv, c.d));
         tensor_alloc(&v, span_of(&v.st, nb, total_k, c.hkv, c.d));
-        tensor_fill(&q, dt);
-        tensor_fill(&k, dt);
-        tensor_fill(&v, dt);
+        struct tensor *in[3] = {&q, &k, &v};
+        for (int i = 0; i < 3; i++) {
+            if (c.fp8)
+                tensor_fill_fp8(in[i]);
+            else
+                tensor_fill(in[i], dt);
+        }
     }
+    /* fp8: descale factors in [0.25, 0.75) (3 arrays of batch x hkv) and their strides. */
+    float *descale_host = NULL, *descale_dev = NULL;
+    int64_t ds_batch = 0, ds_head = 0;
+    if (c.fp8) {
+        const size_t n_ds = (size_t)c.batch * c.hkv;
+        descale_host = malloc(3 * n_ds * sizeof(float));
+        uint64_t ds = seed_counter++;
+        for (size_t i = 0; i < 3 * n_ds; i++)
+            descale_host[i] = 0.25f + (float)pick(&ds, 0, 999) / 2000.0f;
+        cudaMalloc((void **)&descale_dev, 3 * n_ds * sizeof(float));
+        cudaMemcpy(descale_dev, descale_host, 3 * n_ds * sizeof(float), cudaMemcpyHostToDevice);
+        ds_head = c.fp8 == FP8_PER_HEAD || c.fp8 == FP8_PER_SEQ_HEAD ? 1 : 0;
+        ds_batch = c.fp8 == FP8_PER_SEQ_HEAD ? c.hkv : 0;
+    }
+    /* The factor of tensor `which` (0 q, 1 k, 2 v) for (b, hk); 1 without arrays. */
+#define DESCALE(which, b, hk)                                                                                   \
+    (c.fp8 && c.fp8 != FP8_NO_DESCALE                                                                       \
+         ? descale_host[(size_t)(which) * c.batch * c.hkv + (size_t)((b) * ds_batch + (hk) * ds_head)]       \
+         : 1.0f)
     o.st = strides_for(c.layout == FUSED ? PADDED : c.layout, total_q, c.hq, c.d);
     tensor_alloc(&o, span_of(&o.st, nb, total_q, c.hq, c.d));
     poison(o.dev, o.elems * 2);
@@ -213,6 +279,18 @@ static void run_case(mgpu_handle *h, struct tcase c)
         desc.v_strides = v.st;
     }
     desc.o_strides = o.st; /* O is always given explicitly; DENSE gives dense values */
+    if (c.fp8) {
+        desc.qkv_fp8 = 1;
+        if (c.fp8 != FP8_NO_DESCALE) {
+            const size_t n_ds = (size_t)c.batch * c.hkv;
+            desc.q_descale = descale_dev;
+            desc.k_descale = descale_dev + n_ds;
+            desc.v_descale = descale_dev + 2 * n_ds;
+            desc.descale_batch_stride = ds_batch;
+            desc.descale_head_stride = ds_head;
+        }
+    }
+    const int esz = c.fp8 ? 1 : 2;
     if (c.pack)
         force_setenv("MGPU_FORCE_PACK_GQA", c.pack > 0 ? "1" : "0");
     if (c.splits) {
@@ -220,9 +298,9 @@ static void run_case(mgpu_handle *h, struct tcase c)
         snprintf(n, sizeof n, "%d", c.splits);
         force_setenv("MGPU_FORCE_NUM_SPLITS", n);
     }
-    mgpu_status s = mgpu_attention_fwd(h, &desc, (const uint16_t *)q.dev + q.offset,
-                                       (const uint16_t *)k.dev + k.offset, (const uint16_t *)v.dev + v.offset, o.dev,
-                                       c.no_lse ? NULL : lse_dev);
+    mgpu_status s = mgpu_attention_fwd(h, &desc, (const char *)q.dev + q.offset * esz,
+                                       (const char *)k.dev + k.offset * esz, (const char *)v.dev + v.offset * esz,
+                                       o.dev, c.no_lse ? NULL : lse_dev);
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
     cudaError_t ce = cudaDeviceSynchronize();
@@ -244,7 +322,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
     float *pv = malloc(sizeof(float) * (size_t)max_sq * c.d), *rmax = malloc(sizeof(float) * max_sq);
     double *rsum = malloc(sizeof(double) * max_sq);
     float *q_gpu = NULL, *k_gpu = NULL, *v_gpu = NULL;
-    double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0;
+    double err2 = 0, ref2 = 0, max_abs = 0, lse_max = 0, lse_excess = 0;
     long bad = 0, lse_bad = 0, gpu_heads = 0;
     for (int b = 0; b < c.batch; b++) {
         const int Sq = lq[b], Sk = lk[b], diag = Sk - Sq;
@@ -257,6 +335,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
         }
         for (int hh = 0; hh < c.hq; hh++) {
             const int hk = hh / group;
+            const float qk_factor = DESCALE(0, b, hk) * DESCALE(1, b, hk), v_factor = DESCALE(2, b, hk);
             if (on_gpu && Sq > 0 && Sk > 0) {
                 gpu_dots(q_gpu + (row_of(&q, bb, qo, hh) - q.val), q.st.seq, k_gpu + (row_of(&k, bb, ko, hk) - k.val),
                          k.st.seq, Sq, Sk, c.d, dots);
@@ -278,7 +357,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
                         for (int x = 0; x < c.d; x++)
                             dot += qr[x] * kr[x];
                     }
-                    float sv = dot * scale;
+                    float sv = dot * scale * qk_factor;
                     if (c.softcap > 0)
                         sv = c.softcap * tanhf(sv / c.softcap);
                     pr[j] = sv;
@@ -314,7 +393,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
                 const float mx = rmax[i];
                 const int64_t row = bb * o.st.batch + (qo + i) * o.st.seq + hh * o.st.head;
                 for (int x = 0; x < c.d; x++) {
-                    const double ref = sum > 0 ? pv[(size_t)i * c.d + x] / sum : 0.0;
+                    const double ref = sum > 0 ? pv[(size_t)i * c.d + x] / sum * v_factor : 0.0;
                     const float got = host_load_elem(&oh[row + x], dt);
                     written[row + x] = 1;
                     if (!isfinite(got)) {
@@ -334,8 +413,10 @@ static void run_case(mgpu_handle *h, struct tcase c)
                     lse_bad += !(isinf(lg) && lg > 0);
                 else if (!isfinite(lg))
                     lse_bad++;
-                else
+                else {
                     lse_max = fmax(lse_max, fabs(lg - lref));
+                    lse_excess = fmax(lse_excess, fabs(lg - lref) - (c.fp8 ? LSE_REL_FP8 * fabs(lref) : 0.0));
+                }
             }
         }
     }
@@ -343,11 +424,13 @@ static void run_case(mgpu_handle *h, struct tcase c)
     for (size_t e = 0; e < o.elems; e++)
         clobbered += !written[e] && oh[e] != POISON_16;
     const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
-    const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 && rel <= MAX_REL_ERR &&
-                     lse_max <= MAX_LSE_ERR;
-    printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s pack=%d "
+    const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && lse_bad == 0 && clobbered == 0 &&
+                     rel <= (c.fp8 ? MAX_REL_ERR_FP8 : MAX_REL_ERR) && lse_excess <= MAX_LSE_ERR;
+    static const char *const fp8_modes[] = {"", " e4m3 descale/tensor", " e4m3 descale/head",
+                                            " e4m3 descale/seq,head", " e4m3 no-descale"};
+    printf("%s%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s pack=%d "
            "splits=%d: rel=%.2e maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
-           pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
+           pass ? "PASS" : "FAIL", fp8_modes[c.fp8], dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
            c.causal, c.wl, c.wr, (double)c.softcap, (double)scale, layout_name(c.layout), c.varlen ? " varlen" : "",
            c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", c.pack, c.splits, rel, max_abs, lse_max,
            bad, lse_bad, clobbered);
@@ -380,6 +463,9 @@ static void run_case(mgpu_handle *h, struct tcase c)
         tensor_free(&v);
     }
     tensor_free(&o);
+    free(descale_host);
+    cudaFree(descale_dev);
+#undef DESCALE
     cudaFree(lse_dev);
     cudaFree(cq_dev);
     cudaFree(ck_dev);
@@ -525,7 +611,90 @@ static void full_cases(mgpu_handle *h)
          .layout = PADDED, .no_lse = 1);
 }
 
-int main(void)
+/* fp8 inputs (qkv_fp8), head dim 128: odd lengths, causal, GQA / MQA,
+ * windows, soft-cap, varlen with an empty query sequence, layouts, each
+ * descale mode, both output dtypes, the persistent grids. */
+static void fp8_quick_cases(mgpu_handle *h)
+{
+    CASE(.batch = 1, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_TENSOR);
+    CASE(.batch = 3, .sq = 130, .sk = 150, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .fp8 = FP8_PER_SEQ_HEAD);
+    /* persistent grid, CTAs taking up to 3 tiles */
+    CASE(.batch = 2, .sq = 520, .sk = 300, .hq = 30, .hkv = 6, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_HEAD);
+    /* causal persistent grid with dynamic tiles, twice (counter back at 0) */
+    for (int rep = 0; rep < 2; rep++)
+        CASE(.batch = 3, .sq = 700, .sk = 650, .hq = 16, .hkv = 4, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+             .wr = -1, .fp8 = FP8_PER_SEQ_HEAD);
+}
+
+static void fp8_full_cases(mgpu_handle *h)
+{
+    fp8_quick_cases(h);
+    static const int lens[] = {1, 17, 127, 128, 129, 1000};
+    for (int i = 0; i < 6; i++)
+        for (int causal = 0; causal < 2; causal++)
+            CASE(.batch = 1, .sq = lens[i], .sk = lens[i], .hq = 2, .hkv = 2, .d = 128, .dtype = causal ? F16 : BF16,
+                 .causal = causal, .wl = -1, .wr = -1, .fp8 = FP8_PER_TENSOR + i % 4);
+    static const int qk[][2] = {{17, 300}, {300, 17}, {129, 1000}, {1000, 129}, {1, 513}, {200, 1}};
+    for (int i = 0; i < 6; i++)
+        for (int causal = 0; causal < 2; causal++)
+            CASE(.batch = 2, .sq = qk[i][0], .sk = qk[i][1], .hq = 2, .hkv = 1, .d = 128, .dtype = i % 2 ? F16 : BF16,
+                 .causal = causal, .wl = -1, .wr = -1, .fp8 = FP8_PER_SEQ_HEAD);
+    /* GQA 8:1, MQA */
+    CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_HEAD);
+    CASE(.batch = 1, .sq = 200, .sk = 390, .hq = 6, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_TENSOR);
+    /* windows, soft-cap, explicit scales */
+    CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = 100, .wr = 50,
+         .fp8 = FP8_PER_HEAD);
+    CASE(.batch = 1, .sq = 700, .sk = 700, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = 200, .wr = -1,
+         .fp8 = FP8_PER_TENSOR);
+    CASE(.batch = 1, .sq = 500, .sk = 500, .hq = 2, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .softcap = 30.0f, .fp8 = FP8_PER_SEQ_HEAD);
+    CASE(.batch = 1, .sq = 300, .sk = 300, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .scale = 0.3f, .softcap = 5.0f, .fp8 = FP8_PER_HEAD);
+    CASE(.batch = 1, .sq = 200, .sk = 300, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .wl = -1, .wr = -1,
+         .scale = 0.3f, .fp8 = FP8_NO_DESCALE);
+    /* varlen (ragged, an empty query sequence), layouts, no LSE */
+    CASE(.batch = 4, .sq = 300, .sk = 300, .hq = 4, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1, .varlen = 1,
+         .fp8 = FP8_PER_SEQ_HEAD);
+    CASE(.batch = 4, .sq = 300, .sk = 400, .hq = 4, .hkv = 2, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .fp8 = FP8_PER_HEAD);
+    CASE(.batch = 3, .sq = 130, .sk = 130, .hq = 3, .hkv = 3, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .layout = FUSED, .fp8 = FP8_PER_TENSOR);
+    CASE(.batch = 2, .sq = 300, .sk = 300, .hq = 4, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .layout = BHSD, .fp8 = FP8_PER_SEQ_HEAD);
+    CASE(.batch = 2, .sq = 900, .sk = 900, .hq = 20, .hkv = 20, .d = 128, .dtype = F16, .wl = -1, .wr = -1,
+         .no_lse = 1, .fp8 = FP8_PER_HEAD);
+    /* long sequences, cuBLAS-backed reference */
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_HEAD);
+    CASE(.batch = 1, .sq = 4096, .sk = 4096, .hq = 2, .hkv = 2, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1, .fp8 = FP8_PER_TENSOR);
+}
+
+/* What the fp8 forward refuses, on the device too. */
+static void fp8_refusals(mgpu_handle *h)
+{
+    void *buf = NULL;
+    cudaMalloc(&buf, 1 << 20);
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = 1;
+    d.seqlen_q = d.seqlen_k = 64;
+    d.heads_q = d.heads_kv = 1;
+    d.head_dim = 64;
+    d.qkv_fp8 = 1;
+    CHECK_STATUS(mgpu_attention_fwd(h, &d, buf, buf, buf, buf, NULL), MGPU_STATUS_NOT_SUPPORTED);
+    d.head_dim = 128;
+    d.seqused_k = (const int32_t *)buf;
+    CHECK_STATUS(mgpu_attention_fwd(h, &d, buf, buf, buf, buf, NULL), MGPU_STATUS_NOT_SUPPORTED);
+    cudaFree(buf);
+}
+
+int main(int argc, char **argv)
 {
     if (!gpu_available()) {
         printf("no CUDA device: skipped\n");
@@ -537,7 +706,14 @@ int main(void)
     if (!h || !ref_blas)
         return check_exit();
     const char *quick = getenv("MGPU_TEST_QUICK");
-    if (quick && quick[0] == '1') {
+    const int fp8 = argc > 1 && strcmp(argv[1], "fp8") == 0;
+    if (fp8) {
+        if (quick && quick[0] == '1')
+            fp8_quick_cases(h);
+        else
+            fp8_full_cases(h);
+        fp8_refusals(h);
+    } else if (quick && quick[0] == '1') {
         quick_cases(h);
         CASE(.batch = 3, .sq = 5, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1,
              .wr = -1, .pack = 1, .splits = 3);

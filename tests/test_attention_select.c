@@ -641,6 +641,100 @@ static void test_selection_sm100(void)
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_NOT_SUPPORTED);
 }
 
+/* ---- fp8 inputs (qkv_fp8) ------------------------------------------------ */
+
+#define DESCALE_ADDR ((const float *)(uintptr_t)0x7f6000000000)
+
+static void test_fp8(void)
+{
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    mgpu_status s;
+    /* validation: values (INVALID_VALUE) and what the kernel lacks (NOT_SUPPORTED) */
+    EXPECT(d_.qkv_fp8 = 1, MGPU_STATUS_SUCCESS);
+    CHECK(p.qkv_fp8 == 1 && p.q_descale == 0, "fp8 problem");
+    EXPECT((d_.qkv_fp8 = 1, d_.q_descale = d_.k_descale = d_.v_descale = DESCALE_ADDR, d_.descale_head_stride = 1,
+            d_.descale_batch_stride = 4),
+           MGPU_STATUS_SUCCESS);
+    CHECK(p.q_descale == (uintptr_t)DESCALE_ADDR && p.descale_batch_stride == 4 && p.descale_head_stride == 1,
+          "descale fields");
+    EXPECT(d_.qkv_fp8 = 2, MGPU_STATUS_INVALID_VALUE);
+    EXPECT(d_.q_descale = DESCALE_ADDR, MGPU_STATUS_INVALID_VALUE);           /* descales without fp8 */
+    EXPECT(d_.descale_head_stride = 1, MGPU_STATUS_INVALID_VALUE);
+    EXPECT((d_.qkv_fp8 = 1, d_.v_descale = (const float *)((uintptr_t)DESCALE_ADDR + 2)), MGPU_STATUS_INVALID_VALUE);
+    EXPECT((d_.qkv_fp8 = 1, d_.descale_batch_stride = -1), MGPU_STATUS_INVALID_VALUE);
+    EXPECT((d_.qkv_fp8 = 1, d_.descale_batch_stride = INT64_MAX / 2), MGPU_STATUS_INVALID_VALUE);
+    EXPECT((d_.qkv_fp8 = 1, d_.head_dim = 64), MGPU_STATUS_NOT_SUPPORTED);
+    EXPECT((d_.qkv_fp8 = 1, d_.seqused_k = (const int32_t *)DESCALE_ADDR), MGPU_STATUS_NOT_SUPPORTED);
+    EXPECT((d_.qkv_fp8 = 1, d_.q_strides.head = 136, d_.q_strides.seq = 16 * 136, d_.q_strides.batch = 1000 * 16 * 136),
+           MGPU_STATUS_NOT_SUPPORTED); /* a multiple of 8, not of 16, elements */
+    EXPECT((d_.qkv_fp8 = 1, d_.dtype = MGPU_DTYPE_E4M3), MGPU_STATUS_UNSUPPORTED_DTYPE); /* O stays 16-bit */
+    /* a descriptor of the pre-fp8 size reads the fp8 fields as 0 */
+    {
+        mgpu_attention_fwd_desc d = base_desc();
+        d.struct_size = MGPU_ATTENTION_FWD_DESC_SIZE_V2;
+        d.qkv_fp8 = 1;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        CHECK(p.qkv_fp8 == 0, "V2 descriptor: fp8 fields ignored");
+    }
+
+    if (!has_attention_cc(9, 0))
+        return;
+    static const mgpu_dtype outs[] = {MGPU_DTYPE_BF16, MGPU_DTYPE_F16};
+    for (int i = 0; i < 2; i++) {
+        mgpu_attention_fwd_desc d = base_desc();
+        d.dtype = outs[i];
+        d.qkv_fp8 = 1;
+        d.k_descale = DESCALE_ADDR;
+        d.descale_head_stride = 1;
+        d.seqlen_q = 4; /* a decode shape: still neither packed nor split */
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "fp8 select: %s", mgpu_last_error_message());
+        if (idx < 0)
+            return;
+        const struct mgpu_variant *v = &mgpu_variants[idx];
+        CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
+              "fp8 picked %s", v->name);
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0};
+        mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+        CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
+              "splits");
+        CHECK(plan.args.k_descale == (uint64_t)(uintptr_t)DESCALE_ADDR && plan.args.q_descale == 0 &&
+                  plan.args.descale_head_stride == 1 && plan.args.descale_batch_stride == 0,
+              "fp8 descale args");
+        const struct mgpu_tensor_map_desc *maps[3] = {&plan.q_map, &plan.k_map, &plan.v_map};
+        for (int m = 0; m < 3; m++)
+            CHECK(maps[m]->type == MGPU_MAP_U8 && maps[m]->box[0] == 128 && maps[m]->dims[0] == 128 &&
+                      maps[m]->byte_strides[0] == (uint64_t)(m == 0 ? 16 : 4) * 128 && maps[m]->swizzle_128b,
+                  "fp8 map %d over bytes", m);
+        /* 16-bit calls never get the fp8 kind, nor fp8 calls the 16-bit one */
+        d.qkv_fp8 = 0;
+        d.k_descale = NULL;
+        d.descale_head_stride = 0;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx16 = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx16 >= 0 && mgpu_variants[idx16].kind == MGPU_KIND_ATTENTION_FWD_SM90, "16-bit select");
+    }
+    /* long unmasked calls: one CTA per tile; short ones: the persistent grid */
+    mgpu_attention_fwd_desc d = base_desc();
+    d.qkv_fp8 = 1;
+    d.seqlen_q = d.seqlen_k = 1024;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx >= 0) {
+        mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
+        CHECK(plan.grid == 132, "fp8 persistent grid %u", plan.grid);
+    }
+    /* 10.0: no fp8 attention kernel, a clear refusal */
+    d = base_desc();
+    d.qkv_fp8 = 1;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 &&
+              (s == MGPU_STATUS_NOT_SUPPORTED || s == MGPU_STATUS_ARCH_MISMATCH) && mgpu_last_error_message()[0],
+          "fp8 on 10.0: %s", mgpu_status_string(s));
+}
+
 int main(void)
 {
     test_validation();
@@ -648,5 +742,6 @@ int main(void)
     test_plan();
     test_inference_plan();
     test_selection_sm100();
+    test_fp8();
     return check_exit();
 }

@@ -259,6 +259,11 @@ struct mgpu_attention_fwd_args {
     int32_t page_size;         /* rows per page */
     int32_t page_box_rows;     /* rows per TMA box of a paged K / V load: gcd(page_size, kBlockN) */
     int32_t num_pages;         /* pages of the caches (the tensor maps' outer extent) */
+
+    /* ---- fp8 inputs (the ATTENTION_FWD_FP8_SM90 kind, abi/attention_fwd_fp8_abi.h); 0 elsewhere. */
+    uint64_t q_descale, k_descale, v_descale; /* fp32 device arrays, or 0 (factor 1) */
+    int64_t descale_batch_stride;             /* elements; factor of (b, kv head h): [b * batch + h * head] */
+    int64_t descale_head_stride;
 };
 
 /* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes

@@ -79,10 +79,14 @@ __device__ __forceinline__ void apply_softcap(float (&s)[kN], float pre, float p
  * 16-bit P and the fp32 accumulators.
  * kPolyExp2Every: when > 0, every kPolyExp2Every-th group of 8 columns takes
  * its exponentials from poly_exp2 (FMA pipe) instead of ex2 (MUFU).
+ * kMaxOffsetLog2: the probabilities are exp2(s * scale - max + offset), up
+ * to 2^offset instead of 1 (the fp8 forward: e4m3 P keeps its 3 mantissa
+ * bits for probabilities down to 2^(offset - 6) instead of 2^-6); O and the
+ * row sum carry the same factor, the LSE is corrected in finalize().
  */
 constexpr float kRescaleSlackLog2 = 8.f;
 
-template <int kBlockN, bool kLazyRescale = false, int kPolyExp2Every = 0>
+template <int kBlockN, bool kLazyRescale = false, int kPolyExp2Every = 0, int kMaxOffsetLog2 = 0>
 struct OnlineSoftmax {
     float row_max[2];   /* scaled (base-2) running maximum, -inf before any key */
     float row_sum[2];   /* this thread's partial sum of exponentials */
@@ -119,13 +123,14 @@ struct OnlineSoftmax {
             const float max_used = new_max == -INFINITY ? 0.f : new_max;
             correction[h] = new_max == row_max[h] ? 1.f : fast_exp2(row_max[h] - max_used);
             row_max[h] = new_max;
+            const float max_shifted = max_used - static_cast<float>(kMaxOffsetLog2);
             float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float &x = s[4 * j + 2 * h + e];
-                    const float arg = fmaf(x, scale, -max_used);
+                    const float arg = fmaf(x, scale, -max_shifted);
                     if constexpr (kPolyExp2Every > 0) {
                         x = j % kPolyExp2Every == kPolyExp2Every - 1 ? poly_exp2(arg) : fast_exp2(arg);
                     } else {
@@ -153,7 +158,7 @@ struct OnlineSoftmax {
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             const bool empty = !(sum > 0.f);
             o_scale[h] = empty ? 0.f : 1.f / sum;
-            lse[h] = empty ? INFINITY : (row_max[h] + __log2f(sum)) * kLn2;
+            lse[h] = empty ? INFINITY : (row_max[h] - static_cast<float>(kMaxOffsetLog2) + __log2f(sum)) * kLn2;
         }
     }
 };

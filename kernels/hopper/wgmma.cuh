@@ -11,6 +11,8 @@
  *       N in {16, 32, 64, 96, 128, 192, 256}.
  *   wgmma_ss_fp8<TA, TB>(d, desc_a, desc_b, scale_d)          m64nNk32, TA, TB = e4m3 / e5m2,
  *       both K-major (fp8 wgmma has no transpose); N in {128, 192}.
+ *   wgmma_rs_fp8<TA, TB>(d, a, desc_b, scale_d)               m64nNk32, A from registers
+ *       (4 x 32 bits, four 8-bit values each), B K-major; N in {128}.
  *
  * N is the accumulator's: d is float[N / 2], and the overload for that size
  * is the instruction of that shape. scale_d = 0 overwrites d, else adds to it.
@@ -226,6 +228,14 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
                  : __VA_ARGS__                                                                               \
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 
+/* RS fp8 (k32, B K-major only): after the accumulators, a[0..3], desc_b, scale_d. */
+#define MGPU_WGMMA_RS_FP8_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                         \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p5 ", 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #TA "." #TB " {" DREGS "}, {%" #p0        \
+                 ", %" #p1 ", %" #p2 ", %" #p3 "}, %" #p4 ", p, 1, 1;\n}\n"                                 \
+                 : __VA_ARGS__                                                                               \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d))
+
 /* The statement for the C++ operand type(s) of the function being defined. */
 #define MGPU_WGMMA_16BIT_TYPES(BODY, N, R)                                                                   \
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "f16 or bf16 operands");   \
@@ -266,11 +276,20 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
         MGPU_WGMMA_FP8_TYPES(MGPU_WGMMA_FP8_BODY, N, R);                                                      \
     }
 
+#define MGPU_WGMMA_RS_FP8(N, R)                                                                              \
+    template <class TA, class TB>                                                                            \
+    __device__ __forceinline__ void wgmma_rs_fp8(float(&d)[R], const uint32_t(&a)[4], uint64_t desc_b,       \
+                                                 uint32_t scale_d)                                           \
+    {                                                                                                        \
+        MGPU_WGMMA_FP8_TYPES(MGPU_WGMMA_RS_FP8_BODY, N, R);                                                   \
+    }
+
 /* ---- the shapes -------------------------------------------------------------
  * SS 16-bit: attention S = Q K^T (N = key block 80, 112, 128) and its
  * backward's products; the 16-bit GEMM (N = tile_m 64, 128, 256).
  * RS 16-bit: attention O += P V (N = head dim) and its backward's products.
- * SS fp8: the fp8 GEMM (N = tile_m 128, 192). */
+ * SS fp8: the fp8 GEMM (N = tile_m 128, 192), fp8 attention S = Q K^T (N = key block 128).
+ * RS fp8: fp8 attention O += P V (N = head dim 128). */
 MGPU_WGMMA_SS(16, 8)
 MGPU_WGMMA_SS(32, 16)
 MGPU_WGMMA_SS(64, 32)
@@ -291,6 +310,8 @@ MGPU_WGMMA_RS(256, 128)
 
 MGPU_WGMMA_SS_FP8(128, 64)
 MGPU_WGMMA_SS_FP8(192, 96)
+
+MGPU_WGMMA_RS_FP8(128, 64)
 
 /* ---- one GEMM k-step of either kind -------------------------------------------
  *

@@ -88,10 +88,12 @@ _ATTENTION_COMMON = [
 
 
 class AttentionFwdDesc(ctypes.Structure):
-    """mgpu_attention_fwd_desc: the shared fields, then the inference fields (seqused_k, paged K/V)."""
+    """mgpu_attention_fwd_desc: the shared fields, the inference fields (seqused_k, paged K/V), the fp8 fields."""
     _fields_ = _ATTENTION_COMMON + [
         ("seqused_k", c_void_p), ("block_table", c_void_p), ("max_blocks_per_seq", c_int64),
         ("page_size", c_int64), ("num_pages", c_int64),
+        ("qkv_fp8", c_int), ("q_descale", c_void_p), ("k_descale", c_void_p), ("v_descale", c_void_p),
+        ("descale_batch_stride", c_int64), ("descale_head_stride", c_int64),
     ]
 
 

@@ -369,9 +369,30 @@ def _attention_fields(q, k, v, o, causal, softmax_scale, window, softcap, cu_seq
     return f
 
 
+def _descale_fields(q, descales):
+    """The fp8 fields of an attention_fwd descriptor: qkv_fp8 and the descale arrays (float32, one
+    element, (heads_kv,) or (batch, heads_kv); all three alike) with their strides."""
+    f = dict(qkv_fp8=1)
+    shaped = None
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        if d is None:
+            continue
+        if d.dtype != "float32":
+            raise TypeError(f"{name}: float32 expected, got {d.dtype}")
+        f[name] = d.ptr
+        if shaped is not None and (d.shape != shaped.shape or d.strides != shaped.strides):
+            raise ValueError("q_descale, k_descale and v_descale must have one shape and strides")
+        shaped = d
+    if shaped is not None and len(shaped.shape) >= 1 and shaped.shape[-1] > 1:
+        f["descale_head_stride"] = shaped.strides[-1]
+    if shaped is not None and len(shaped.shape) == 2 and shaped.shape[0] > 1:
+        f["descale_batch_stride"] = shaped.strides[0]
+    return f
+
+
 def attention_fwd(q, k, v, out, lse=None, *, causal=False, softmax_scale=None, window=(-1, -1), softcap=0.0,
                   cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, seqused_k=None,
-                  block_table=None, handle=None, prepare=False):
+                  block_table=None, q_descale=None, k_descale=None, v_descale=None, handle=None, prepare=False):
     """out = softmax(scale * q k^T [masked]) v (mgpu_attention_fwd), float16 or bfloat16.
 
     q, out: (batch, seq_q, heads_q, head_dim); k, v: (batch, seq_k, heads_kv, head_dim); or, with
@@ -381,11 +402,15 @@ def attention_fwd(q, k, v, out, lse=None, *, causal=False, softmax_scale=None, w
     softmax_scale None: 1 / sqrt(head_dim). seqused_k: None or int32 (batch,), the keys each
     sequence uses. block_table: None or int32 (batch, max_blocks_per_seq) page indices; k, v are
     then caches (num_pages, page_size, heads_kv, head_dim), seqused_k is required and
-    max_seqlen_k (default max_blocks_per_seq * page_size) bounds it."""
+    max_seqlen_k (default max_blocks_per_seq * page_size) bounds it. fp8: q, k, v float8_e4m3fn (out
+    float16 / bfloat16) with optional float32 descale factors q_descale, k_descale, v_descale of one
+    element, (heads_kv,) or (batch, heads_kv) (include/mgpukernels.h, "fp8")."""
     h = handle or default_handle()
-    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table)
-    dq, dk, dv, do, dl, cq, ck, du, dt = (None if x is None else describe(x, h.stream) for x in arrays)
+    arrays = (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, q_descale, k_descale, v_descale)
+    dq, dk, dv, do, dl, cq, ck, du, dt, qd, kd, vd = (None if x is None else describe(x, h.stream) for x in arrays)
     f = _attention_fields(dq, dk, dv, do, causal, softmax_scale, window, softcap, cq, ck, max_seqlen_q, max_seqlen_k)
+    if dq.dtype == "float8_e4m3fn":
+        f.update(dtype=_dtype_code(do, "out"), **_descale_fields(dq, (qd, kd, vd)))
     if du is not None:
         f.update(seqused_k=du.ptr)
     if dt is not None:

@@ -29,6 +29,10 @@ struct mgpu_attention_problem {
     /* Forward only (zero elsewhere): paged K / V and per-sequence key counts. */
     uintptr_t block_table, seqused_k;
     int64_t page_size, max_blocks_per_seq, num_pages;
+    /* Forward only: fp8 inputs (attention_fp8.c). */
+    int qkv_fp8;
+    uintptr_t q_descale, k_descale, v_descale;
+    int64_t descale_batch_stride, descale_head_stride;
 };
 
 /* The fields both descriptors share, in their order. */

@@ -18,7 +18,10 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
     mgpu_log("attention_fwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) "
              "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
-             (long long)p->heads_kv, (long long)p->head_dim, p->dtype == MGPU_DTYPE_BF16 ? "bf16" : "f16", p->causal,
+             (long long)p->heads_kv, (long long)p->head_dim,
+             p->qkv_fp8 ? (p->dtype == MGPU_DTYPE_BF16 ? "e4m3->bf16" : "e4m3->f16")
+                        : (p->dtype == MGPU_DTYPE_BF16 ? "bf16" : "f16"),
+             p->causal,
              p->window_left, p->window_right, (double)p->softcap, p->varlen ? " varlen" : "", p->lse ? " lse" : "",
              p->seqused_k ? " seqused_k" : "", p->block_table ? " paged" : "", v->name, forced ? " (forced)" : "",
              plan->grid, plan->dynamic ? " (dynamic tiles)" : "", plan->args.pack_gqa, plan->args.num_splits,

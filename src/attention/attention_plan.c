@@ -13,6 +13,8 @@
  */
 #include "attention_plan.h"
 
+#include "attention_fwd_fp8_abi.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -67,7 +69,8 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
 {
     if (!desc)
         return mgpu_fail(MGPU_STATUS_NULL_POINTER, "desc is NULL");
-    if (desc->struct_size != sizeof(mgpu_attention_fwd_desc) && desc->struct_size != MGPU_ATTENTION_FWD_DESC_SIZE_V1)
+    if (desc->struct_size != sizeof(mgpu_attention_fwd_desc) && desc->struct_size != MGPU_ATTENTION_FWD_DESC_SIZE_V1 &&
+        desc->struct_size != MGPU_ATTENTION_FWD_DESC_SIZE_V2)
         return mgpu_fail(MGPU_STATUS_INVALID_VALUE,
                          "desc->struct_size is %zu, expected %zu: start from MGPU_ATTENTION_FWD_DESC_INIT",
                          desc->struct_size, sizeof(mgpu_attention_fwd_desc));
@@ -103,6 +106,8 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
         return mgpu_fail(MGPU_STATUS_INVALID_VALUE, "lse must be 4-byte aligned (an fp32 array)");
 
     s = check_inference_fields(desc, &p);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = mgpu_attention_fwd_check_fp8_fields(desc, &p);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
 
@@ -129,6 +134,8 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
     }
     if (s == MGPU_STATUS_SUCCESS)
         s = mgpu_attention_check_kernel_rules(&p, tensors, 4);
+    if (s == MGPU_STATUS_SUCCESS)
+        s = mgpu_attention_fwd_check_fp8_rules(&p);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     *out = p;
@@ -137,14 +144,15 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
 
 static int is_attention_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_FWD_SM90 || k == MGPU_KIND_ATTENTION_FWD_SM100;
+    return k == MGPU_KIND_ATTENTION_FWD_SM90 || k == MGPU_KIND_ATTENTION_FWD_SM100 ||
+           k == MGPU_KIND_ATTENTION_FWD_FP8_SM90;
 }
 
 /* The sm_100a forward runs one work tile per CTA (attention_abi.h, its
  * Blackwell paragraph): no persistent grid, no dynamic tiles. */
 static int variant_takes_persistent_grid(const struct mgpu_variant *v)
 {
-    return v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
+    return v->kind == MGPU_KIND_ATTENTION_FWD_SM90 || v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90;
 }
 
 /* Per-sequence key counts and paged caches are read by the sm_90a kernel only. */
@@ -153,6 +161,8 @@ static int attention_fits(const struct mgpu_variant *v, const void *ctx)
     const struct mgpu_attention_problem *p = ctx;
     if ((p->seqused_k || p->block_table) && v->kind != MGPU_KIND_ATTENTION_FWD_SM90)
         return 0;
+    if (p->qkv_fp8 != (v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90))
+        return 0; /* fp8 inputs: the fp8 kind, whose dtype is O's */
     return v->dtype == p->dtype && v->attention.head_dim == p->head_dim;
 }
 
@@ -406,7 +416,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     const int unwindowed = !p->varlen && !p->seqused_k && !p->block_table && p->window_left < 0 &&
                            p->window_right < 0;
     const int short_loop = mgpu_cdiv(p->seqlen_k, block_n) <= PERSISTENT_MAX_KEY_BLOCKS;
-    const int q_stages = mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
+    const int q_stages = v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90
+                             ? MGPU_ATTENTION_FWD_FP8_Q_STAGES /* abi/attention_fwd_fp8_abi.h */
+                             : mgpu_attention_fwd_q_stages(block_m, block_n, v->attention.head_dim, v->attention.stages);
     const int persistent = variant_takes_persistent_grid(v) && unwindowed && short_loop && q_stages == 2 &&
                            sms < tiles && a->num_splits == 1;
     out->grid = (unsigned)(persistent ? sms : tiles * a->num_splits);
@@ -422,6 +434,8 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         lpt = lpt < 1 ? 1 : lpt > pairs ? pairs : lpt;
         a->lpt_group = (int32_t)lpt;
     }
+    if (v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90)
+        mgpu_attention_fwd_plan_fp8(p, out);
 }
 
 /* Places the partial buffers at the workspace's base. */

@@ -83,6 +83,14 @@ void mgpu_attention_fwd_place_partials(struct mgpu_attention_plan *plan, uint64_
 mgpu_status mgpu_kv_cache_append_validate(const mgpu_kv_cache_append_desc *desc, const void *k_new, const void *v_new,
                                           void *k_cache, void *v_cache, struct mgpu_kv_cache_append_args *out);
 
+/* fp8 forward (attention_fp8.c). The descriptor's fp8 fields into *p:
+ * INVALID_VALUE for bad values; called after the inference fields. */
+mgpu_status mgpu_attention_fwd_check_fp8_fields(const mgpu_attention_fwd_desc *desc, struct mgpu_attention_problem *p);
+/* What the fp8 kernel cannot do (NOT_SUPPORTED): after the shared kernel rules. */
+mgpu_status mgpu_attention_fwd_check_fp8_rules(const struct mgpu_attention_problem *p);
+/* The fp8 variant's plan: descale arguments, Q / K / V maps over bytes. */
+void mgpu_attention_fwd_plan_fp8(const struct mgpu_attention_problem *p, struct mgpu_attention_plan *plan);
+
 /* The combine and KV-append helper variants for a dtype (-1 with *status set when absent). */
 int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *caps, mgpu_status *status);
 int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status *status);
