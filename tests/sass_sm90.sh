@@ -3,8 +3,12 @@
 # (mgpu_gemm_sm90_*) must be free of local memory, i.e. no register spills:
 #   LDL / STL     none in the SASS that cuobjdump disassembles
 #   LOCAL         0 bytes in cuobjdump -res-usage
-# and must use the tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG). Prints one
-# line of counts per entry.
+# and must use the tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG), with
+# wgmma issued in batches: every batch of the GEMM main loops is 4 or more
+# instructions behind one WARPGROUP.ARRIVE, so as many ARRIVEs as HGMMA / QGMMA
+# means ptxas serialized them (its info message C7514, which does not fail the
+# build: each wgmma waits for the previous one). Prints one line of counts per
+# entry.
 #
 #   tests/sass_sm90.sh build/gemm_sm90_ws.cubin
 #
@@ -15,15 +19,16 @@ set -uo pipefail
 source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm90a GEMM" sm90a
-# One pass over the SASS: per entry, the counts (name HGMMA UTMALDG LDL STL).
+# One pass over the SASS: per entry, the counts (name HGMMA UTMALDG LDL STL ARRIVE).
 counts=$(awk '
-    /Function : / { f = $3; if (f ~ /^mgpu_gemm_sm90_/) { order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
+    /Function : / { f = $3; if (f ~ /^mgpu_gemm_sm90_/) { order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = arr[f] = 0 } else f = ""; next }
     f == "" { next }
     /[[:space:]][HQ]GMMA/ { mma[f]++ }
+    /[[:space:]]WARPGROUP\.ARRIVE/ { arr[f]++ }
     /[[:space:]]UTMALDG/ { ldg[f]++ }
     /[[:space:]]LDL/ { ldl[f]++ }
     /[[:space:]]STL/ { stl[f]++ }
-    END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g] } }' <<<"$sass")
+    END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g], arr[g] } }' <<<"$sass")
 if [[ -z "$counts" ]]; then
     echo "no mgpu_gemm_sm90_* entry in $cubin"
     exit 1
@@ -33,15 +38,17 @@ usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f,
 
 fail=0
 n=0
-printf '%-52s %6s %8s %5s %5s %6s %5s\n' entry xGMMA UTMALDG LDL STL LOCAL REG
-while read -r e mma ldg ldl stl; do
+printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' entry xGMMA ARRIVE UTMALDG LDL STL LOCAL REG
+while read -r e mma ldg ldl stl arr; do
     n=$((n + 1))
     line=$(grep -m1 "^$e " <<<"$usage")
     local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
     regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
-    printf '%-52s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+    printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$arr" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" \
+        "${regs:-?}"
     bad=()
     (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
+    (( arr < mma )) || bad+=("wgmma serialized ($arr WARPGROUP.ARRIVE for $mma HGMMA / QGMMA: ptxas C7514)")
     (( ldg >= 1 )) || bad+=("no UTMALDG")
     (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
     [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")

@@ -214,81 +214,79 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
     }
 }
 
-/* The fp8 main loop with pipelined promotion (tiles of at most 128 rows,
- * whose three register sets fit beside each other): acc =
- * sum over the unit's k-tiles of that k-tile's wgmma chain, each chain run
- * by the tensor cores into a register set of its own and added into acc in
- * fp32 by the warpgroup. Two sets alternate (part, part2): k-tile i's chain
- * runs into one while the warpgroup adds k-tile i - 1's set, so the
- * promotion overlaps this warpgroup's own wgmma and the chain queue never
- * drains. A stage is released once the chain that read it has completed. */
+/* Issues half `h` (tile rows h * kBM / 2 ..) of one k-tile's fp8 wgmma
+ * chain of consumer warpgroup `consumer` from stage `stage` into d (the
+ * chain's first instruction overwrites d) and commits it as one group.
+ * d[i] is acc[h * kBM / 4 + i] of the whole tile's fragment (hopper/wgmma.cuh:
+ * the N index of element i is 8 * (i / 4) + ..., and kBM / 2 rows are
+ * kBM / 16 groups of 8). */
 template <class Cfg>
-__device__ __forceinline__ void consume_fp8_pipelined(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
-                                            float (&part2)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
-                                            uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
-                                            int &stage, uint32_t &phase)
+__device__ __forceinline__ void issue_ktile_half(float (&d)[Cfg::kBM / 4], uint32_t a_tiles, uint32_t b_tiles,
+                                                 int stage, int consumer, int h)
+{
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
+    static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands are K-major");
+    static_assert((Cfg::kBM / 2) % 8 == 0, "a half of the tile rows is whole swizzle atoms");
+    constexpr uint32_t kSbo = kSwizzleAtomBytes;
+    const uint64_t desc_b = wgmma_desc(b_tiles + stage * Cfg::kBTileBytes + consumer * Cfg::kChunkBytes, 16, kSbo);
+    const uint64_t desc_a =
+        wgmma_desc(a_tiles + stage * Cfg::kATileBytes + h * (Cfg::kBM / 2) * Cfg::kRowBytes, 16, kSbo);
+    wgmma_fence_operands(d);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Cfg::kKSteps; ++j)
+        wgmma_m64_kstep<Cfg::kBM / 2, TB, TA, false, false>(d, wgmma_desc_advance(desc_b, j * kWgmmaKBytes),
+                                                            wgmma_desc_advance(desc_a, j * kWgmmaKBytes),
+                                                            j > 0 ? 1u : 0u);
+    wgmma_commit_group();
+    wgmma_fence_operands(d);
+}
+
+/* The fp8 main loop with promotion in halves (the _wsh_ rows): each
+ * k-tile's chain is two groups, half 0 into h0 and half 1 into
+ * h1, issued back to back. The warpgroup waits for half 0 (wait_group 1)
+ * and adds h0 into the first half of acc while half 1's chain runs, then
+ * waits for half 1 (wait_group 0), frees the stage and adds h1. Only the
+ * second addition (half of a whole-tile promotion) has no wgmma of this
+ * warpgroup behind it. No group stays pending across iterations: ptxas
+ * serializes every wgmma of a kernel that reads accumulators while a group
+ * of an earlier iteration may still be pending (ptxas info C7514: the
+ * pipelined promotion of two whole-tile chain sets, k-tile i's running
+ * while k-tile i - 1's was added, was serialized so and is gone). */
+template <class Cfg>
+__device__ __forceinline__ void consume_fp8_halves(float (&acc)[Cfg::kBM / 2], float (&h0)[Cfg::kBM / 4],
+                                                   float (&h1)[Cfg::kBM / 4], uint32_t a_tiles, uint32_t b_tiles,
+                                                   uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                                   int &stage, uint32_t &phase)
 {
     const bool signals = (threadIdx.x % 32) == 0;
-    constexpr int kR = Cfg::kBM / 2;
+    constexpr int kH = Cfg::kBM / 4;
 
 #pragma unroll
-    for (int i = 0; i < kR; ++i)
+    for (int i = 0; i < Cfg::kBM / 2; ++i)
         acc[i] = 0.0f;
 
-    int prev_stage = stage;
-    auto next_stage = [&]() {
-        prev_stage = stage;
+    for (int kt = kt0; kt < kt1; ++kt) {
+        mbar_wait(&full[stage], phase);
+        issue_ktile_half<Cfg>(h0, a_tiles, b_tiles, stage, consumer, 0);
+        issue_ktile_half<Cfg>(h1, a_tiles, b_tiles, stage, consumer, 1);
+        wgmma_wait_group<1>(); /* half 0 is done */
+        wgmma_fence_operands(h0);
+#pragma unroll
+        for (int i = 0; i < kH; ++i)
+            acc[i] += h0[i];
+        wgmma_wait_group<0>(); /* half 1 is done: the stage is free */
+        wgmma_fence_operands(h1);
+        if (signals)
+            release_stage<Cfg>(empty, stage);
+#pragma unroll
+        for (int i = 0; i < kH; ++i)
+            acc[kH + i] += h1[i];
         if (++stage == Cfg::kStages) {
             stage = 0;
             phase ^= 1;
         }
-    };
-    /* k-tile kt0 into part */
-    mbar_wait(&full[stage], phase);
-    issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, false);
-    next_stage();
-    bool last_in_part = true;
-    for (int kt = kt0 + 1; kt < kt1; kt += 2) {
-        /* k-tile kt into part2; then part (k-tile kt - 1) is complete */
-        mbar_wait(&full[stage], phase);
-        issue_ktile<Cfg>(part2, a_tiles, b_tiles, stage, consumer, false);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(part);
-        if (signals)
-            release_stage<Cfg>(empty, prev_stage);
-#pragma unroll
-        for (int i = 0; i < kR; ++i)
-            acc[i] += part[i];
-        next_stage();
-        last_in_part = false;
-        if (kt + 1 == kt1)
-            break;
-        /* k-tile kt + 1 into part; then part2 (k-tile kt) is complete */
-        mbar_wait(&full[stage], phase);
-        issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, false);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(part2);
-        if (signals)
-            release_stage<Cfg>(empty, prev_stage);
-#pragma unroll
-        for (int i = 0; i < kR; ++i)
-            acc[i] += part2[i];
-        next_stage();
-        last_in_part = true;
-    }
-    wgmma_wait_group<0>();
-    wgmma_fence_operands(part);
-    wgmma_fence_operands(part2);
-    if (signals)
-        release_stage<Cfg>(empty, prev_stage);
-    if (last_in_part) {
-#pragma unroll
-        for (int i = 0; i < kR; ++i)
-            acc[i] += part[i];
-    } else {
-#pragma unroll
-        for (int i = 0; i < kR; ++i)
-            acc[i] += part2[i];
     }
 }
 
