@@ -86,19 +86,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * against the 192-row ones through MGPU_FORCE_VARIANT
  * (docs/decisions/015-gemm-pingpong-schedule.md). */
 #define SM90_WS_FP8_128_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
-/* Rows after those the planner picks for their class, there to be measured
- * against them through MGPU_FORCE_VARIANT: e4m3 tiles whose consumers
- * promote in halves of the tile rows (two m64 n(tile_m / 2) chains per
- * k-tile, consume_fp8_halves: the _wsh_ entries) and bf16 TN 192 x 128
- * tiles (4 stages of 40 KB; 8192 x 8192 has 43 x 64 of them, 20.8 waves on
- * 132 SMs, against 15.5 of 256 x 128). */
-#define SM90_WS_FP8_HALVES(tm, st, cn, shape)                                                              \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, GEN_E4M3, 384,                                                  \
-     .gemm = {TN, tm, 128, 128, st, 1, cn, GEN_B_SAME, shape, GEN_SCHEDULE_FP8_HALVES}}
-#define SM90_WS_MEASURED_ROWS                                                                                \
-    SM90_WS_FP8_HALVES(192, 4, 2, GEN_GEMM_LARGE_CLUSTER), SM90_WS_FP8_HALVES(192, 4, 1, GEN_GEMM_LARGE),    \
-        SM90_WS_FP8_HALVES(128, 6, 1, GEN_GEMM_SMALL_M), SM90_WS_GEMM(GEN_BF16, 192, 4, 2, GEN_GEMM_LARGE_CLUSTER, TN), \
-        SM90_WS_GEMM(GEN_BF16, 192, 4, 1, GEN_GEMM_LARGE, TN)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -166,7 +153,7 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FAMILY(GEN_BF16, NT),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
-    SM90_WS_FP8_128_CLUSTER, SM90_WS_MEASURED_ROWS,
+    SM90_WS_FP8_128_CLUSTER,
     GEMM_PACK(GEN_SM90A),
     SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 

@@ -290,15 +290,6 @@ int main(void)
                                      none, 0};
             run_case(&longk);
         }
-    /* the same for the promotion in halves (sm_90a _wsh_ rows), e4m3 */
-    if (cc == 90)
-        for (int v = 0; v < 2; v++) {
-            struct fp8_case longk = {384, 256, 16384, 1, fp8[0], fp8[0], MGPU_DTYPE_F32, 1.0f, 0.0f, 0, 0, 0, 0,
-                                     v ? "mgpu_gemm_sm90_wsh_e4m3_tn_128x128x128_s6_c1"
-                                       : "mgpu_gemm_sm90_wsh_e4m3_tn_192x128x128_s4_c2",
-                                     NULL, none, 0};
-            run_case(&longk);
-        }
     /* the long-K case shows the promotion at work (a debugging switch of the sm_90a kernel turns
      * it off): the promoted and unpromoted runs of one case, fp32 output, the second at least
      * NO_PROMOTION_FACTOR times less accurate.
@@ -326,17 +317,6 @@ int main(void)
         {300, 520, 128, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", NULL,
          none, 0},
         {300, 520, 4096, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", "3",
-         none, 0},
-        /* promotion in halves of the tile rows (_wsh_): both tiles, clusters, split-K, one k-tile */
-        {513, 300, 700, 2, e4, e4, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
-         "mgpu_gemm_sm90_wsh_e4m3_tn_192x128x128_s4_c2", NULL, MGPU_ACTIVATION_GELU, 1},
-        {700, 520, 2000, 1, e4, e4, f32, 1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0, "mgpu_gemm_sm90_wsh_e4m3_tn_192x128x128_s4_c2",
-         "3", none, 0},
-        {300, 520, 128, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsh_e4m3_tn_192x128x128_s4_c1", NULL,
-         none, 0},
-        {513, 300, 700, 2, e4, e4, MGPU_DTYPE_F16, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
-         "mgpu_gemm_sm90_wsh_e4m3_tn_128x128x128_s6_c1", NULL, MGPU_ACTIVATION_GELU, 1},
-        {300, 520, 4096, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsh_e4m3_tn_128x128x128_s6_c1", "3",
          none, 0},
         {513, 300, 700, 2, e5, e5, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0, "mgpu_gemm_sm90_ws_e5m2_tn_192x128x128_s4_c1",
          NULL, MGPU_ACTIVATION_RELU, 1},

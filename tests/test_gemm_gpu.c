@@ -207,23 +207,6 @@ static void check_persistent_paths(mgpu_dtype t)
             struct gemm_case bcast = {ta, tb, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f};
             run_forced(&bcast, name, NULL);
         }
-    /* bf16 TN 192 x 128 tiles (rows there to be measured, forcible only) */
-    if (!blackwell && t == MGPU_DTYPE_BF16) {
-        const char *tiles192[2] = {"mgpu_gemm_sm90_ws_bf16_tn_192x128x64_s4_c1",
-                                   "mgpu_gemm_sm90_ws_bf16_tn_192x128x64_s4_c2"};
-        for (int v = 0; v < 2; v++) {
-            struct gemm_case edge = {MGPU_OP_T, MGPU_OP_N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
-            run_forced(&edge, tiles192[v], NULL);
-            struct gemm_case beta = {MGPU_OP_T, MGPU_OP_N, 400, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0,
-                                     0.5f, -2.0f};
-            run_forced(&beta, tiles192[v], NULL);
-            struct gemm_case odd_c = {MGPU_OP_T, MGPU_OP_N, 199, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f};
-            run_forced(&odd_c, tiles192[v], NULL);
-            struct gemm_case split = {MGPU_OP_T, MGPU_OP_N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0,
-                                      1.0f, 0.5f};
-            run_forced(&split, tiles192[v], "3");
-        }
-    }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {
         {MGPU_OP_T, MGPU_OP_N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},

@@ -41,9 +41,11 @@
  *     wait_group 1 frees the previous stage as above; at the group's end
  *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
  *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
- *     The _wsh_ rows split each k-tile's chain in two halves of the tile
- *     rows instead (kFp8HalfPromotion): half 0's set is added while half
- *     1's chain runs, then half 1's.
+ *     (A promotion overlapped with this warpgroup's own next chain, with
+ *     a chain of an earlier k-tile still pending while its registers are
+ *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
+ *     C7514, checked by tests/sass_sm90.sh. docs/decisions/017 has the
+ *     variants measured.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
@@ -96,7 +98,6 @@ namespace sm90 {
 /* Schedules of the consumer warpgroups (gen/variants.h, enum gen_gemm_schedule). */
 constexpr int kScheduleCooperative = 0; /* both consumers on each tile (entry names _ws_) */
 constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (_pp_) */
-constexpr int kScheduleFp8Halves = 2;   /* cooperative, fp8 promoted in halves (_wsh_) */
 
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
           int kSchedule_ = kScheduleCooperative>
@@ -118,12 +119,6 @@ struct PersistentGemmConfig {
      * against an fp32 reference). Larger values keep more wgmma batches in
      * flight at the cost of longer chains. */
     static constexpr int kPromoteKTiles = 1;
-    /* fp8 with kScheduleFp8Halves runs each k-tile as two chains of half
-     * the tile rows (m64 n(kBM / 2) k32) into two half-size register sets,
-     * committed as two groups; the first half's set is added into acc while
-     * the second half's chain runs (consume_fp8_halves). Otherwise each
-     * k-tile is one chain, added after it completes (consume_fp8). */
-    static constexpr bool kFp8HalfPromotion = kSchedule_ == kScheduleFp8Halves;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
@@ -158,10 +153,9 @@ struct PersistentGemmConfig {
     static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands must both be K-major (TN)");
     static_assert(kBN == 128, "two consumer warpgroups of m64 (register budgets assume 384 threads)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
-    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 192 || kBM == 256),
-                  "tile_m must be a wgmma N: 64, 128, 192 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
-    static_assert(!kFp8HalfPromotion || kFp8, "promotion in halves: fp8 tiles");
-    static_assert(kSchedule_ >= kScheduleCooperative && kSchedule_ <= kScheduleFp8Halves, "schedule");
+    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
+                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
@@ -195,9 +189,7 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     int stage = 0, buf = 0;
     uint32_t phase = 0;
     float acc[Cfg::kBM / 2];
-    [[maybe_unused]] float part[Cfg::kFp8 && !Cfg::kFp8HalfPromotion ? Cfg::kBM / 2 : 1];
-    [[maybe_unused]] float half0[Cfg::kFp8HalfPromotion ? Cfg::kBM / 4 : 1];
-    [[maybe_unused]] float half1[Cfg::kFp8HalfPromotion ? Cfg::kBM / 4 : 1];
+    [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
     for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
@@ -207,9 +199,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         if (Cfg::kFp8 && args.fp8_no_promotion) /* debug: one tensor-core chain over the whole K slice */
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
                                      phase);
-        else if constexpr (Cfg::kFp8HalfPromotion)
-            persistent::consume_fp8_halves<Cfg>(acc, half0, half1, smem_u32(a_tiles), smem_u32(b_tiles), full, empty,
-                                                kt0, kt1, consumer, stage, phase);
         else if constexpr (Cfg::kFp8)
             persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
                                          consumer, stage, phase);
