@@ -44,8 +44,8 @@
  *     (A promotion overlapped with this warpgroup's own next chain, with
  *     a chain of an earlier k-tile still pending while its registers are
  *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
- *     C7514, checked by tests/sass_sm90.sh. docs/decisions/017 has the
- *     variants measured.)
+ *     C7514, checked by tests/sass_sm90.sh; the variants measured are in
+ *     docs/decisions/017-gemm-fused-epilogue-cooperative.md.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
@@ -122,9 +122,9 @@ struct PersistentGemmConfig {
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
-    /* Schedule: cooperative (false: both consumer warpgroups share each
-     * tile, 64 columns each) or ping-pong (true: each consumer warpgroup
-     * owns whole tiles, gemm_sm90_pingpong.cuh). */
+    /* Schedule: cooperative (kScheduleCooperative: both consumer warpgroups
+     * share each tile, 64 columns each) or ping-pong (kSchedulePingPong: each
+     * consumer warpgroup owns whole tiles, gemm_sm90_pingpong.cuh). */
     static constexpr bool kPingPong = kSchedule_ == kSchedulePingPong;
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
