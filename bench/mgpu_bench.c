@@ -5,7 +5,7 @@
  *
  *   mgpu-bench [--quick | --small | --models | --shape M,N,K[,BATCH] ...] [--dtype bf16|f16]
  *              [--layout TN|NN|NT|TT] [--reps N] [--overhead] [--json FILE]
- *   mgpu-bench --fp8 [--epilogue] [--reps N] [--json FILE]
+ *   mgpu-bench --fp8 [--epilogue] [--shape M,N,K ...] [--reps N] [--json FILE]
  *
  * --small runs the small and medium shapes (256^3 .. 2048^3, 1024 x 4096 x
  * 1024, m = 1 / 16 / 64 / 128 with n = k = 4096 and 8192, 32 x 1024^3);
@@ -20,7 +20,8 @@
  * scale pointers) against cuBLASLt's fp8 cublasLtMatmul with the same
  * arguments; --epilogue times bf16 TN with a per-row bias and GELU
  * (mgpu_gemm_ex) against cuBLASLt's CUBLASLT_EPILOGUE_GELU_BIAS. With either
- * flag only those sections run.
+ * flag only those sections run, on 8192^3 and 8192 x 14336 x 4096, or on the
+ * --shape arguments when there are any (their batch is ignored).
  *
  * Each shape is timed with CUDA events around single launches, after warm-up,
  * alternating mgpu and cuBLAS, and the median of --reps runs is reported.
@@ -586,17 +587,19 @@ static struct timing run_lt_shape(mgpu_handle *h, enum lt_kind kind, struct shap
 }
 
 /* The --fp8 / --epilogue sections: a table row per shape, ratio = cuBLASLt time / mgpu time. */
-static int run_lt_sections(mgpu_handle *h, int fp8, int epilogue, int reps, size_t l2_bytes, FILE *jf, int *first,
-                           double *log_ratio_sum, int *ratio_count)
+static int run_lt_sections(mgpu_handle *h, int fp8, int epilogue, const struct shape *given, int n_given, int reps,
+                           size_t l2_bytes, FILE *jf, int *first, double *log_ratio_sum, int *ratio_count)
 {
+    const struct shape *shapes = n_given ? given : lt_shapes;
+    const unsigned n_shapes = n_given ? (unsigned)n_given : (unsigned)(sizeof lt_shapes / sizeof lt_shapes[0]);
     int failures = 0;
     for (int sec = 0; sec < 2; sec++) {
         if ((sec == 0 && !fp8) || (sec == 1 && !epilogue))
             continue;
         const enum lt_kind kind = sec == 0 ? LT_FP8 : LT_GELU_BIAS;
         const char *what = sec == 0 ? "e4m3" : "bf16+bias+gelu";
-        for (unsigned i = 0; i < sizeof lt_shapes / sizeof lt_shapes[0]; i++) {
-            const struct shape s = lt_shapes[i];
+        for (unsigned i = 0; i < n_shapes; i++) {
+            const struct shape s = shapes[i];
             struct timing r = run_lt_shape(h, kind, s, reps, l2_bytes);
             const double flop = 2.0 * (double)s.m * (double)s.n * (double)s.k;
             const double ratio = r.ok ? r.cublas_ms / r.mgpu_ms : 0;
@@ -726,8 +729,8 @@ int main(int argc, char **argv)
     int failures = 0, first = 1;
     double log_ratio_sum = 0, log_large_sum = 0;
     int ratio_count = 0, large_count = 0;
-    failures += run_lt_sections(h, fp8, epilogue, reps, (size_t)prop.l2CacheSize, jf, &first, &log_ratio_sum,
-                                &ratio_count);
+    failures += run_lt_sections(h, fp8, epilogue, given, n_given, reps, (size_t)prop.l2CacheSize, jf, &first,
+                                &log_ratio_sum, &ratio_count);
     for (int d = 0; d < n_dtypes; d++)
         for (int i = 0; i < n_shapes; i++) {
             struct shape s = shapes[i];

@@ -15,7 +15,7 @@
  *                  (sm90 / sm100), dtype (tag: bf16), type (CUDA type)
  *   GEMM:          operands (bf16, e4m3xe5m2), b_type, layout (tn), a_kmajor,
  *                  b_kmajor (C++ bools), tile_m, tile_n, tile_k, stages,
- *                  schedule (ws / pp: entry names), pingpong (C++ bool),
+ *                  schedule (ws / pp: entry names), schedule_id (the kernel's int),
  *                  cluster (CTAs), cluster_n
  *   attention:     head_dim, block_m, block_n, stages
  *   gather:        index (i32 / i64), index_type (int32_t / int64_t)

@@ -182,12 +182,12 @@ static void field(char *out, size_t size, const char *key, const struct gen_vari
         else
             snprintf(out, size, "%s", (IS("a_kmajor") ? g->a_kmajor : g->b_kmajor) ? "true" : "false");
     }
-    else if (IS("schedule") || IS("pingpong")) {
+    else if (IS("schedule") || IS("schedule_id")) {
         need_family(v, GEN_FAMILY_GEMM, key);
         if (IS("schedule"))
             snprintf(out, size, "%s", g->schedule == GEN_SCHEDULE_PINGPONG ? "pp" : "ws");
-        else
-            snprintf(out, size, "%s", g->schedule == GEN_SCHEDULE_PINGPONG ? "true" : "false");
+        else /* the kernel's schedule template argument */
+            snprintf(out, size, "%d", (int)g->schedule);
     }
     GEMM_INT("tile_m", g->tile_m)
     GEMM_INT("tile_n", g->tile_n)

@@ -83,11 +83,10 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_SMALL_M_GEMM(dt, tm) \
     {GEN_GEMM_SMALL_M_SM90, GEN_SM90A, dt, 256, .gemm = {TN, tm, 128, 32, 1, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
 /* e4m3 128 x 128 tiles in 2-CTA clusters, after the 192-row cluster row of
- * the same class (which the planner therefore picks): 128-row fp8 tiles
- * promote with two chain register sets (consume_fp8_pipelined), and this
- * row is there to be measured against the 192-row ones through
- * MGPU_FORCE_VARIANT (docs/decisions/015-gemm-pingpong-schedule.md). */
-#define SM90_WS_FP8_PIPELINED_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
+ * the same class (which the planner therefore picks), there to be measured
+ * against the 192-row ones through MGPU_FORCE_VARIANT
+ * (docs/decisions/015-gemm-pingpong-schedule.md). */
+#define SM90_WS_FP8_128_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -162,7 +161,7 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FAMILY(GEN_BF16, NT),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
-    SM90_WS_FP8_PIPELINED_CLUSTER,
+    SM90_WS_FP8_128_CLUSTER,
     GEMM_PACK(GEN_SM90A),
     SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 

@@ -7,7 +7,11 @@
 # kernels mgpu_attention_{fwd,bwd}_sm90_<dtype>_d<head_dim>) must use the
 # tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG); the other
 # entries of a cubin (the attention combine, KV append, backward pre / post
-# passes) are checked for local memory only. Prints one line of counts per
+# passes) are checked for local memory only. The GEMM main loops issue wgmma
+# in batches of 4 or more behind one WARPGROUP.ARRIVE, so a GEMM entry with as
+# many ARRIVEs as HGMMA / QGMMA was serialized by ptxas (its info message
+# C7514, which does not fail the build: each wgmma waits for the previous
+# one). Prints one line of counts per
 # entry.
 #
 #   tests/sass_sm90.sh build/gemm_sm90_ws.cubin
@@ -22,34 +26,39 @@ source "$(dirname "$0")/sass_common.sh"
 
 fail=0
 n=0
-printf '%-52s %6s %8s %5s %5s %6s %5s\n' entry xGMMA UTMALDG LDL STL LOCAL REG
+printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' entry xGMMA ARRIVE UTMALDG LDL STL LOCAL REG
 for cubin in "$@"; do
     sass_load "$cubin" "sm90a" sm90a
-    # One pass over the SASS: per entry, the counts (name xGMMA UTMALDG LDL STL).
+    # One pass over the SASS: per entry, the counts (name xGMMA UTMALDG LDL STL ARRIVE).
     counts=$(awk '
-        /Function : / { f = $3; order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = 0; next }
+        /Function : / { f = $3; order[++n] = f; mma[f] = ldg[f] = ldl[f] = stl[f] = arr[f] = 0; next }
         f == "" { next }
         /[[:space:]][HQ]GMMA/ { mma[f]++ }
+        /[[:space:]]WARPGROUP\.ARRIVE/ { arr[f]++ }
         /[[:space:]]UTMALDG/ { ldg[f]++ }
         /[[:space:]]LDL/ { ldl[f]++ }
         /[[:space:]]STL/ { stl[f]++ }
-        END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g] } }' <<<"$sass")
+        END { for (i = 1; i <= n; i++) { g = order[i]; print g, mma[g], ldg[g], ldl[g], stl[g], arr[g] } }' <<<"$sass")
     if [[ -z "$counts" ]]; then
         echo "no entry in $cubin"
         exit 1
     fi
     # "Function name:" then "REG:.. ... LOCAL:.." on the next line
     usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f, $0 }' <<<"$res")
-    while read -r e mma ldg ldl stl; do
+    while read -r e mma ldg ldl stl arr; do
         n=$((n + 1))
         line=$(grep -m1 "^$e " <<<"$usage")
         local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
         regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
-        printf '%-52s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+        printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$arr" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" \
+            "${regs:-?}"
         bad=()
         if [[ "$e" =~ ^mgpu_gemm_sm90_ || "$e" =~ ^mgpu_attention_(fwd|bwd)_sm90_[a-z0-9]+_d[0-9]+$ ]]; then
             (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
             (( ldg >= 1 )) || bad+=("no UTMALDG")
+        fi
+        if [[ "$e" =~ ^mgpu_gemm_sm90_ ]]; then
+            (( arr < mma )) || bad+=("wgmma serialized ($arr WARPGROUP.ARRIVE for $mma HGMMA / QGMMA: ptxas C7514)")
         fi
         (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
         [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")

@@ -311,7 +311,7 @@ int main(void)
         {200, 136, 1000, 3, e5, e4, bf, 2.0f, 0.0f, 0.5f, 0, 0, 0, NULL, "3", MGPU_ACTIVATION_RELU, 1},
         {513, 300, 700, 2, e4, e4, MGPU_DTYPE_F16, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
          "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c1", NULL, MGPU_ACTIVATION_GELU, 1},
-        /* 128-row tiles (pipelined promotion) in 2-CTA clusters; one and an even number of k-tiles */
+        /* 128-row tiles in 2-CTA clusters; one and an even number of k-tiles */
         {513, 300, 700, 2, e4, e4, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
          "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", NULL, MGPU_ACTIVATION_GELU, 1},
         {300, 520, 128, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_ws_e4m3_tn_128x128x128_s6_c2", NULL,

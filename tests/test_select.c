@@ -247,9 +247,9 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
         {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
     };
-    /* by default: ping-pong for a fused bias or activation with k <= 4096, cooperative otherwise */
+    /* by default: cooperative, with or without a fused bias or activation (decision 018) */
     const struct { int64_t m, n, k; int bias, act; int pp; } fused[] = {
-        {8192, 14336, 4096, 1, 1, 1}, {4096, 4096, 4096, 0, 1, 1}, {8192, 8192, 8192, 1, 1, 0},
+        {8192, 14336, 4096, 1, 1, 0}, {4096, 4096, 4096, 0, 1, 0}, {8192, 8192, 8192, 1, 1, 0},
         {8192, 14336, 4096, 0, 0, 0}, {128, 4096, 4096, 1, 1, 0},
     };
     for (unsigned i = 0; i < sizeof fused / sizeof fused[0]; i++) {

@@ -29,7 +29,8 @@
  *
  * beta != 0 reads C with ordinary loads before the tile is written; C is
  * never read when beta == 0 (a NaN-filled C stays harmless). The bias is
- * read with ordinary (cached) loads, only for elements inside D.
+ * read with ordinary (cached) loads, only for elements inside D: a per-row
+ * bias once per tile, all its loads in flight together (TileRowBias).
  */
 #pragma once
 
@@ -81,17 +82,57 @@ __device__ __forceinline__ void store_pair(uint8_t *p, float v0, float v1)
  * D column col0 + 16*w + l/4 + 8*((i/2)%2) and D row row0 + 8*(i/4) + 2*(l%4) + i%2,
  * where col0 is the warpgroup's first column and row0 the tile's first row. */
 
+/* A per-row bias (one value per D row: the wgmma N side) of a whole tile,
+ * read once at the start of the epilogue: lane l of each warp loads rows
+ * row0 + 64 p + 2 l and + 1 (coalesced, all loads in flight together), and
+ * a fragment's two rows are fetched from the lane that holds them with a
+ * shuffle. Rows at or past m read as 0. kPairs registers pairs per thread
+ * instead of kBM / 4 bias values (or a load latency per chunk). */
+template <int kBM>
+struct TileRowBias {
+    static constexpr int kPairs = (kBM + 63) / 64;
+    float v[kPairs][2];
+
+    template <class OutT>
+    __device__ __forceinline__ void load(const GemmEpilogue &ep, int row0, int m)
+    {
+        const int l = threadIdx.x % 32;
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int row = row0 + 64 * p + 2 * l + e;
+                v[p][e] = row < m ? ep.template bias_at<OutT>(row) : 0.0f;
+            }
+    }
+
+    /* The bias of rows tile_row + 2 (l % 4) + e, e = 0, 1, for a tile_row
+     * (a multiple of 8, known at compile time after unrolling). */
+    __device__ __forceinline__ void get(int tile_row, float (&out)[2]) const
+    {
+        const int l = threadIdx.x % 32;
+        const int p = tile_row / 64;
+        const int src = (tile_row % 64) / 2 + l % 4;
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+            out[e] = __shfl_sync(0xffffffffu, v[p][e], src);
+    }
+};
+
 /* The epilogue of one chunk of the tile (kFrags groups of 8 rows starting at
- * fragment j0, rows chunk_row0 ..), in registers:
- * acc = scale_d * act(alpha * acc + beta * C + bias). Applied chunk by chunk,
- * just before the chunk is staged, so that the C and bias values of one
- * chunk only are live beside the accumulators. Every condition on `ep` is
- * uniform; the plain epilogue (alpha * acc + beta * C) skips bias, activation
- * and scale. */
-template <int kBM, int kFrags, class OutT>
+ * fragment j0, rows chunk_row0 .., tile_row0 .. within the tile), in
+ * registers: acc = scale_d * act(alpha * acc + beta * C + bias). Applied
+ * chunk by chunk, just before the chunk is staged, so that the C values of
+ * one chunk only are live beside the accumulators; a per-row bias comes
+ * from the tile's TileRowBias (kTileBias) or is loaded here (ping-pong,
+ * whose epilogue runs under the other warpgroup's main loop and has no
+ * registers to spare for the tile's bias). Every condition on `ep` is uniform; the plain
+ * epilogue (alpha * acc + beta * C) skips bias, activation and scale. GELU
+ * uses the hardware tanh for 16-bit outputs (gelu_tanh_fast). */
+template <int kBM, int kFrags, class OutT, bool kTileBias>
 __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
-                                            const GemmEpilogue &ep, const OutT *c, int chunk_row0, int col0,
-                                            const float (&col_b)[2])
+                                            const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
+                                            int col0, const float (&col_b)[2], const TileRowBias<kBM> &rb)
 {
     const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
     const bool read_c = ep.beta != 0.0f;
@@ -102,10 +143,14 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
         const int row = chunk_row0 + 8 * f + 2 * (l % 4);
         float row_b[2] = {0.0f, 0.0f};
         if (row_bias) {
+            if constexpr (kTileBias) {
+                rb.get(tile_row0 + 8 * f, row_b);
+            } else {
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-                if (row + e < args.m)
-                    row_b[e] = ep.bias_at<OutT>(row + e);
+                for (int e = 0; e < 2; ++e)
+                    if (row + e < args.m)
+                        row_b[e] = ep.bias_at<OutT>(row + e);
+            }
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -129,8 +174,12 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
             acc[i] = fmaxf(acc[i], 0.0f);
     } else if (ep.activation == MGPU_ABI_ACT_GELU) {
 #pragma unroll
-        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
-            acc[i] = gelu_tanh(acc[i]);
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i) {
+            if constexpr (sizeof(OutT) == 2)
+                acc[i] = gelu_tanh_fast(acc[i]);
+            else
+                acc[i] = gelu_tanh(acc[i]);
+        }
     }
 #pragma unroll
     for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
@@ -139,8 +188,9 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
 
 /* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
- * accumulators are overwritten. */
-template <int kBM, class OutT>
+ * accumulators are overwritten. kTileBias: a per-row bias is read once for
+ * the tile (TileRowBias) rather than per chunk. */
+template <int kBM, class OutT, bool kTileBias = true>
 __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
                                            const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
                                            int out, int barrier_id)
@@ -158,6 +208,9 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     OutT *c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
     if (col0 >= args.n)
         return; /* uniform over the warpgroup: nothing of this tile is ours */
+    TileRowBias<kBM> rb{};
+    if (kTileBias && ep.bias && !ep.bias_per_column)
+        rb.template load<OutT>(ep, row0, args.m);
     float col_b[2] = {0.0f, 0.0f};
     if (ep.bias && ep.bias_per_column) {
 #pragma unroll
@@ -173,7 +226,8 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         const int chunk_row0 = row0 + ch * kChunkRows;
         if (chunk_row0 >= args.m)
             break; /* uniform: the rest of the tile lies below m */
-        apply_chunk<kBM, kFragsPerChunk, OutT>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0, col0, col_b);
+        apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0, ch * kChunkRows,
+                                               col0, col_b, rb);
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
             tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */

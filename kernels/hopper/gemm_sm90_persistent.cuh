@@ -41,9 +41,11 @@
  *     wait_group 1 frees the previous stage as above; at the group's end
  *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
  *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
- *     Tiles of up to 128 rows have room for a second chain register set and
- *     pipeline the promotion instead (kFp8PipelinedPromotion): k-tile i's
- *     chain runs into one set while k-tile i - 1's set is added into acc.
+ *     (A promotion overlapped with this warpgroup's own next chain, with
+ *     a chain of an earlier k-tile still pending while its registers are
+ *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
+ *     C7514, checked by tests/sass_sm90.sh; the variants measured are in
+ *     docs/decisions/018-gemm-fused-epilogue-cooperative.md.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
@@ -93,8 +95,12 @@
 namespace mgpu {
 namespace sm90 {
 
+/* Schedules of the consumer warpgroups (gen/variants.h, enum gen_gemm_schedule). */
+constexpr int kScheduleCooperative = 0; /* both consumers on each tile (entry names _ws_) */
+constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (_pp_) */
+
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
-          bool kPingPong_ = false>
+          int kSchedule_ = kScheduleCooperative>
 struct PersistentGemmConfig {
     using ElementA = TA;
     using ElementB = TB;
@@ -113,17 +119,13 @@ struct PersistentGemmConfig {
      * against an fp32 reference). Larger values keep more wgmma batches in
      * flight at the cost of longer chains. */
     static constexpr int kPromoteKTiles = 1;
-    /* fp8 tiles of up to 128 rows hold two chain register sets beside the
-     * accumulators and promote one k-tile's chain while the next runs
-     * (consume_fp8_pipelined); larger ones promote after each chain. */
-    static constexpr bool kFp8PipelinedPromotion = kFp8 && kBM <= 128;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
 
-    /* Schedule: cooperative (false: both consumer warpgroups share each
-     * tile, 64 columns each) or ping-pong (true: each consumer warpgroup
-     * owns whole tiles, gemm_sm90_pingpong.cuh). */
-    static constexpr bool kPingPong = kPingPong_;
+    /* Schedule: cooperative (kScheduleCooperative: both consumer warpgroups
+     * share each tile, 64 columns each) or ping-pong (kSchedulePingPong: each
+     * consumer warpgroup owns whole tiles, gemm_sm90_pingpong.cuh). */
+    static constexpr bool kPingPong = kSchedule_ == kSchedulePingPong;
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Arrivals that free a stage: every warp of the warpgroup(s) that read
@@ -153,6 +155,7 @@ struct PersistentGemmConfig {
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
@@ -187,7 +190,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     uint32_t phase = 0;
     float acc[Cfg::kBM / 2];
     [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
-    [[maybe_unused]] float part2[Cfg::kFp8PipelinedPromotion ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
     for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
@@ -197,9 +199,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         if (Cfg::kFp8 && args.fp8_no_promotion) /* debug: one tensor-core chain over the whole K slice */
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
                                      phase);
-        else if constexpr (Cfg::kFp8PipelinedPromotion)
-            persistent::consume_fp8_pipelined<Cfg>(acc, part, part2, smem_u32(a_tiles), smem_u32(b_tiles), full, empty,
-                                                   kt0, kt1, consumer, stage, phase);
         else if constexpr (Cfg::kFp8)
             persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
                                          consumer, stage, phase);

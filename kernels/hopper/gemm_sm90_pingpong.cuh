@@ -157,7 +157,7 @@ __device__ __forceinline__ void store_part(float (&acc)[Cfg::kBM / 2], const mgp
                                            const GemmEpilogue &ep, const CUtensorMap *tma_c, uint8_t *bufs, int &buf,
                                            int row0, int col0, int out, int consumer)
 {
-    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
+    sm90::store_tile<Cfg::kBM, OutT, false>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
 }
 
 template <class Cfg>

@@ -21,10 +21,11 @@
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
  *                            or >= 8 of them);
- *   large, 16-bit, a fused bias or activation, k <= FUSED_PINGPONG_MAX_K
+ *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
  *                            tile per consumer warpgroup, choose_schedule);
+ *                            never by default, fused epilogue or not;
  *   too few tiles to fill the SMs (small m, skinny n, small batch with long
  *     K), with SPLIT_K_BY_DEFAULT or MGPU_FORCE_SPLIT_K
  *                         -> split-K over floor(target / CTAs of the tiles) K
@@ -97,16 +98,13 @@
 #define CLUSTER_BY_DEFAULT 1
 #define MIN_TILES_FOR_CLUSTER 1024 /* large tiles of one batch entry */
 /* 16-bit large problems on the ping-pong rows (1) or the cooperative ones (0):
- * choose_schedule. */
+ * choose_schedule. Cooperative for plain GEMMs (0.942x against 0.849x
+ * cuBLAS, decision 015) and, since the cooperative epilogue reads a per-row
+ * bias once per tile and GELU uses the hardware tanh, for fused ones too:
+ * H100, bf16 + bias + GELU, 0.942x / 0.892x cuBLASLt cooperative against
+ * 0.879x / 0.856x on ping-pong at 8192^3 / 8192 x 14336 x 4096
+ * (docs/decisions/018-gemm-fused-epilogue-cooperative.md). */
 #define PINGPONG_BY_DEFAULT 0
-/* ...except those with a fused bias or activation and k up to this: the
- * cooperative schedule's epilogue stops both consumer warpgroups (+13-21 %
- * over the plain GEMM), ping-pong's runs under the other warpgroup's main loop
- * (+4 %), and with short K that outweighs ping-pong's slower main loop. H100,
- * bf16 + bias + GELU: 8192 x 14336 x 4096 0.831x cuBLASLt on ping-pong against
- * 0.790x cooperative; 8192^3 0.783x against 0.851x
- * (docs/decisions/015-gemm-pingpong-schedule.md). */
-#define FUSED_PINGPONG_MAX_K 4096
 #define SPLIT_K_BY_DEFAULT 1
 #define TMA_ROW_BYTES 128  /* bytes of one swizzle row: the inner box of every map */
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
@@ -515,9 +513,9 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * cooperative rows (both consumer warpgroups on each 256 x 128 tile) or the
  * ping-pong ones (a 128 x 128 tile per warpgroup, the two in turns on the
  * tensor cores, kernels/hopper/gemm_sm90_pingpong.cuh), keeping the cluster
- * decision of wanted_shape. PINGPONG_BY_DEFAULT and FUSED_PINGPONG_MAX_K say
- * which serves 16-bit large problems (docs/performance.md, "GEMM
- * schedules"); MGPU_FORCE_SCHEDULE overrides them. fp8 has no ping-pong rows. */
+ * decision of wanted_shape. PINGPONG_BY_DEFAULT says which serves 16-bit
+ * large problems (docs/performance.md, "GEMM schedules"); MGPU_FORCE_SCHEDULE
+ * overrides it. fp8 has no ping-pong rows. */
 static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_force *force,
                             struct gemm_fit *f)
 {
@@ -533,9 +531,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
     if (!large)
         return;
     const int schedule = force ? force->schedule : MGPU_SCHEDULE_DEFAULT;
-    const int fused_short_k = (p->bias != 0 || p->activation != MGPU_ACTIVATION_NONE) && p->k <= FUSED_PINGPONG_MAX_K;
-    const int pingpong = schedule == MGPU_SCHEDULE_PINGPONG ||
-                         (schedule == MGPU_SCHEDULE_DEFAULT && (PINGPONG_BY_DEFAULT || fused_short_k));
+    const int pingpong =
+        schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
     if (pingpong)
         f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
 }
