@@ -21,6 +21,11 @@
 #   REDG .F32           >= 64 scalar fp32 reductions (dQ into dq_accum, one
 #                       per query of a block) and >= 8 of .F32x4 (GQA dK, dV)
 #   LDL / STL           none, and cuobjdump -res-usage LOCAL:0
+#   REG                 > 85 registers per thread (-res-usage): 384 threads
+#                       then need more than half of the 64 K registers of an
+#                       SM, so two CTAs never share one, and the 512-column
+#                       tcgen05.alloc never waits for another CTA (which, in
+#                       deterministic mode, could be waiting for this one)
 # The preprocess and postprocess entries of the cubin (the Hopper ones,
 # compiled for sm_100a) must exist, 4 of them, without local memory.
 # Prints one line of counts per entry.
@@ -48,8 +53,8 @@ fi
 
 fail=0
 count() { grep -cE "$1" <<<"$body" || true; }
-printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s\n' entry MMA.SS MMA.TS .2CTA UTMALDG UBLKCP UTCBAR \
-    LDTM STTM RED RED.x4 LDL STL LOCAL
+printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' entry MMA.SS MMA.TS .2CTA UTMALDG UBLKCP UTCBAR \
+    LDTM STTM RED RED.x4 LDL STL LOCAL REG
 for e in $entries; do
     body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
     ss=$(count '[[:space:]]UTCHMMA[.A-Z0-9]*[[:space:]]+gdesc\[')
@@ -65,8 +70,9 @@ for e in $entries; do
     ldl=$(count '[[:space:]]LDL')
     stl=$(count '[[:space:]]STL')
     local_bytes=$(sass_local_bytes "$e")
-    printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" \
-        "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" "${local_bytes:-?}"
+    regs=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /REG:[0-9]+/)) print substr($0, RSTART + 4, RLENGTH - 4)}' <<<"$res")
+    printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" \
+        "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
     bad=()
@@ -83,6 +89,7 @@ for e in $entries; do
     (( red4 >= 8 )) || bad+=("fp32x4 reductions $red4, want >= 8")
     (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
     [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    (( ${regs:-0} * 384 > 32768 )) || bad+=("REG ${regs:-unknown}: two CTAs could share an SM (and its 512 TMEM columns)")
     sass_verdict "$e"
 done
 for e in $helpers; do
