@@ -6,16 +6,17 @@
 # that cuobjdump disassembles the instructions the kernel was written for,
 # and fail when a count is off or local memory is used:
 #   UTCHMMA gdesc[...]  tcgen05.mma, both operands in shared memory, exactly
-#                       2 * head_dim / 16 + 8: S^T = K Q^T and dP^T = V dO^T
-#                       (head_dim / 16 K-steps each) and dQ^T = K^T dS^T
-#                       (block_n / 16 = 8), each issued once in the loop
+#                       4 * head_dim / 16 + 8: S^T = K Q^T and dP^T = V dO^T
+#                       (head_dim / 16 K-steps each, issued twice: for block 0
+#                       before the loop and for block i + 1 in it) and
+#                       dQ^T = K^T dS^T (block_n / 16 = 8, in the loop)
 #   UTCHMMA tmem[...]   tcgen05.mma with A from tensor memory, exactly
 #                       2 * block_m / 16 = 8: dV += P^T dO, dK += dS^T Q
 #   no .2CTA form       one CTA per MMA
 #   UTMALDG             exactly 4 * dim_blocks: the K, V, Q and dO boxes
 #   UBLKCP              >= 2: the lse_log2 and dpsum rows (1-D bulk copies)
-#   UTCBAR              tcgen05.commit, >= 8 (s_full, dp_full, dv_done,
-#                       dk_done, dq_full, q_empty, do_empty, kv_done)
+#   UTCBAR              tcgen05.commit, >= 10 (s_full, dp_full twice each,
+#                       dv_done, dk_done, dq_full, q_empty, do_empty, kv_done)
 #   LDTM                tcgen05.ld, >= 8 (S^T, dP^T, dQ^T: 2 each; dV, dK)
 #   STTM                tcgen05.st, >= 2 (P^T, dS^T written back)
 #   REDG .F32           >= 64 scalar fp32 reductions (dQ into dq_accum, one
@@ -77,12 +78,12 @@ for e in $entries; do
     dim_blocks=$(( (d + 63) / 64 ))
     bad=()
     (( d == 64 || d == 96 || d == 128 )) || bad+=("head dim $d has no sm_100a backward")
-    (( ss == 2 * d / 16 + 8 )) || bad+=("shared-memory MMAs $ss, want $(( 2 * d / 16 + 8 ))")
+    (( ss == 4 * d / 16 + 8 )) || bad+=("shared-memory MMAs $ss, want $(( 4 * d / 16 + 8 ))")
     (( ts == 8 )) || bad+=("MMAs with A in TMEM $ts, want 8")
     (( two == 0 )) || bad+=("2CTA MMA forms ($two)")
     (( ldg == 4 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 4 * dim_blocks ))")
     (( blk >= 2 )) || bad+=("UBLKCP $blk, want >= 2")
-    (( bar >= 8 )) || bad+=("UTCBAR $bar, want >= 8")
+    (( bar >= 10 )) || bad+=("UTCBAR $bar, want >= 10")
     (( ldtm >= 8 )) || bad+=("LDTM $ldtm, want >= 8")
     (( sttm >= 2 )) || bad+=("STTM $sttm, want >= 2")
     (( red >= 64 )) || bad+=("scalar fp32 reductions $red, want >= 64")

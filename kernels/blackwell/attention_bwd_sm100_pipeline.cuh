@@ -5,32 +5,39 @@
  * dO + dpsum on do_full[s] after q_empty[s] / do_empty[s]); here those empty
  * barriers are completed by tcgen05.commit instead of warp arrivals.
  *
- * MMA, per query block i (stage s, parity i & 1 unless said otherwise):
- *   wait q_full[s] (and kv_full once); i >= 1: wait dv_done(i-1), because
- *     S^T(i) overwrites the columns P^T(i-1) was read from and the ISA orders
- *     only tcgen05.mma pairs on the same accumulator;
- *   S^T  = K Q^T                          -> commit s_full
- *   wait do_full[s]; i >= 1: wait dk_done(i-1) (dS^T(i-1) over dP^T read);
- *   dP^T = V dO^T                         -> commit dp_full
- *   wait p_full;  dV += P^T dO  (A from tensor memory)  -> commit dv_done
- *   wait ds_full; dK += dS^T Q  (A from tensor memory)  -> commit dk_done
+ * MMA, software-pipelined by one block: S^T and dP^T of block i + 1 are
+ * issued while the compute warps still work on block i. Before the loop:
+ * wait kv_full; S^T(0) = K Q(0)^T -> s_full; dP^T(0) = V dO(0)^T -> dp_full.
+ * Per query block i (stage s = i % 2, parity i & 1 unless said otherwise):
+ *   wait p_full;  dV += P^T dO  (A = P^T from tensor memory) -> commit dv_done;
+ *   wait dv_done (S^T(i+1) overwrites the columns P^T(i) is read from, and the
+ *     ISA orders only tcgen05.mma pairs on the same accumulator);
+ *   i + 1 < count: wait q_full[s'] (s' = (i + 1) % 2), S^T(i+1) = K Q^T -> s_full;
+ *   wait ds_full; dK += dS^T Q  (A = dS^T from tensor memory) -> commit dk_done;
+ *   wait dk_done (dP^T(i+1) overwrites dS^T(i));
+ *   i + 1 < count: wait do_full[s'], dP^T(i+1) = V dO^T -> dp_full;
  *   i >= 1: wait dq_empty(i-1) (the dQ warpgroup has read dQ^T(i-1));
- *   dQ^T = K^T dS^T (both from shared memory, ds[i % 2]) -> commit dq_full
+ *   dQ^T = K^T dS^T (both from shared memory, ds[i % 2]) -> commit dq_full;
  *   commit q_empty[s], do_empty[s] (Q, dO, lse, dpsum of stage s consumed).
- * After the last block: commit kv_done.
+ * After the last block: commit kv_done. While the compute warps turn dP^T(i)
+ * into dS^T(i) the tensor cores run S^T(i+1); while they turn S^T(i+1) into
+ * P^T(i+1), dK(i), dP^T(i+1) and dQ^T(i).
  *
  * Why no barrier runs two phases ahead of its waiter:
- *   s_full(i+1) is committed after dv_done(i), which needs p_full(i), which
- *     the compute warps arrive on after consuming s_full(i); dp_full(i+1)
- *     likewise behind dk_done(i) <- ds_full(i) <- dp_full(i).
- *   p_full(i+1), ds_full(i+1) need s_full(i+1) / dp_full(i+1), issued after
+ *   s_full(i+1) is committed after the MMA thread waited p_full(i), which the
+ *     compute warps arrive on after consuming s_full(i); dp_full(i+1) likewise
+ *     after ds_full(i), which follows dp_full(i).
+ *   p_full(i+1), ds_full(i+1) need s_full(i+1) / dp_full(i+1), committed after
  *     the MMA thread waited p_full(i) / ds_full(i).
  *   dq_full(i+1) is committed after the MMA thread waited dq_empty(i), which
  *     the dQ warps arrive on after consuming dq_full(i); dq_empty(i+1) needs
  *     dq_full(i+1).
- *   The two dS^T buffers: the compute warps write ds[i % 2] after dp_full(i),
- *     committed after the MMA thread waited dq_empty(i-2), i.e. after
- *     dQ^T(i-2), the last reader of that buffer, completed.
+ *   The two dS^T buffers: the compute warps write ds[(i+1) % 2] after
+ *     dp_full(i+1), a commit that completes only when every earlier MMA of
+ *     this thread has, dQ^T(i-1) (the last reader of that buffer) included.
+ *   Stages: Q(i+1) is waited for in block i; the TMA warp loads it once
+ *     q_empty of block i - 1 (same stage) was committed, at the end of
+ *     block i - 1, so the waits never form a cycle.
  */
 #pragma once
 
@@ -96,43 +103,55 @@ __device__ __forceinline__ void attn_bwd_sm100_mma(typename Cfg::SharedStorage &
                                                    const sm90::AttnBwdWork &w)
 {
     namespace ptx = cuda::ptx;
-    if (w.m_block_begin >= w.m_block_end)
+    const int count = w.m_block_end - w.m_block_begin;
+    if (count <= 0)
         return; /* nothing loaded; the compute warps write zeros */
     const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
+    auto q_tile = [&](int i) { return smem_u32(smem.q[i % Cfg::kStages]); };
+    auto do_tile = [&](int i) { return smem_u32(smem.dout[i % Cfg::kStages]); };
+    auto stage_parity = [](int i) { return static_cast<uint32_t>((i / Cfg::kStages) & 1); };
+
     mbar_wait(&smem.kv_full, 0);
-    int i = 0;
-    for (int m = w.m_block_end - 1; m >= w.m_block_begin; --m, ++i) {
+    mbar_wait(&smem.q_full[0], 0);
+    ptx::tcgen05_fence_after_thread_sync();
+    bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile(0));
+    ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
+    mbar_wait(&smem.do_full[0], 0);
+    ptx::tcgen05_fence_after_thread_sync();
+    bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile(0));
+    ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
+
+    for (int i = 0; i < count; ++i) {
         const int s = i % Cfg::kStages;
-        const uint32_t parity = (i / Cfg::kStages) & 1;
-        const uint32_t prev = (i - 1) & 1;
-        const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
+        const uint32_t phase = i & 1;
+        const bool next = i + 1 < count;
 
-        mbar_wait(&smem.q_full[s], parity);
-        if (i > 0)
-            mbar_wait(&smem.dv_done, prev);
+        mbar_wait(&smem.p_full, phase);
         ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile);
-        ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
-
-        mbar_wait(&smem.do_full[s], parity);
-        if (i > 0)
-            mbar_wait(&smem.dk_done, prev);
-        ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile);
-        ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
-
-        mbar_wait(&smem.p_full, i & 1);
-        ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_kv<Cfg>(tmem + Cfg::kColDV, tmem + Cfg::kColS, do_tile, i > 0);
+        bwd_issue_kv<Cfg>(tmem + Cfg::kColDV, tmem + Cfg::kColS, do_tile(i), i > 0);
         ptx::tcgen05_commit(ptx::cta_group_1, &smem.dv_done);
+        mbar_wait(&smem.dv_done, phase);
+        if (next) {
+            mbar_wait(&smem.q_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
+            ptx::tcgen05_fence_after_thread_sync();
+            bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile(i + 1));
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
+        }
 
-        mbar_wait(&smem.ds_full, i & 1);
+        mbar_wait(&smem.ds_full, phase);
         ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_kv<Cfg>(tmem + Cfg::kColDK, tmem + Cfg::kColDP, q_tile, i > 0);
+        bwd_issue_kv<Cfg>(tmem + Cfg::kColDK, tmem + Cfg::kColDP, q_tile(i), i > 0);
         ptx::tcgen05_commit(ptx::cta_group_1, &smem.dk_done);
+        mbar_wait(&smem.dk_done, phase);
+        if (next) {
+            mbar_wait(&smem.do_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
+            ptx::tcgen05_fence_after_thread_sync();
+            bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile(i + 1));
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
+        }
 
         if (i > 0) {
-            mbar_wait(&smem.dq_empty, prev);
+            mbar_wait(&smem.dq_empty, phase ^ 1);
             ptx::tcgen05_fence_after_thread_sync();
         }
         bwd_issue_dqt<Cfg>(tmem + Cfg::kColDQ, k_tile, smem_u32(smem.ds[i % 2]));
