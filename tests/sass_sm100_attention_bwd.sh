@@ -22,6 +22,13 @@
 #   REDG .F32           >= 64 scalar fp32 reductions (dQ into dq_accum, one
 #                       per query of a block) and >= 8 of .F32x4 (GQA dK, dV)
 #   LDL / STL           none, and cuobjdump -res-usage LOCAL:0
+#   idesc immediates    the three instruction descriptors, as hand-computed in
+#                       kernels/blackwell/attention_bwd_sm100_descriptors.cuh,
+#                       loaded as immediates (UMOV / MOV): S^T / dP^T
+#                       0x08100010 | t, dV / dK 0x08010010 | t | (d / 8) << 17,
+#                       dQ^T 0x08118010 | t (t = 0x480 for bf16, 0 for fp16),
+#                       and 0x40004040, the upper word of every shared-memory
+#                       descriptor (SBO 1024, version 1, 128-byte swizzle)
 #   REG                 > 85 registers per thread (-res-usage): 384 threads
 #                       then need more than half of the 64 K registers of an
 #                       SM, so two CTAs never share one, and the 512-column
@@ -70,13 +77,21 @@ for e in $entries; do
     red4=$(count '[[:space:]]REDG\.E\.ADD\.F32x4')
     ldl=$(count '[[:space:]]LDL')
     stl=$(count '[[:space:]]STL')
+    imm=$(grep -E '[[:space:]]U?MOV' <<<"$body" | grep -oiE '0x[0-9a-f]+' | tr 'A-F' 'a-f' | sort -u)
     local_bytes=$(sass_local_bytes "$e")
     regs=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /REG:[0-9]+/)) print substr($0, RSTART + 4, RLENGTH - 4)}' <<<"$res")
     printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" \
         "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
+    [[ "$e" == *_bf16_* ]] && tbits=$(( 0x480 )) || tbits=0
+    want_st=$(printf '0x%x' $(( 0x08100010 | tbits )))
+    want_kv=$(printf '0x%x' $(( 0x08010010 | tbits | ((d / 8) << 17) )))
+    want_dqt=$(printf '0x%x' $(( 0x08118010 | tbits )))
     bad=()
+    for want in "$want_st" "$want_kv" "$want_dqt" 0x40004040; do
+        grep -qx "$want" <<<"$imm" || bad+=("no immediate $want (instruction / shared-memory descriptor)")
+    done
     (( d == 64 || d == 96 || d == 128 )) || bad+=("head dim $d has no sm_100a backward")
     (( ss == 4 * d / 16 + 8 )) || bad+=("shared-memory MMAs $ss, want $(( 4 * d / 16 + 8 ))")
     (( ts == 8 )) || bad+=("MMAs with A in TMEM $ts, want 8")
