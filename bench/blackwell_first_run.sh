@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # The first thing to run on a Blackwell GPU (B200 / GB200, compute
-# capability 10.0), from the repository root. Nothing of the sm_100a GEMM
-# or attention forward has run on hardware before this script: it checks
-# correctness first, then measures.
+# capability 10.0), from the repository root. Nothing of the sm_100a GEMM,
+# attention forward or attention backward has run on hardware before this
+# script: it checks correctness first, then measures.
 #
 #   1. builds ./build-b200 with -Darchs=sm100a (unless B=<dir> names a build)
-#   2. tests/sass_sm100.sh and tests/sass_sm100_attention.sh: the instruction
-#      mix of every sm_100a GEMM and attention forward entry
-#   3. the attention forward first, on its own (the newest kernel, the one
-#      most likely to hang: a hang here must not hide the GEMM results):
+#   2. tests/sass_sm100.sh, tests/sass_sm100_attention.sh and
+#      tests/sass_sm100_attention_bwd.sh: the instruction mix of every sm_100a
+#      GEMM, attention forward and attention backward entry
+#   3a. the attention backward first (the newest kernel): test_attention_bwd_gpu
+#      with MGPU_LOG=1 under a time limit (on 10.0 every backward call of head
+#      dims 64, 96, 128 selects mgpu_attention_bwd_sm100_*; 192 and 256 are
+#      NOT_SUPPORTED there and print SKIP rows), then compute-sanitizer
+#      memcheck, racecheck, synccheck on its quick cases, then
+#      bench/attention_bench.py --passes bwd when PyTorch is there (against
+#      cuDNN and flash SDPA; the deterministic mode's cost is a column)
+#   3b. the attention forward, on its own (a hang here must not hide the GEMM
+#      results):
 #      test_attention_gpu with MGPU_LOG=1 under a time limit. On 10.0 every
 #      attention forward call selects an sm_100a variant
 #      (mgpu_attention_fwd_sm100_*, the only ones for that device); the log
@@ -66,6 +74,21 @@ fi
 
 run sass_sm100 tests/sass_sm100.sh "$B/gemm_sm100_ws.cubin"
 run sass_sm100_attention tests/sass_sm100_attention.sh "$B/attention_fwd_sm100.cubin"
+run sass_sm100_attention_bwd tests/sass_sm100_attention_bwd.sh "$B/attention_bwd_sm100.cubin"
+
+# The attention backward first (see above): its barrier protocol has never
+# run, so every run has a time limit.
+run attention_bwd_gpu_sm100 env MGPU_LOG=1 timeout 900 "$B/tests/test_attention_bwd_gpu"
+summary+=("$(printf '%-44s %s' "sm_100a attention backward entries that ran" \
+    "$(grep -oE 'mgpu_attention_bwd_sm100_[a-z0-9_]+' "$OUT/attention_bwd_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_bwd_sm100_' docs/variants.md)")")
+for tool in memcheck racecheck synccheck; do
+    run "attention_bwd_sanitizer_${tool}" env MGPU_TEST_QUICK=1 timeout 900 compute-sanitizer --tool $tool \
+        --error-exitcode 9 "$B/tests/test_attention_bwd_gpu"
+done
+if python3 -c 'import torch' 2>/dev/null && [ -f bench/attention_bench.py ]; then
+    run attention_bwd_bench env MGPU_LOG=1 timeout 1200 python3 bench/attention_bench.py --lib "$B/libmgpukernels.so" \
+        --passes bwd --json "$OUT/attention_bwd_bench.json"
+fi
 
 # The attention forward first (see above). A hang is the likeliest failure of
 # a barrier protocol that has never run: each run has a time limit.
@@ -102,7 +125,7 @@ summary+=("$(printf '%-44s %s' "sanitizer reports naming mgpu_ kernels" \
     "$(cat "$OUT"/sanitizer_*.log 2>/dev/null | grep -cE '(Race|Error|Invalid).*mgpu_')")")
 
 if python3 -c 'import torch' 2>/dev/null && [ -f bench/attention_bench.py ]; then
-    # forward only: the backward has no sm_100a kernel (ARCH_MISMATCH)
+    # forward (the backward ran in step 3a)
     run attention_bench env MGPU_LOG=1 python3 bench/attention_bench.py --lib "$B/libmgpukernels.so" --passes fwd \
         --json "$OUT/attention_bench.json"
 fi

@@ -73,6 +73,15 @@ static const char *attention_bwd_check(const struct gen_variant *v)
     return NULL;
 }
 
+/* The sm_100a backward: the ABI's tile table, head dims 64..128 only (its
+ * tensor-memory plan, kernels/blackwell/attention_bwd_sm100.cuh). */
+static const char *attention_bwd_sm100_check(const struct gen_variant *v)
+{
+    if (v->attention.head_dim > 128)
+        return "the sm_100a attention backward has head dims 64, 96, 128 only";
+    return attention_bwd_check(v);
+}
+
 /* sm_100a: no second Q buffer, the formula of the ABI's Blackwell paragraph. */
 static int attention_fwd_sm100_smem(const struct gen_variant *v)
 {
@@ -119,10 +128,12 @@ static const char *attention_fwd_fp8_check(const struct gen_variant *v)
     "@name@(const __grid_constant__ mgpu_gather_args args)\n"                                         \
     "{\n    mgpu::portable::" call "(args);\n}\n"
 
-/* Attention backward's pre- and postprocess (kernels/hopper/attention_bwd_prepost.cuh). */
+/* Attention backward's pre- and postprocess (kernels/hopper/attention_bwd_prepost.cuh:
+ * architecture-neutral CUDA, one row per architecture in the group of that
+ * architecture's main kernel). */
 #define ATTENTION_BWD_PREPOST_KIND(kind_name, text, body, entry_name)                                   \
     {.name = kind_name, .doc = text, .family = GEN_FAMILY_HELPER, .header = "hopper/attention_bwd_prepost.cuh", \
-     .group = "attention_bwd_sm90", .entry = entry_name,                                                   \
+     .group = "attention_bwd_@arch@", .entry = entry_name,                                                 \
      .unit = "\nstatic_assert(mgpu::attn_bwd::kThreads == @threads@, \"@name@: threads differ from "         \
              "gen/variants.c\");\n"                                                                          \
              "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"                                     \
@@ -245,12 +256,12 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_smem,
     },
-    [GEN_ATTENTION_BWD_PRE_SM90] = ATTENTION_BWD_PREPOST_KIND(
-        "ATTENTION_BWD_PRE_SM90", "attention backward: rowsum(dO * O), scratch zeroing; head dim at run time",
-        "preprocess", "mgpu_attention_bwd_pre_sm90_@dtype@"),
-    [GEN_ATTENTION_BWD_POST_SM90] = ATTENTION_BWD_PREPOST_KIND(
-        "ATTENTION_BWD_POST_SM90", "attention backward: dQ (and GQA dK / dV) to the caller's dtype", "postprocess",
-        "mgpu_attention_bwd_post_sm90_@dtype@"),
+    [GEN_ATTENTION_BWD_PRE] = ATTENTION_BWD_PREPOST_KIND(
+        "ATTENTION_BWD_PRE", "attention backward: rowsum(dO * O), scratch zeroing; head dim at run time",
+        "preprocess", "mgpu_attention_bwd_pre_@arch@_@dtype@"),
+    [GEN_ATTENTION_BWD_POST] = ATTENTION_BWD_PREPOST_KIND(
+        "ATTENTION_BWD_POST", "attention backward: dQ (and GQA dK / dV) to the caller's dtype", "postprocess",
+        "mgpu_attention_bwd_post_@arch@_@dtype@"),
     [GEN_ATTENTION_BWD_SM90] = {
         .name = "ATTENTION_BWD_SM90",
         .doc = "attention backward main kernel, sm_90a (FA3-style: dK, dV per key block, dQ reductions)",
@@ -350,5 +361,25 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@name@(const __grid_constant__ mgpu_kv_cache_append_args a)\n"
                 "{\n    mgpu::kv_append::append(a);\n}\n",
         .smem_bytes = no_smem,
+    },
+    [GEN_ATTENTION_BWD_SM100] = {
+        .name = "ATTENTION_BWD_SM100",
+        .doc = "attention backward main kernel, sm_100a (FA4-style: TMA, MMA, compute and dQ warps; S^T, dP^T, dV, dK, "
+               "dQ^T in TMEM)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "blackwell/attention_bwd_sm100.cuh",
+        .group = "attention_bwd_sm100",
+        .entry = "mgpu_attention_bwd_sm100_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm100::AttnBwdSm100Config<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_BWD_THREADS, "
+                "\"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_bwd_params p)\n"
+                "{\n    mgpu::sm100::attention_bwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_bwd_smem,
+        .check = attention_bwd_sm100_check,
     },
 };

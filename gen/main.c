@@ -429,6 +429,12 @@ static void emit_variants_doc(const char *outdir)
           "(K-major), B not (K-major). `any` means the kernel takes it at run time (gathers\n"
           "move bytes, so they take every element size). `e4m3xe5m2` is an fp8 pair: A e4m3, B e5m2.\n"
           "`index` is the gather / scatter index type.\n\n"
+          "**No `sm100a` entry has run on hardware** (no Blackwell GPU has been available): they are\n"
+          "compiled, their SASS instruction mix and descriptors are checked, and their selection is\n"
+          "tested on a made-up compute capability 10.0 device; `bench/blackwell_first_run.sh` is\n"
+          "the first run. The sm_100a attention backward (`mgpu_attention_bwd_sm100_*`) has head\n"
+          "dims 64, 96 and 128 only; its preprocess / postprocess are the sm_90a ones compiled for\n"
+          "sm_100a. Attention tiles read block_m×block_n×head_dim.\n\n"
           "| entry | arch | group | dtype | index | tile (m×n×k) | stages | threads | dynamic smem |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
           f);

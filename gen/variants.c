@@ -141,9 +141,9 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 /* Attention backward's preprocess and postprocess: one of each per dtype (the
  * head dim is a run-time argument), 256 threads (the kernel checks it), no
  * shared memory; one thread moves one 16-byte vector of 8 16-bit elements. */
-#define ATTENTION_BWD_HELPER(k, dt) {k, GEN_SM90A, dt, 256, .helper = {8}}
-#define SM90_ATTENTION_BWD_PREPOST(dt) \
-    ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_PRE_SM90, dt), ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_POST_SM90, dt)
+#define ATTENTION_BWD_HELPER(k, arch, dt) {k, arch, dt, 256, .helper = {8}}
+#define ATTENTION_BWD_PREPOST(arch, dt) \
+    ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_PRE, arch, dt), ATTENTION_BWD_HELPER(GEN_ATTENTION_BWD_POST, arch, dt)
 
 /* Hopper attention backward main kernel: 64 query rows x block_n keys per
  * step (kernels/abi/attention_bwd_abi.h's tile table, which the generator
@@ -153,6 +153,14 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_ATTENTION_BWD_FAMILY(dt)                                                                            \
     SM90_ATTENTION_BWD(dt, 64, 128), SM90_ATTENTION_BWD(dt, 96, 128), SM90_ATTENTION_BWD(dt, 128, 128),         \
         SM90_ATTENTION_BWD(dt, 192, 64), SM90_ATTENTION_BWD(dt, 256, 64)
+
+/* Blackwell attention backward main kernel: the same tile table (64 query
+ * rows x 128 keys, 2 stages), 384 threads (compute, dQ, TMA + MMA
+ * warpgroups); head dims 64, 96, 128 only (192 and 256 do not fit its
+ * tensor-memory plan; the runtime refuses them on cc 10.0). */
+#define SM100_ATTENTION_BWD(dt, d) \
+    {GEN_ATTENTION_BWD_SM100, GEN_SM100A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = 128, .stages = 2}}
+#define SM100_ATTENTION_BWD_FAMILY(dt) SM100_ATTENTION_BWD(dt, 64), SM100_ATTENTION_BWD(dt, 96), SM100_ATTENTION_BWD(dt, 128)
 
 const struct gen_variant gen_variants[] = {
     PORTABLE_GEMM(GEN_SM90A),
@@ -176,13 +184,15 @@ const struct gen_variant gen_variants[] = {
 
     SM90_ATTENTION_FWD_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_FAMILY(GEN_F16)
 
-    SM90_ATTENTION_BWD_PREPOST(GEN_BF16), SM90_ATTENTION_BWD_PREPOST(GEN_F16),
+    ATTENTION_BWD_PREPOST(GEN_SM90A, GEN_BF16), ATTENTION_BWD_PREPOST(GEN_SM90A, GEN_F16),
     SM90_ATTENTION_BWD_FAMILY(GEN_BF16), SM90_ATTENTION_BWD_FAMILY(GEN_F16),
 
     BOTH_INDEX(GEN_GATHER4, GEN_SM100A, GEN_ANY_DTYPE, MGPU_GATHER4_THREADS),
     PORTABLE_GATHER_FAMILY(GEN_SM100A),
 
     SM100_ATTENTION_FWD_FAMILY(GEN_BF16) SM100_ATTENTION_FWD_FAMILY(GEN_F16)
+    ATTENTION_BWD_PREPOST(GEN_SM100A, GEN_BF16), ATTENTION_BWD_PREPOST(GEN_SM100A, GEN_F16),
+    SM100_ATTENTION_BWD_FAMILY(GEN_BF16), SM100_ATTENTION_BWD_FAMILY(GEN_F16),
     SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
     {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
     SM90_ATTENTION_FWD_FP8(GEN_BF16), SM90_ATTENTION_FWD_FP8(GEN_F16),

@@ -2,8 +2,10 @@
  * mgpu_attention_bwd's pure half on the CPU: descriptor validation (every
  * status the header lists for a bad descriptor, the gradient tensors'
  * strides and alignment, `deterministic`), the choice of the three kernels
- * with made-up devices (9.0 picks the main variant of the call's dtype and
- * head dim and the dtype's preprocess / postprocess; 10.0 and 8.0 get
+ * with made-up devices (9.0 picks the sm_90a main variant of the call's
+ * dtype and head dim and the dtype's preprocess / postprocess; 10.0 the
+ * sm_100a ones for head dims 64, 96, 128 with the same launch plan, and
+ * NOT_SUPPORTED for 192 / 256; an architecture the build lacks and 8.0 get
  * ARCH_MISMATCH), forcing, and the launch plan: grids, tensor-map shapes,
  * LSE layout, and the workspace size recomputed here from the scratch
  * layout the ABI describes (fixed length, varlen, GQA, deterministic), and
@@ -165,22 +167,69 @@ static uint64_t expected_workspace(int64_t batch, int64_t hq, int64_t hkv, int64
     return (uint64_t)total;
 }
 
-/* 1 when the registry holds the main kernel of this head dim and dtype. */
-static int variant_built(int head_dim, mgpu_dtype dt)
+/* 1 when the registry holds a main kernel of this kind (head_dim 0: any
+ * head dim and dtype) for this head dim and dtype. */
+static int main_built(enum mgpu_kernel_kind kind, int head_dim, mgpu_dtype dt)
 {
     for (int i = 0; i < mgpu_variant_count; i++)
-        if (mgpu_variants[i].kind == MGPU_KIND_ATTENTION_BWD_SM90 && mgpu_variants[i].attention.head_dim == head_dim &&
-            mgpu_variants[i].dtype == (int)dt)
+        if (mgpu_variants[i].kind == kind &&
+            (head_dim == 0 || (mgpu_variants[i].attention.head_dim == head_dim && mgpu_variants[i].dtype == (int)dt)))
             return 1;
     return 0;
+}
+
+static int variant_built(int head_dim, mgpu_dtype dt)
+{
+    return main_built(MGPU_KIND_ATTENTION_BWD_SM90, head_dim, dt);
+}
+
+/* The device the plan tests use: 9.0 when the build has sm_90a kernels, else 10.0. */
+static const struct mgpu_device_caps *plan_device(void)
+{
+    return main_built(MGPU_KIND_ATTENTION_BWD_SM90, 0, MGPU_DTYPE_BF16) ? &hopper : &blackwell;
+}
+
+/* The three kernels of a plan are those of `caps`, the main one of this
+ * kind, dtype and head dim with the ABI's tiles and shared memory. */
+static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const struct mgpu_device_caps *caps,
+                          enum mgpu_kernel_kind kind, mgpu_dtype dt, int head_dim)
+{
+    const struct mgpu_variant *m = &mgpu_variants[plan->main], *pre = &mgpu_variants[plan->pre],
+                              *post = &mgpu_variants[plan->post];
+    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
+    CHECK(mgpu_attention_bwd_tile(head_dim, &tile) == 0, "ABI tile for d=%d", head_dim);
+    CHECK(m->kind == kind && m->dtype == (int)dt && m->attention.head_dim == head_dim && m->cc_major == caps->cc_major &&
+              m->cc_minor == caps->cc_minor && m->threads == MGPU_ATTENTION_BWD_THREADS,
+          "main %s", m->name);
+    CHECK(m->attention.block_m == tile.block_m && m->attention.block_n == tile.block_n &&
+              m->smem_bytes == mgpu_attention_bwd_smem_bytes(head_dim) && m->smem_bytes <= caps->max_smem_per_block,
+          "%s: tiles / shared memory from the ABI", m->name);
+    CHECK(pre->kind == MGPU_KIND_ATTENTION_BWD_PRE && pre->dtype == (int)dt && pre->cc_major == caps->cc_major &&
+              post->kind == MGPU_KIND_ATTENTION_BWD_POST && post->dtype == (int)dt && post->cc_major == caps->cc_major,
+          "helpers %s / %s for cc %d.%d", pre->name, post->name, caps->cc_major, caps->cc_minor);
+}
+
+/* Everything but the kernel indices: the sm_100a kernel takes the ABI's
+ * arguments, maps, scratch and grids exactly as the sm_90a one. */
+static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgpu_attention_bwd_plan *y)
+{
+    return memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 && memcmp(&x->args, &y->args, sizeof x->args) == 0 &&
+           memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
+           memcmp(&x->v_map, &y->v_map, sizeof x->v_map) == 0 &&
+           memcmp(&x->do_map, &y->do_map, sizeof x->do_map) == 0 &&
+           memcmp(&x->scratch, &y->scratch, sizeof x->scratch) == 0 && x->workspace_bytes == y->workspace_bytes &&
+           x->pre_grid == y->pre_grid && x->main_grid == y->main_grid && x->post_grid == y->post_grid;
 }
 
 static void test_selection(void)
 {
     static const int dims[] = {64, 96, 128, 192, 256};
     static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    const int sm90 = main_built(MGPU_KIND_ATTENTION_BWD_SM90, 0, MGPU_DTYPE_BF16);
+    const int sm100 = main_built(MGPU_KIND_ATTENTION_BWD_SM100, 0, MGPU_DTYPE_BF16);
+    CHECK(sm90 || sm100, "the build has an attention backward kernel");
     struct mgpu_attention_bwd_problem p;
-    struct mgpu_attention_bwd_plan plan;
+    struct mgpu_attention_bwd_plan plan, plan90;
     mgpu_status s;
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < 5; i++)
@@ -190,45 +239,148 @@ static void test_selection(void)
                 d.head_dim = dims[i];
                 d.deterministic = det;
                 CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-                if (!variant_built(dims[i], dtypes[t])) { /* a build without this head dim: refused cleanly */
+                CHECK(mgpu_attention_bwd_plan(&p, &ampere, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                      "8.0 must be ARCH_MISMATCH");
+                int have90 = 0;
+
+                /* ---- 9.0 ---- */
+                if (!sm90) {
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
+                          "9.0 without sm_90a kernels must be ARCH_MISMATCH");
+                } else if (!variant_built(dims[i], dtypes[t])) { /* a build without this head dim: refused cleanly */
                     CHECK(dims[i] != 128, "head dim 128 must always be built");
                     CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
                           "d=%d without a variant: NOT_SUPPORTED", dims[i]);
+                } else {
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "9.0 d=%d: %s", dims[i],
+                          mgpu_last_error_message());
+                    check_kernels(&plan, &hopper, MGPU_KIND_ATTENTION_BWD_SM90, dtypes[t], dims[i]);
+                    const struct mgpu_variant *m = &mgpu_variants[plan.main];
+                    plan90 = plan;
+                    have90 = 1;
+                    /* forcing: its own name, another head dim's, a forward or GEMM name (ignored) */
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, m->name, &plan, &s) == 0 &&
+                              &mgpu_variants[plan.main] == m,
+                          "forcing %s", m->name);
+                    const char *other = dims[i] == 128 ? "mgpu_attention_bwd_sm90_f16_d128" : "mgpu_attention_bwd_sm90_bf16_d128";
+                    if (dtypes[t] == MGPU_DTYPE_F16 && dims[i] == 128)
+                        other = "mgpu_attention_bwd_sm90_bf16_d128";
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, other, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                          "forcing %s for d=%d", other, dims[i]);
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, "mgpu_attention_fwd_sm90_bf16_d128", &plan, &s) == 0 &&
+                              &mgpu_variants[plan.main] == m,
+                          "a forward name is not for the backward");
+                    CHECK(mgpu_attention_bwd_plan(&p, &hopper, "mgpu_attention_bwd_sm100_bf16_d128", &plan, &s) == 0 &&
+                              &mgpu_variants[plan.main] == m,
+                          "an sm_100a name is not for a 9.0 device");
+                }
+
+                /* ---- 10.0 (made up: no Blackwell GPU here) ---- */
+                if (!sm100) {
+                    CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) < 0 &&
+                              s == MGPU_STATUS_ARCH_MISMATCH,
+                          "10.0 without sm_100a kernels must be ARCH_MISMATCH");
                     continue;
                 }
-                CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "9.0 d=%d: %s", dims[i],
+                if (dims[i] > 128) { /* no sm_100a kernel for 192 / 256: refused, never another head dim's */
+                    CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) < 0 &&
+                              s == MGPU_STATUS_NOT_SUPPORTED &&
+                              strstr(mgpu_last_error_message(), "head dims 64, 96 and 128") != NULL,
+                          "10.0 d=%d must be NOT_SUPPORTED with the head dims named: %s", dims[i],
+                          mgpu_last_error_message());
+                    CHECK(mgpu_attention_bwd_plan(&p, &blackwell, "mgpu_attention_bwd_sm100_bf16_d128", &plan, &s) < 0 &&
+                              s == MGPU_STATUS_NOT_SUPPORTED,
+                          "10.0 d=%d forced to d128: NOT_SUPPORTED", dims[i]);
+                    continue;
+                }
+                CHECK(main_built(MGPU_KIND_ATTENTION_BWD_SM100, dims[i], dtypes[t]), "sm_100a d=%d built", dims[i]);
+                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) == 0, "10.0 d=%d: %s", dims[i],
                       mgpu_last_error_message());
-                const struct mgpu_variant *m = &mgpu_variants[plan.main], *pre = &mgpu_variants[plan.pre],
-                                          *post = &mgpu_variants[plan.post];
-                struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
-                CHECK(mgpu_attention_bwd_tile(dims[i], &tile) == 0, "ABI tile for d=%d", dims[i]);
-                CHECK(m->kind == MGPU_KIND_ATTENTION_BWD_SM90 && m->dtype == (int)dtypes[t] && m->attention.head_dim == dims[i] &&
-                          m->cc_major == 9 && m->cc_minor == 0 && m->threads == MGPU_ATTENTION_BWD_THREADS,
-                      "main %s", m->name);
-                CHECK(m->attention.block_m == tile.block_m && m->attention.block_n == tile.block_n &&
-                          m->smem_bytes == mgpu_attention_bwd_smem_bytes(dims[i]) &&
-                          m->smem_bytes <= hopper.max_smem_per_block,
-                      "%s: tiles / shared memory from the ABI", m->name);
-                CHECK(pre->kind == MGPU_KIND_ATTENTION_BWD_PRE_SM90 && pre->dtype == (int)dtypes[t] &&
-                          post->kind == MGPU_KIND_ATTENTION_BWD_POST_SM90 && post->dtype == (int)dtypes[t],
-                      "helpers %s / %s", pre->name, post->name);
-                /* forcing: its own name, another head dim's, a forward or GEMM name (ignored) */
-                CHECK(mgpu_attention_bwd_plan(&p, &hopper, m->name, &plan, &s) == 0 &&
-                          &mgpu_variants[plan.main] == m,
+                check_kernels(&plan, &blackwell, MGPU_KIND_ATTENTION_BWD_SM100, dtypes[t], dims[i]);
+                const struct mgpu_variant *m = &mgpu_variants[plan.main];
+                char name[64];
+                snprintf(name, sizeof name, "mgpu_attention_bwd_sm100_%s_d%d", dtypes[t] == MGPU_DTYPE_BF16 ? "bf16" : "f16",
+                         dims[i]);
+                CHECK(strcmp(m->name, name) == 0, "10.0 main %s, want %s", m->name, name);
+                if (have90)
+                    CHECK(same_launch(&plan, &plan90), "d=%d: the 10.0 plan launches as the 9.0 one", dims[i]);
+                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, m->name, &plan, &s) == 0 && &mgpu_variants[plan.main] == m,
                       "forcing %s", m->name);
-                const char *other = dims[i] == 128 ? "mgpu_attention_bwd_sm90_f16_d128" : "mgpu_attention_bwd_sm90_bf16_d128";
-                if (dtypes[t] == MGPU_DTYPE_F16 && dims[i] == 128)
-                    other = "mgpu_attention_bwd_sm90_bf16_d128";
-                CHECK(mgpu_attention_bwd_plan(&p, &hopper, other, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
-                      "forcing %s for d=%d", other, dims[i]);
-                CHECK(mgpu_attention_bwd_plan(&p, &hopper, "mgpu_attention_fwd_sm90_bf16_d128", &plan, &s) == 0 &&
+                const char *other = dtypes[t] == MGPU_DTYPE_BF16 ? "mgpu_attention_bwd_sm100_f16_d128"
+                                                                 : "mgpu_attention_bwd_sm100_bf16_d128";
+                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, other, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
+                      "forcing %s for %s", other, m->name);
+                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, "mgpu_attention_bwd_sm90_bf16_d128", &plan, &s) == 0 &&
                           &mgpu_variants[plan.main] == m,
-                      "a forward name is not for the backward");
-                CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
-                      "10.0 must be ARCH_MISMATCH");
-                CHECK(mgpu_attention_bwd_plan(&p, &ampere, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
-                      "8.0 must be ARCH_MISMATCH");
+                      "an sm_90a name is not for a 10.0 device");
             }
+}
+
+/* 10.0 with every feature of the call: masks, soft-cap, GQA / MQA, varlen,
+ * deterministic; the plan is the one of test_plan's 9.0 device where both
+ * are built, and the numbers worked by hand otherwise. */
+static void test_blackwell_features(void)
+{
+    if (!main_built(MGPU_KIND_ATTENTION_BWD_SM100, 0, MGPU_DTYPE_BF16))
+        return;
+    struct mgpu_attention_bwd_problem p;
+    struct mgpu_attention_bwd_plan plan, plan90;
+    mgpu_status s;
+    const int sm90 = main_built(MGPU_KIND_ATTENTION_BWD_SM90, 0, MGPU_DTYPE_BF16);
+    for (int c = 0; c < 6; c++) {
+        mgpu_attention_bwd_desc d = base_desc();
+        d.head_dim = c % 3 == 0 ? 64 : c % 3 == 1 ? 96 : 128;
+        if (c == 0) { /* GQA 4:1, causal, window, soft-cap */
+            d.causal = 1;
+            d.window_left = 256;
+            d.softcap = 30.0f;
+        } else if (c == 1) { /* MHA, deterministic, sliding window both sides */
+            d.heads_kv = 16;
+            d.deterministic = 1;
+            d.window_left = 100;
+            d.window_right = 50;
+        } else if (c == 2) { /* varlen MQA, causal, deterministic */
+            d.heads_kv = 1;
+            d.causal = 1;
+            d.deterministic = 1;
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+            d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+            d.total_q = 1800;
+            d.total_k = 2500;
+        } else if (c == 3) { /* fp16, GQA 2:1, soft-cap */
+            d.dtype = MGPU_DTYPE_F16;
+            d.heads_kv = 8;
+            d.softcap = 50.0f;
+        } else if (c == 4) { /* varlen GQA, window */
+            d.heads_kv = 4;
+            d.window_left = 64;
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+            d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+            d.total_q = 1800;
+            d.total_k = 2500;
+        } else { /* seqlen_q != seqlen_k, causal (bottom-right), one query */
+            d.seqlen_q = 1;
+            d.causal = 1;
+        }
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) == 0, "10.0 case %d: %s", c,
+              mgpu_last_error_message());
+        check_kernels(&plan, &blackwell, MGPU_KIND_ATTENTION_BWD_SM100, d.dtype, (int)d.head_dim);
+        const int varlen = d.cu_seqlens_q != NULL;
+        CHECK(plan.workspace_bytes == expected_workspace(d.batch, d.heads_q, d.heads_kv, d.seqlen_q, d.seqlen_k,
+                                                         d.head_dim, varlen, d.total_q, d.total_k),
+              "10.0 case %d workspace %zu", c, plan.workspace_bytes);
+        CHECK(plan.main_grid == (unsigned)((d.seqlen_k + 127) / 128 * d.heads_q * d.batch), "10.0 case %d main grid",
+              c);
+        CHECK(plan.args.group_size == d.heads_q / d.heads_kv && plan.args.deterministic == d.deterministic &&
+                  plan.args.causal == d.causal && plan.args.softcap == d.softcap &&
+                  (plan.args.cu_seqlens_q != 0) == varlen,
+              "10.0 case %d args", c);
+        if (sm90 && variant_built((int)d.head_dim, d.dtype)) {
+            CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan90, &s) == 0, "9.0 case %d", c);
+            CHECK(same_launch(&plan, &plan90), "10.0 case %d launches as on 9.0", c);
+        }
+    }
 }
 
 static void test_plan(void)
@@ -243,7 +395,7 @@ static void test_plan(void)
     d.window_left = 256;
     d.softcap = 30.0f;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
     const struct mgpu_attention_bwd_args *a = &plan.args;
     CHECK(plan.tile.block_m == 64 && plan.tile.block_n == 128, "d=128 tile 64x128");
     CHECK(plan.main_grid == 12 * 16 * 2, "main grid %u: ceil(1500 / 128) * 16 heads * 2", plan.main_grid);
@@ -281,7 +433,7 @@ static void test_plan(void)
     d.deterministic = 1;
     d.head_dim = variant_built(256, MGPU_DTYPE_BF16) ? 256 : 128;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
     CHECK(plan.tile.block_n == (d.head_dim == 256 ? 64 : 128) &&
               plan.main_grid == (unsigned)(1500 + plan.tile.block_n - 1) / plan.tile.block_n * 16 * 2 &&
               plan.post_grid == plan.pre_grid,
@@ -302,7 +454,7 @@ static void test_plan(void)
     d.total_q = 1800;
     d.total_k = 2500;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
     CHECK(plan.q_map.dims[1] == 1800 && plan.q_map.dims[3] == 1 && plan.k_map.dims[1] == 2500, "varlen map dims");
     CHECK(plan.args.lse_head_stride == 1800 && plan.args.lse_batch_stride == 0, "lse [h][total_q]");
     CHECK(plan.args.cu_seqlens_q == 0x1000 && plan.args.cu_seqlens_k == 0x2000, "offsets passed");
@@ -319,7 +471,7 @@ static void test_plan(void)
     d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
     d.total_q = d.total_k = 1000;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
           "2^25 * 2^10 * 2^31 CTAs: %s", mgpu_last_error_message());
     d = base_desc();
     /* dense strides beyond int64: INVALID_SIZE, as for the forward (tests/test_overflow.c) */
@@ -330,7 +482,7 @@ static void test_plan(void)
     d.heads_q = d.heads_kv = 1 << 10;
     d.seqlen_q = d.seqlen_k = 1 << 10;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) < 0 && s == MGPU_STATUS_INVALID_SIZE,
           "huge grid: %s", mgpu_last_error_message());
 }
 
@@ -383,6 +535,7 @@ int main(void)
     test_dq_fragment_order();
     test_validation();
     test_selection();
+    test_blackwell_features();
     test_plan();
     return check_exit();
 }

@@ -75,19 +75,26 @@ mgpu_status mgpu_attention_bwd_validate(const mgpu_attention_bwd_desc *desc, con
     return MGPU_STATUS_SUCCESS;
 }
 
+/* One main kernel per architecture: sm_90a (head dims 64..256) and sm_100a
+ * (64, 96, 128). The pre- and postprocess kinds have a row per architecture. */
 static int is_main_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_BWD_SM90;
+    return k == MGPU_KIND_ATTENTION_BWD_SM90 || k == MGPU_KIND_ATTENTION_BWD_SM100;
 }
+
+/* The head dims of the sm_100a main kernel: its tensor-memory plan holds dK
+ * and dV of 128 keys (2 x head_dim columns) beside S^T, dP^T and dQ^T in 512
+ * columns (kernels/blackwell/attention_bwd_sm100.cuh). */
+#define SM100_BWD_MAX_HEAD_DIM 128
 
 static int is_pre_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_BWD_PRE_SM90;
+    return k == MGPU_KIND_ATTENTION_BWD_PRE;
 }
 
 static int is_post_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_BWD_POST_SM90;
+    return k == MGPU_KIND_ATTENTION_BWD_POST;
 }
 
 /* The main kernel of the call's dtype and head dim. */
@@ -145,8 +152,12 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
 {
     const struct mgpu_attention_problem *p = &bp->a;
     memset(plan, 0, sizeof *plan);
-    const struct mgpu_lookup main_q = {.what = "attention backward", .of_op = is_main_kind, .caps = caps,
-                                       .force = force, .fits = main_fits, .ctx = p};
+    const struct mgpu_lookup main_q = {
+        .what = "attention backward", .of_op = is_main_kind, .caps = caps, .force = force, .fits = main_fits,
+        .ctx = p,
+        .refusal = caps->cc_major == 10 && p->head_dim > SM100_BWD_MAX_HEAD_DIM
+                       ? "the sm_100a attention backward has head dims 64, 96 and 128 (192 and 256: sm_90a only)"
+                       : NULL};
     plan->main = mgpu_registry_lookup(&main_q, NULL, status);
     if (plan->main < 0)
         return -1;

@@ -1,0 +1,270 @@
+/*
+ * Blackwell (sm_100a) flash-attention backward, FlashAttention-4 style: the
+ * kernel shell (configuration, shared memory, tensor memory, barriers,
+ * roles, teardown).
+ *
+ * NOT RUN ON BLACKWELL HARDWARE: no machine here has an sm_100 GPU. This
+ * kernel is compiled, its SASS instruction mix is checked by a test
+ * (tests/sass_sm100_attention_bwd.sh: UTCHMMA with shared-memory and
+ * tensor-memory A operands, UTMALDG, LDTM / STTM, no local memory), its
+ * descriptors are checked at compile time against the PTX ISA tables
+ * (attention_bwd_sm100_descriptors.cuh), and its selection is tested with a
+ * made-up cc 10.0 device. bench/blackwell_first_run.sh runs its GPU test
+ * first on a B200.
+ *
+ * Same call as the Hopper backward: struct mgpu_attention_bwd_params of
+ * abi/attention_bwd_abi.h, the same tile table (block_m = 64 queries,
+ * block_n = 128 keys for head dims 64, 96, 128), the same scratch layout and
+ * the same preprocess / postprocess (hopper/attention_bwd_prepost.cuh is
+ * architecture-neutral and compiled for sm_100a too). Head dims 192 and 256
+ * have no sm_100a backward: dK and dV of 128 keys would take 2 x d of the
+ * 512 tensor-memory columns (see below); the runtime refuses them with
+ * NOT_SUPPORTED on cc 10.0.
+ *
+ * Work: one CTA per (key block n, query head h, sequence b), key blocks
+ * fastest in blockIdx.x (the ABI's grid); it walks the query blocks the mask
+ * leaves from the last to the first, as the Hopper kernel does, so the
+ * deterministic mode's turns are the same.
+ *
+ * Tensor memory (512 columns allocated by the MMA warp; lane = key of the
+ * block for everything but dQ^T, whose lane is the head-dim column):
+ *   S^T   [0, 64)            fp32 scores, 64 queries; P^T written back over
+ *                            its first 32 columns (16-bit pairs)
+ *   dP^T  [64, 128)          fp32; dS^T written back over its first 32
+ *   dQ^T  [128, 192)         fp32, lane = head-dim column, 64 queries
+ *   dV    [192, 192 + d)     fp32 accumulator over all query blocks
+ *   dK    [192 + d, 192 + 2d)
+ * d = 128 uses 448 columns; 192 + 2d > 512 for d >= 192.
+ *
+ * Warps (384 threads, the ABI's MGPU_ATTENTION_BWD_THREADS):
+ *   warpgroup 0   compute: thread t owns key t (TMEM lane t): P^T, dS^T per
+ *                 query block; at the end dK, dV out of tensor memory
+ *   warpgroup 1   dQ: thread t owns head-dim column t of dQ^T; per query
+ *                 block it reads its 64 values and adds them into dq_accum
+ *   warpgroup 2   warp 8: TMA (one lane, the Hopper producer's loop);
+ *                 warp 9: TMEM allocation and the MMA (one lane);
+ *                 warps 10, 11 idle
+ *
+ * Barriers (count: who arrives), each completing once per query block i
+ * (parity i & 1) unless said otherwise:
+ *   kv_full             1 + K, V bytes   TMA -> MMA (once)
+ *   q_full / do_full[s] 1 + bytes        TMA -> MMA, compute (lse, dpsum rows)
+ *   q_empty / do_empty  1 (commit)       MMA -> TMA: stage s no longer read
+ *   s_full              1 (commit)       MMA -> compute: S^T in TMEM
+ *   dp_full             1 (commit)       MMA -> compute: dP^T in TMEM
+ *   p_full              4 (warps)        compute -> MMA: P^T in TMEM
+ *   ds_full             4 (warps)        compute -> MMA: dS^T in TMEM and in ds[i % 2]
+ *   dv_done / dk_done   1 (commit)       MMA -> MMA: P^T / dS^T read (their
+ *                                        columns may be overwritten)
+ *   dq_full             1 (commit)       MMA -> dQ: dQ^T in TMEM
+ *   dq_empty            4 (warps)        dQ -> MMA: dQ^T read out
+ *   kv_done             1 (commit)       MMA -> compute: every MMA done (once)
+ * No barrier runs two phases ahead of a waiter (attention_bwd_sm100_pipeline.cuh
+ * gives the argument per barrier).
+ *
+ * Files by role: this shell; attention_bwd_sm100_pipeline.cuh (MMA warp;
+ * the TMA warp is sm90::attn_bwd_producer, architecture-neutral);
+ * attention_bwd_sm100_compute.cuh (compute and dQ warpgroups);
+ * attention_bwd_sm100_descriptors.cuh (descriptor checks); tcgen05.cuh.
+ * Shared with the Hopper backward: AttnBwdWork / attn_bwd_work (the CTA's
+ * work and mask interval algebra), attn_bwd_first_n_block (deterministic
+ * turns), the producer, the red / acquire / release helpers.
+ */
+#pragma once
+
+#include <cuda/ptx>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <type_traits>
+
+#include "abi/attention_bwd_abi.h"
+#include "blackwell/attention_bwd_sm100_descriptors.cuh"
+#include "blackwell/tcgen05.cuh"
+#include "common/async_copy.cuh"
+#include "hopper/attention_bwd_sm90.cuh" /* AttnBwdWork, attn_bwd_work, attn_bwd_producer */
+
+namespace mgpu {
+namespace sm100 {
+
+template <typename Element, int kHeadDim_>
+struct AttnBwdSm100Config {
+    using T = Element;
+    static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
+    static constexpr int kElementBytes = 2;
+
+    static constexpr int kHeadDim = kHeadDim_;
+    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128,
+                  "sm_100a attention backward head dims: 64, 96, 128");
+    /* The ABI's tile table (shared with Hopper: same scratch, same pre/post). */
+    static constexpr int kBlockM = sm90::AttnBwdTile<kHeadDim>::kBlockM;
+    static constexpr int kBlockN = sm90::AttnBwdTile<kHeadDim>::kBlockN;
+    static constexpr int kStages = sm90::AttnBwdTile<kHeadDim>::kStages;
+    static_assert(kBlockM == 64 && kBlockN == 128 && kStages == 2, "tiles of the tensor-memory plan below");
+
+    static constexpr int kSwizzleBytes = 128;
+    static constexpr int kSwizzleElems = kSwizzleBytes / kElementBytes;
+    static constexpr int kAtomBytes = 1024; /* 8 swizzled rows */
+    static constexpr int kDimBlocks = (kHeadDim + kSwizzleElems - 1) / kSwizzleElems;
+    static constexpr int kMmaK = 16; /* K of one kind::f16 tcgen05.mma */
+    static_assert(kHeadDim % kMmaK == 0 && kBlockM % kMmaK == 0 && kBlockN % kMmaK == 0, "MMA K is 16");
+    static_assert(kBlockM * kElementBytes == kSwizzleBytes, "one dS^T row (64 queries) is one swizzle row");
+
+    /* Threads: 3 warpgroups (the ABI's count). */
+    static constexpr int kWarpgroupThreads = 128;
+    static constexpr int kThreads = 3 * kWarpgroupThreads;
+    static_assert(kThreads == MGPU_ATTENTION_BWD_THREADS, "ABI thread count");
+    static constexpr int kComputeWarpgroup = 0, kDqWarpgroup = 1;
+    static constexpr int kTmaWarp = 8, kMmaWarp = 9;
+    static_assert(kBlockN == kWarpgroupThreads, "one compute thread per key (TMEM lane)");
+
+    /* Tile bytes (the Hopper producer's names). */
+    static constexpr int kQBlockBytes = kBlockM * kSwizzleBytes;  /* one 64-column block of Q / dO */
+    static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes; /* of K / V */
+    static constexpr int kQTileBytes = kDimBlocks * kQBlockBytes;
+    static constexpr int kKVTileBytes = kDimBlocks * kKVBlockBytes;
+    static constexpr int kDsBytes = kBlockN * kBlockM * kElementBytes; /* [key][query], 128-byte rows */
+    static constexpr int kRowBytes = kBlockM * 4;                      /* lse_log2 / dpsum of one block */
+    static constexpr int kMmaStepBytesMN = kMmaK * kSwizzleBytes;      /* 16 rows of an MN-major operand */
+    static constexpr int kMmaStepBytesK = kMmaK * kElementBytes;       /* 16 columns of a K-major one */
+    static_assert(kRowBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
+    static_assert(kQBlockBytes % kAtomBytes == 0 && kKVBlockBytes % kAtomBytes == 0 && kDsBytes % kAtomBytes == 0,
+                  "every operand starts on a swizzle atom (descriptor base offset 0)");
+
+    /* dQ^T = K^T dS^T has M = 128 head-dim rows: the K tile read MN-major
+     * needs two 64-column blocks. For d = 96 the second block's columns
+     * 96..127 are TMA's zero fill; for d = 64 it is the V tile behind K
+     * (SharedStorage keeps v right after k): those TMEM lanes hold values
+     * nobody reads. */
+    static constexpr int kDqtM = 128;
+    static constexpr int kDqWarps = kHeadDim / 32; /* dQ warps with a head-dim column */
+    static_assert(kHeadDim % 32 == 0 && kHeadDim <= kDqtM, "dQ^T lanes: warps of 32 head-dim columns");
+
+    /* Tensor memory columns. */
+    static constexpr uint32_t kTmemCols = 512;
+    static constexpr uint32_t kColS = 0, kColDP = 64, kColDQ = 128;
+    static constexpr uint32_t kColDV = 192, kColDK = 192 + kHeadDim;
+    static_assert(kColDP == kColS + kBlockM && kColDQ == kColDP + kBlockM && kColDV == kColDQ + kBlockM,
+                  "S^T, dP^T, dQ^T: 64 fp32 columns each (one per query)");
+    static_assert(kColDK + kHeadDim <= kTmemCols, "S^T, dP^T, dQ^T, dV, dK fit the 512 columns");
+
+    static constexpr uint32_t kIdescST = make_idesc_f16_f32acc<T, kBlockN, kBlockM, true, true>();
+    static constexpr uint32_t kIdescKV = make_idesc_f16_f32acc<T, kBlockN, kHeadDim, true, false>();
+    static constexpr uint32_t kIdescDQT = make_idesc_f16_f32acc<T, kDqtM, kBlockM, false, false>();
+    static_assert(check_attention_bwd_descriptors<T, kHeadDim, kQBlockBytes, kKVBlockBytes, kDsBytes>(),
+                  "descriptor checks");
+
+    struct alignas(kAtomBytes) SharedStorage {
+        uint8_t k[kKVTileBytes];
+        uint8_t v[kKVTileBytes]; /* right after k: the d = 64 dQ^T reads past k (see kDqtM) */
+        uint8_t q[kStages][kQTileBytes];
+        uint8_t dout[kStages][kQTileBytes];
+        uint8_t ds[2][kDsBytes];
+        float lse[kStages][kBlockM];
+        float dpsum[kStages][kBlockM];
+        uint64_t kv_full;
+        uint64_t q_full[kStages], q_empty[kStages];
+        uint64_t do_full[kStages], do_empty[kStages];
+        uint64_t s_full, dp_full, p_full, ds_full;
+        uint64_t dv_done, dk_done, dq_full, dq_empty, kv_done;
+        uint32_t tmem_base;
+    };
+    static_assert(offsetof(SharedStorage, v) == offsetof(SharedStorage, k) + kKVTileBytes, "v right after k");
+    static_assert(kDimBlocks == 2 || offsetof(SharedStorage, v) + kKVBlockBytes <= sizeof(SharedStorage),
+                  "the d = 64 dQ^T A operand stays inside the storage");
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kAtomBytes;
+    /* The generated unit checks kSmemBytes <= mgpu_attention_bwd_smem_bytes(kHeadDim)
+     * (the ABI formula, not constexpr here) with the number gen/ wrote into it. */
+    static_assert(kSmemBytes <= 232448, "over the sm_100 227 KB per-block limit");
+};
+
+/* Named barrier ids (0 is __syncthreads). */
+enum AttnBwdSm100Barrier : int {
+    kBwd100BarrierDq = 1,  /* the dQ warpgroup's deterministic turn */
+    kBwd100BarrierDkv = 2, /* the compute warpgroup's deterministic GQA turn */
+};
+
+} // namespace sm100
+} // namespace mgpu
+
+#include "blackwell/attention_bwd_sm100_compute.cuh"
+#include "blackwell/attention_bwd_sm100_pipeline.cuh"
+
+namespace mgpu {
+namespace sm100 {
+
+template <class Cfg>
+__device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p)
+{
+    namespace ptx = cuda::ptx;
+    using Smem = typename Cfg::SharedStorage;
+    extern __shared__ uint8_t attn_bwd_sm100_smem_raw[];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(attn_bwd_sm100_smem_raw);
+    Smem &smem = *reinterpret_cast<Smem *>((base + Cfg::kAtomBytes - 1) & ~uintptr_t(Cfg::kAtomBytes - 1));
+
+    const sm90::AttnBwdWork w = sm90::attn_bwd_work<Cfg>(p.args, static_cast<int>(blockIdx.x));
+    /* Key blocks past this sequence's end (varlen): nothing to compute or
+     * write (uniform over the CTA, before any barrier). */
+    if (w.n_block * Cfg::kBlockN >= w.seqlen_k)
+        return;
+
+    const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    const int warpgroup = warp / 4;
+    if (threadIdx.x == 0) {
+        tma_prefetch_map(&p.tmap_q);
+        tma_prefetch_map(&p.tmap_k);
+        tma_prefetch_map(&p.tmap_v);
+        tma_prefetch_map(&p.tmap_do);
+        mbar_init(&smem.kv_full, 1);
+        for (int s = 0; s < Cfg::kStages; ++s) {
+            mbar_init(&smem.q_full[s], 1);
+            mbar_init(&smem.do_full[s], 1);
+            mbar_init(&smem.q_empty[s], 1);
+            mbar_init(&smem.do_empty[s], 1);
+        }
+        mbar_init(&smem.s_full, 1);
+        mbar_init(&smem.dp_full, 1);
+        mbar_init(&smem.p_full, 4);
+        mbar_init(&smem.ds_full, 4);
+        mbar_init(&smem.dv_done, 1);
+        mbar_init(&smem.dk_done, 1);
+        mbar_init(&smem.dq_full, 1);
+        mbar_init(&smem.dq_empty, 4);
+        mbar_init(&smem.kv_done, 1);
+        mbar_fence_init();
+    }
+    const uint32_t tmem_cols = Cfg::kTmemCols; /* by value: the wrappers take a reference */
+    if (warp == Cfg::kMmaWarp) {
+        ptx::tcgen05_alloc(ptx::cta_group_1, &smem.tmem_base, tmem_cols);
+        ptx::tcgen05_relinquish_alloc_permit(ptx::cta_group_1);
+    }
+    ptx::tcgen05_fence_before_thread_sync();
+    __syncthreads();
+    ptx::tcgen05_fence_after_thread_sync();
+    const uint32_t tmem = smem.tmem_base;
+
+    if (warpgroup == Cfg::kComputeWarpgroup) {
+        attn_bwd_sm100_compute<Cfg>(p.args, smem, tmem, w);
+    } else if (warpgroup == Cfg::kDqWarpgroup) {
+        attn_bwd_sm100_dq<Cfg>(p.args, smem, tmem, w);
+    } else {
+        if (warp == Cfg::kTmaWarp && lane == 0)
+            sm90::attn_bwd_producer<Cfg>(p, smem, w);
+        else if (warp == Cfg::kMmaWarp && lane == 0)
+            attn_bwd_sm100_mma<Cfg>(smem, tmem, w);
+    }
+    __syncwarp();
+
+    /* The compute warpgroup has waited for kv_done (the last MMA) and the dQ
+     * warpgroup for the last dq_full: no MMA is in flight. */
+    ptx::tcgen05_fence_before_thread_sync();
+    __syncthreads();
+    if (warp == Cfg::kMmaWarp) {
+        ptx::tcgen05_fence_after_thread_sync();
+        ptx::tcgen05_dealloc(ptx::cta_group_1, tmem, tmem_cols);
+    }
+}
+
+} // namespace sm100
+} // namespace mgpu

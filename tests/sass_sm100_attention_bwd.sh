@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Build-time check of the sm_100a attention backward cubin, no GPU needed: for
+# every entry mgpu_attention_bwd_sm100_<dtype>_d<head_dim> (head dims 64, 96,
+# 128; tiles of kernels/abi/attention_bwd_abi.h: block_m = 64 queries,
+# block_n = 128 keys; dim_blocks = ceil(head_dim / 64)), count in the SASS
+# that cuobjdump disassembles the instructions the kernel was written for,
+# and fail when a count is off or local memory is used:
+#   UTCHMMA gdesc[...]  tcgen05.mma, both operands in shared memory, exactly
+#                       4 * head_dim / 16 + 8: S^T = K Q^T and dP^T = V dO^T
+#                       (head_dim / 16 K-steps each, issued twice: for block 0
+#                       before the loop and for block i + 1 in it) and
+#                       dQ^T = K^T dS^T (block_n / 16 = 8, in the loop)
+#   UTCHMMA tmem[...]   tcgen05.mma with A from tensor memory, exactly
+#                       2 * block_m / 16 = 8: dV += P^T dO, dK += dS^T Q
+#   no .2CTA form       one CTA per MMA
+#   UTMALDG             exactly 4 * dim_blocks: the K, V, Q and dO boxes
+#   UBLKCP              >= 2: the lse_log2 and dpsum rows (1-D bulk copies)
+#   UTCBAR              tcgen05.commit, >= 10 (s_full, dp_full twice each,
+#                       dv_done, dk_done, dq_full, q_empty, do_empty, kv_done)
+#   LDTM                tcgen05.ld, >= 8 (S^T, dP^T, dQ^T: 2 each; dV, dK)
+#   STTM                tcgen05.st, >= 2 (P^T, dS^T written back)
+#   REDG .F32           >= 64 scalar fp32 reductions (dQ into dq_accum, one
+#                       per query of a block) and >= 8 of .F32x4 (GQA dK, dV)
+#   LDL / STL           none, and cuobjdump -res-usage LOCAL:0
+#   idesc immediates    the three instruction descriptors, as hand-computed in
+#                       kernels/blackwell/attention_bwd_sm100_descriptors.cuh,
+#                       loaded as immediates (UMOV / MOV): S^T / dP^T
+#                       0x08100010 | t, dV / dK 0x08010010 | t | (d / 8) << 17,
+#                       dQ^T 0x08118010 | t (t = 0x480 for bf16, 0 for fp16),
+#                       and 0x40004040, the upper word of every shared-memory
+#                       descriptor (SBO 1024, version 1, 128-byte swizzle)
+#   REG                 > 85 registers per thread (-res-usage): 384 threads
+#                       then need more than half of the 64 K registers of an
+#                       SM, so two CTAs never share one, and the 512-column
+#                       tcgen05.alloc never waits for another CTA (which, in
+#                       deterministic mode, could be waiting for this one)
+# The preprocess and postprocess entries of the cubin (the Hopper ones,
+# compiled for sm_100a) must exist, 4 of them, without local memory.
+# Prints one line of counts per entry.
+#
+#   tests/sass_sm100_attention_bwd.sh build/attention_bwd_sm100.cubin
+#
+# Exit 77 (skipped) when the cubin was not built (no sm100a in -Darchs) or no
+# cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
+set -uo pipefail
+
+source "$(dirname "$0")/sass_common.sh"
+cubin="${1:-}"
+sass_load "$cubin" "sm100a attention backward" sm100a
+entries=$(grep -oE 'Function : mgpu_attention_bwd_sm100_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
+helpers=$(grep -oE 'Function : mgpu_attention_bwd_(pre|post)_sm100_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
+n_entries=$(wc -w <<<"$entries")
+if (( n_entries != 6 )); then
+    echo "expected 6 entries (fp16 / bf16 x head dims 64 96 128), found $n_entries: $entries"
+    exit 1
+fi
+if (( $(wc -w <<<"$helpers") != 4 )); then
+    echo "expected 4 preprocess / postprocess entries (fp16 / bf16), found: $helpers"
+    exit 1
+fi
+
+fail=0
+count() { grep -cE "$1" <<<"$body" || true; }
+printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' entry MMA.SS MMA.TS .2CTA UTMALDG UBLKCP UTCBAR \
+    LDTM STTM RED RED.x4 LDL STL LOCAL REG
+for e in $entries; do
+    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    ss=$(count '[[:space:]]UTCHMMA[.A-Z0-9]*[[:space:]]+gdesc\[')
+    ts=$(count '[[:space:]]UTCHMMA[.A-Z0-9]*[[:space:]]+tmem\[')
+    two=$(count '[[:space:]]UTC[A-Z]*MMA\.2CTA')
+    ldg=$(count '[[:space:]]UTMALDG')
+    blk=$(count '[[:space:]]UBLKCP')
+    bar=$(count '[[:space:]]UTCBAR')
+    ldtm=$(count '[[:space:]]LDTM')
+    sttm=$(count '[[:space:]]STTM')
+    red=$(count '[[:space:]]REDG\.E\.ADD\.F32\.')
+    red4=$(count '[[:space:]]REDG\.E\.ADD\.F32x4')
+    ldl=$(count '[[:space:]]LDL')
+    stl=$(count '[[:space:]]STL')
+    imm=$(grep -E '[[:space:]]U?MOV' <<<"$body" | grep -oiE '0x[0-9a-f]+' | tr 'A-F' 'a-f' | sort -u)
+    local_bytes=$(sass_local_bytes "$e")
+    regs=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /REG:[0-9]+/)) print substr($0, RSTART + 4, RLENGTH - 4)}' <<<"$res")
+    printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" \
+        "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+    d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
+    dim_blocks=$(( (d + 63) / 64 ))
+    [[ "$e" == *_bf16_* ]] && tbits=$(( 0x480 )) || tbits=0
+    want_st=$(printf '0x%x' $(( 0x08100010 | tbits )))
+    want_kv=$(printf '0x%x' $(( 0x08010010 | tbits | ((d / 8) << 17) )))
+    want_dqt=$(printf '0x%x' $(( 0x08118010 | tbits )))
+    bad=()
+    for want in "$want_st" "$want_kv" "$want_dqt" 0x40004040; do
+        grep -qx "$want" <<<"$imm" || bad+=("no immediate $want (instruction / shared-memory descriptor)")
+    done
+    (( d == 64 || d == 96 || d == 128 )) || bad+=("head dim $d has no sm_100a backward")
+    (( ss == 4 * d / 16 + 8 )) || bad+=("shared-memory MMAs $ss, want $(( 4 * d / 16 + 8 ))")
+    (( ts == 8 )) || bad+=("MMAs with A in TMEM $ts, want 8")
+    (( two == 0 )) || bad+=("2CTA MMA forms ($two)")
+    (( ldg == 4 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 4 * dim_blocks ))")
+    (( blk >= 2 )) || bad+=("UBLKCP $blk, want >= 2")
+    (( bar >= 10 )) || bad+=("UTCBAR $bar, want >= 10")
+    (( ldtm >= 8 )) || bad+=("LDTM $ldtm, want >= 8")
+    (( sttm >= 2 )) || bad+=("STTM $sttm, want >= 2")
+    (( red >= 64 )) || bad+=("scalar fp32 reductions $red, want >= 64")
+    (( red4 >= 8 )) || bad+=("fp32x4 reductions $red4, want >= 8")
+    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
+    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    (( ${regs:-0} * 384 > 32768 )) || bad+=("REG ${regs:-unknown}: two CTAs could share an SM (and its 512 TMEM columns)")
+    sass_verdict "$e"
+done
+for e in $helpers; do
+    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    ldl=$(count '[[:space:]]LDL')
+    stl=$(count '[[:space:]]STL')
+    local_bytes=$(sass_local_bytes "$e")
+    printf '%-34s %4s %4s %6s\n' "$e" "$ldl" "$stl" "${local_bytes:-?}"
+    bad=()
+    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
+    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    sass_verdict "$e"
+done
+exit $fail
