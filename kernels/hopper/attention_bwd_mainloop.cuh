@@ -140,6 +140,11 @@ __device__ __forceinline__ void attn_bwd_rows_wait()
 template <class Cfg>
 __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
 {
+    /* a_rows (the consumer's K or V rows) is the same in every query block:
+     * without this the compiler hoists the 8 descriptors derived from it out
+     * of the consumer loop, 16 registers that head dim 128 cannot afford
+     * (they spilled). Opaque here, they are recomputed at each issue. */
+    asm volatile("" : "+r"(a_rows));
     constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
     constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
 #pragma unroll
