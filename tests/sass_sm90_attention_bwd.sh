@@ -10,9 +10,10 @@
 #   HGMMA, both in smem       head dims <= 128: S^T of the first block, dP^T,
 #                             the next block's S^T (head_dim / 16 each) and dQ
 #                             (kBlockN / 16 = 8): 3 head_dim / 16 + 8.
-#                             192, 256: S^T, dP^T (head_dim / 16 each), dV, dK
-#                             and dQ (4 each): 2 head_dim / 16 + 12 per copy of
-#                             the consumer loop (two copies at 192, one at 256)
+#                             192, 256: the same three S^T / dP^T issues
+#                             (head_dim / 16 each), dV, dK and dQ (4 each):
+#                             3 head_dim / 16 + 12 per copy of the consumer
+#                             loop (two copies at 192, one at 256)
 #   UTMALDG                   exactly 4 dim_blocks: the K, V, Q and dO boxes
 #   UBLKRED                   the dQ writer's bulk reduction: 1 for head dims
 #                             <= 128, 0 for 192 and 256 (dQ added from
@@ -59,7 +60,7 @@ for e in $entries; do
         want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
-        want_rs=0; want_ss=$(( copies * (2 * d / 16 + 12) )); want_bulk=0
+        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0
     fi
     bad=()
     (( rs == want_rs )) || bad+=("HGMMA with A in registers $rs, want $want_rs")
