@@ -175,8 +175,8 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
  * consumers' order, waits for the block's buffer, adds the whole tile into
  * dq_accum with one bulk reduction and frees the buffer once the reduction
  * has read it. Deterministic: before adding, waits (while the consumers go
- * on) until dq_semaphore equals this key block's turn; after, waits for the
- * adds to complete and hands the turn on.
+ * on) until dq_semaphore equals this key block's turn; after freeing the
+ * buffer, waits for the adds to complete and hands the turn on.
  */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
@@ -197,6 +197,10 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
         ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, &smem.dq[b][0],
                                   static_cast<uint32_t>(Cfg::kDqTileBytes));
         ptx::cp_async_bulk_commit_group();
+        /* The buffer is free once the reduction has read it, in both modes:
+         * the consumers refill it while the adds complete. */
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        mbar_arrive(&smem.dq_empty[b]);
         if (a.deterministic) {
             /* The reduction's writes are complete, ordered before this
              * thread's generic-proxy accesses, then released at GPU scope by
@@ -204,10 +208,7 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
             st_release_s32(sem, turn + 1);
-        } else {
-            ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
         }
-        mbar_arrive(&smem.dq_empty[b]);
     }
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
