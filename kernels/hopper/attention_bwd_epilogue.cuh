@@ -12,9 +12,9 @@
  *   - Deterministic mode orders those adds with a semaphore per destination
  *     tile. The dQ writer takes the turn itself; otherwise one consumer
  *     thread waits (acquire) until the semaphore equals this CTA's turn, a
- *     named barrier over both consumers releases the others, all add, each
- *     fences, a second barrier, and the same thread stores turn + 1
- *     (release). Every element then receives its adds in one fixed order.
+ *     named barrier over both consumers releases the others, all add, a
+ *     second barrier, and the same thread stores turn + 1 (st.release.gpu).
+ *     Every element then receives its adds in one fixed order.
  *
  * Accumulator fragment (m64nN, fp32) of thread t of a warpgroup: warp w = t / 32,
  * lane l = t % 32; d[i] sits at row 16 w + l / 4 + 8 ((i / 2) % 2), column
@@ -65,17 +65,17 @@ __device__ __forceinline__ void ordered_acquire(const int *sem, int turn, int co
     bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
 }
 
-/* After the adds: all consumers meet, then thread 0 hands the turn on (a
- * release at GPU scope after the barrier covers the other threads' adds). */
+/* After the adds: all consumers meet, then thread 0 hands the turn on. Its
+ * st.release.gpu is itself a release pattern (a GPU-scope fence, then the
+ * store), cumulative over the other threads' adds that the barrier orders
+ * before it: no separate fence.acq_rel.gpu (it was a second MEMBAR.GPU). */
 template <class Cfg>
 __device__ __forceinline__ void ordered_release(int *sem, int turn, int consumer_thread)
 {
     __syncwarp();
     bwd_barrier_sync(kBwdBarrierOrdered, Cfg::kConsumerThreads);
-    if (consumer_thread == 0) {
-        asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    if (consumer_thread == 0)
         st_release_s32(sem, turn + 1);
-    }
 }
 
 /* Adds a 64-row accumulator fragment (kN columns) into an fp32 row-major
@@ -175,8 +175,8 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
  * consumers' order, waits for the block's buffer, adds the whole tile into
  * dq_accum with one bulk reduction and frees the buffer once the reduction
  * has read it. Deterministic: before adding, waits (while the consumers go
- * on) until dq_semaphore equals this key block's turn; after, waits for the
- * adds to complete and hands the turn on.
+ * on) until dq_semaphore equals this key block's turn; after freeing the
+ * buffer, waits for the adds to complete and hands the turn on.
  */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
@@ -197,15 +197,18 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
         ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, &smem.dq[b][0],
                                   static_cast<uint32_t>(Cfg::kDqTileBytes));
         ptx::cp_async_bulk_commit_group();
+        /* The buffer is free once the reduction has read it, in both modes:
+         * the consumers refill it while the adds complete. */
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        mbar_arrive(&smem.dq_empty[b]);
         if (a.deterministic) {
+            /* The reduction's writes are complete, ordered before this
+             * thread's generic-proxy accesses, then released at GPU scope by
+             * the store itself (st.release, as in ordered_release). */
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
             asm volatile("fence.proxy.async.global;\n" ::: "memory");
-            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
             st_release_s32(sem, turn + 1);
-        } else {
-            ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
         }
-        mbar_arrive(&smem.dq_empty[b]);
     }
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }

@@ -20,19 +20,20 @@
  * Consumer c, per query block (groups of wgmma committed in this order):
  *
  *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
- *   [S^T = K_c Q^T issued by the block       g1 S^T  = K Q_c^T
- *    before, complete]                       g2 dP^T = V dO_c^T
- *   g2 dP^T = V_c dO^T                       wait g1; P^T (mask pass on edge blocks)
- *   P^T (registers, 16-bit A; mask pass             -> smem p[i % 2]
- *     on edge blocks)                        wait g2; dS^T -> smem ds[i % 2]
- *   g3 dV  += P^T dO          (RS)           rows of block i + 1; fence.proxy.async; bar(ds)
- *   wait g2; dS^T (registers + smem ds[i%2]) g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
- *   g4 dK  += dS^T Q          (RS)           g4 dQ_c  = dS K_c                     (SS)
- *   rows of block i + 1; fence.proxy.async;  wait all; release q_empty[s], do_empty[s];
- *   bar(ds)                                  dQ_c added into dq_accum (row-major)
- *   g5 dQ_c = dS K_c          (SS)
- *   wait g3, g4; g6 S^T of block i + 1 (after the last block: on the idle
- *     stage, result unused); wait g5
+ *   [S^T = K_c Q^T issued by the block       [S^T = K Q_c^T issued by the block
+ *    before, complete]                        before, complete]
+ *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
+ *   P^T (registers, 16-bit A; mask pass      P^T (mask pass on edge blocks)
+ *     on edge blocks)                               -> smem p[i % 2]
+ *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
+ *   wait g2; dS^T (registers + smem ds[i%2]) rows of block i + 1; fence.proxy.async; bar(ds)
+ *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
+ *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
+ *   bar(ds)                                  wait g3; g5 S^T of block i + 1; wait g4
+ *   g5 dQ_c = dS K_c          (SS)           release q_empty[s], do_empty[s];
+ *   wait g3, g4; g6 S^T of block i + 1 (after dQ_c added into dq_accum (row-major);
+ *     the last block: on the idle stage,     wait g5 (after the last block: S^T on
+ *     result unused); wait g5                the idle stage, result unused)
  *   release q_empty[s], do_empty[s]; dQ_c into the dQ writer's buffer; wait g6.
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
@@ -140,6 +141,11 @@ __device__ __forceinline__ void attn_bwd_rows_wait()
 template <class Cfg>
 __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
 {
+    /* a_rows (the consumer's K or V rows) is the same in every query block:
+     * without this the compiler hoists the 8 descriptors derived from it out
+     * of the consumer loop, 16 registers that head dim 128 cannot afford
+     * (they spilled). Opaque here, they are recomputed at each issue. */
+    asm volatile("" : "+r"(a_rows));
     constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
     constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
 #pragma unroll
@@ -272,10 +278,13 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 {
     constexpr int kSN = Cfg::kSN;
     constexpr int kKV = Cfg::kSplitDim ? kDqCols : Cfg::kHeadDim; /* dK / dV columns held */
-    /* Head dims <= 128: S^T of block i + 1 issued at the end of block i.
-     * kSplitDim keeps a 64-column dQ with dK, dV (no registers for it) and
-     * runs each block's groups in order, waiting for all of them at its end. */
-    constexpr bool kPrefetchS = !Cfg::kSplitDim;
+    /* S^T of block i + 1 issued at the end of block i, once dV and dK of
+     * block i are complete, and running while dQ(i) leaves. With kSplitDim
+     * that is 16 S^T registers beside dK, dV and a 64-column dQ: it fits in
+     * 240 without local memory since the K descriptors are not hoisted out of
+     * the loop (issue_xt). false: each block issues its own S^T first and
+     * waits for every group at its end (no group in flight across dQ). */
+    constexpr bool kPrefetchS = true;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int warp = thread / 32, lane = thread % 32;
     const int col0 = consumer == 0 ? 0 : Cfg::kCols0;           /* head-dim columns of dQ (dK, dV if split) */

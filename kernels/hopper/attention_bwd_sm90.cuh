@@ -22,8 +22,7 @@
  *       dS^T = P^T (dP^T - dpsum) [1 - tanh^2] -> 16-bit, into shared memory
  *       dK += dS^T Q                           (wgmma)
  *       dQ(m) = dS K                           (wgmma, both consumers' dS)
- *       S^T of the next block                  (head dims <= 128: issued
- *                                               before dQ(m) leaves)
+ *       S^T of the next block                  (issued before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
  *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or is added
  *     into the fp32 dq_accum with red.global.add.v2.f32 from registers

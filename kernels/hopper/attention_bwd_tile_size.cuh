@@ -9,7 +9,8 @@
  *     dK + dV  2 x head_dim / 2,  S^T + dP^T  2 x 32,  dQ  <= 32,
  *     16-bit P^T, dS^T  2 x 16            -> head dim 128: 64+64+32+32+32+32
  *   split_dim = 1, kBlockN = 64 (each consumer all 64 keys x 128 head-dim columns):
- *     dK + dV  2 x 64,  S^T + dP^T  2 x 16,  dQ 64 (after S^T, dP^T are dead)
+ *     dK + dV  2 x 64,  S^T + dP^T  2 x 16,  dQ 64 (with the next block's S^T,
+ *     16, in flight while dQ leaves)
  * Shared memory: K, V (kBlockN rows), kStages of Q and dO (kBlockM rows), two
  * dS^T (and with split_dim two P^T) buffers; head dims padded to 64-column
  * (128-byte) swizzle blocks; head dim 256 uses the full 227 KiB.

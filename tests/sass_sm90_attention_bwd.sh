@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Build-time check of the sm_90a attention backward cubin, no GPU needed: for
+# every main-kernel entry mgpu_attention_bwd_sm90_<dtype>_d<head_dim>, count in
+# the SASS that cuobjdump disassembles the instructions the kernel was written
+# for, and fail when a count is off or local memory is used. With the tiles of
+# kernels/hopper/attention_bwd_tile_size.cuh (dim_blocks = ceil(head_dim / 64)):
+#   HGMMA, A from registers   dV += P^T dO and dK += dS^T Q (kBlockM / 16 = 4
+#                             each): exactly 8 for head dims <= 128, 0 for 192
+#                             and 256 (P^T, dS^T from shared memory there)
+#   HGMMA, both in smem       head dims <= 128: S^T of the first block, dP^T,
+#                             the next block's S^T (head_dim / 16 each) and dQ
+#                             (kBlockN / 16 = 8): 3 head_dim / 16 + 8.
+#                             192, 256: the same three S^T / dP^T issues
+#                             (head_dim / 16 each), dV, dK and dQ (4 each):
+#                             3 head_dim / 16 + 12 per copy of the consumer
+#                             loop (two copies at 192, one at 256)
+#   UTMALDG                   exactly 4 dim_blocks: the K, V, Q and dO boxes
+#   UBLKRED                   the dQ writer's bulk reduction: 1 for head dims
+#                             <= 128, 0 for 192 and 256 (dQ added from
+#                             registers)
+#   LDL / STL                 none, and cuobjdump -res-usage LOCAL:0
+# Prints one line of counts per entry.
+#
+#   tests/sass_sm90_attention_bwd.sh build/attention_bwd_sm90.cubin
+#
+# Exit 77 (skipped) when the cubin was not built (no sm90a in -Darchs) or no
+# cuobjdump is found ($CUOBJDUMP, PATH, the CUDA toolkit's bin).
+set -uo pipefail
+
+source "$(dirname "$0")/sass_common.sh"
+cubin="${1:-}"
+sass_load "$cubin" "sm90a attention backward" sm90a
+entries=$(grep -oE 'Function : mgpu_attention_bwd_sm90_[a-z0-9]+_d[0-9]+' <<<"$sass" | awk '{print $3}' | sort -u)
+if [[ -z "$entries" ]]; then
+    echo "no mgpu_attention_bwd_sm90_* entry in $cubin"
+    exit 1
+fi
+n_entries=$(wc -w <<<"$entries")
+if (( n_entries != 10 )); then
+    echo "expected 10 entries (fp16 / bf16 x head dims 64 96 128 192 256), found $n_entries"
+    exit 1
+fi
+
+fail=0
+count() { grep -cE "$1" <<<"$body" || true; }
+printf '%-36s %6s %6s %7s %7s %4s %4s %6s\n' entry MMA.RS MMA.SS UTMALDG UBLKRED LDL STL LOCAL
+for e in $entries; do
+    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    rs=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*R[0-9]+,[[:space:]]*gdesc\[')
+    ss=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*gdesc\[')
+    ldg=$(count '[[:space:]]UTMALDG')
+    bulk=$(count '[[:space:]]UBLKRED')
+    ldl=$(count '[[:space:]]LDL')
+    stl=$(count '[[:space:]]STL')
+    local_bytes=$(sass_local_bytes "$e")
+    printf '%-36s %6s %6s %7s %7s %4s %4s %6s\n' "$e" "$rs" "$ss" "$ldg" "$bulk" "$ldl" "$stl" "${local_bytes:-?}"
+    d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
+    dim_blocks=$(( (d + 63) / 64 ))
+    if (( d <= 128 )); then
+        want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1
+    else
+        copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
+        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0
+    fi
+    bad=()
+    (( rs == want_rs )) || bad+=("HGMMA with A in registers $rs, want $want_rs")
+    (( ss == want_ss )) || bad+=("HGMMA with shared-memory operands $ss, want $want_ss")
+    (( ldg == 4 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 4 * dim_blocks ))")
+    (( bulk == want_bulk )) || bad+=("UBLKRED $bulk, want $want_bulk")
+    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
+    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
+    sass_verdict "$e"
+done
+exit $fail
