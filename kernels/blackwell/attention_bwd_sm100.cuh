@@ -63,7 +63,8 @@
  * gives the argument per barrier).
  *
  * Files by role: this shell; attention_bwd_sm100_pipeline.cuh (MMA warp;
- * the TMA warp is sm90::attn_bwd_producer, architecture-neutral);
+ * the TMA warp is sm90::attn_bwd_producer, architecture-neutral, with the
+ * lse / dpsum rows on the Q / dO stage barriers);
  * attention_bwd_sm100_compute.cuh (compute and dQ warpgroups);
  * attention_bwd_sm100_descriptors.cuh (descriptor checks); tcgen05.cuh.
  * Shared with the Hopper backward: AttnBwdWork / attn_bwd_work (the CTA's
@@ -250,7 +251,7 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         attn_bwd_sm100_dq<Cfg>(p.args, smem, tmem, w);
     } else {
         if (warp == Cfg::kTmaWarp && lane == 0)
-            sm90::attn_bwd_producer<Cfg>(p, smem, w);
+            sm90::attn_bwd_producer<Cfg, true>(p, smem, w); /* lse / dpsum rows on q_full / do_full */
         else if (warp == Cfg::kMmaWarp && lane == 0)
             attn_bwd_sm100_mma<Cfg>(smem, tmem, w);
     }

@@ -77,9 +77,12 @@ __device__ __forceinline__ void bwd_load_tile(uint8_t *dst, const CUtensorMap *m
         tma_load_4d(dst + d * kBlockBytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
 }
 
-/* The producer (thread 0): TMA tiles only. The lse_log2 / dpsum rows of a
- * query block are staged by the consumers themselves (attn_bwd_rows). */
-template <class Cfg>
+/* The producer (thread 0): TMA tiles only. On sm_90a the lse_log2 / dpsum
+ * rows of a query block are staged by the consumers themselves
+ * (attn_bwd_rows). kRowsOnStage (the sm_100a kernel, whose compute warps wait
+ * on q_full / do_full): each row also rides its stage's barrier, one bulk
+ * copy of Cfg::kRowBytes into smem.lse[s] / smem.dpsum[s]. */
+template <class Cfg, bool kRowsOnStage = false>
 __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_params &p,
                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
@@ -89,17 +92,32 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
     mbar_arrive_expect_tx(&smem.kv_full, 2 * Cfg::kKVTileBytes);
     bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k, &p.tmap_k, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
     bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v, &p.tmap_v, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
+    constexpr int kStageBytes = [] {
+        if constexpr (kRowsOnStage)
+            return Cfg::kQTileBytes + Cfg::kRowBytes;
+        else
+            return Cfg::kQTileBytes;
+    }();
     for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         const int q_row = w.q_offset + m * Cfg::kBlockM;
+        const int64_t row0 = w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM;
         mbar_wait(&smem.q_empty[s], parity ^ 1);
-        mbar_arrive_expect_tx(&smem.q_full[s], Cfg::kQTileBytes);
+        mbar_arrive_expect_tx(&smem.q_full[s], kStageBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[s], &p.tmap_q, &smem.q_full[s], q_row, w.head_q, w.tma_batch);
+        if constexpr (kRowsOnStage)
+            ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.lse[s],
+                               reinterpret_cast<const float *>(p.args.lse_log2) + row0, Cfg::kRowBytes,
+                               &smem.q_full[s]);
         mbar_wait(&smem.do_empty[s], parity ^ 1);
-        mbar_arrive_expect_tx(&smem.do_full[s], Cfg::kQTileBytes);
+        mbar_arrive_expect_tx(&smem.do_full[s], kStageBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.dout[s], &p.tmap_do, &smem.do_full[s], q_row, w.head_q,
                                               w.tma_batch);
+        if constexpr (kRowsOnStage)
+            ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.dpsum[s],
+                               reinterpret_cast<const float *>(p.args.dpsum) + row0, Cfg::kRowBytes,
+                               &smem.do_full[s]);
     }
 }
 
