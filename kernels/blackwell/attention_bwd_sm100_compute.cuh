@@ -26,9 +26,10 @@
  * dQ warpgroup, one head-dim column per thread (dQ^T lane t): per query
  * block, wait dq_full, tcgen05.ld its 64 values (warps whose 32 columns are
  * past the head dim skip the load), arrive on dq_empty (the MMA may write
- * dQ^T again), then add them into dq_accum rows m * 64 + q, column t:
- * one red.global.add.f32 per value, a warp covering 32 consecutive floats of
- * a row. Deterministic: thread 0 of the warpgroup waits for the key-block
+ * dQ^T again), then add them into dq_accum tile m at row q, column t
+ * (element mgpu_attention_bwd_dq_offset(tile, head_dim, q, t) of the tile:
+ * the Hopper dQ writer's fragment order for head dims <= 128, which the
+ * shared postprocess reads): one red.global.add.f32 per value. Deterministic: thread 0 of the warpgroup waits for the key-block
  * turn of dq_semaphore (the Hopper kernel's turn), the warpgroup adds, and
  * thread 0 hands the turn on (release).
  */
@@ -288,6 +289,10 @@ __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args 
     const int t = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int warp = t / 32, lane = t % 32;
     const uint32_t lanes = tmem_addr(tmem, 32 * warp, Cfg::kColDQ);
+    /* dq_accum tiles in the ABI's order (mgpu_attention_bwd_dq_offset), which
+     * the shared postprocess reads: constants for a compile-time head dim */
+    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
+    mgpu_attention_bwd_tile(Cfg::kHeadDim, &tile);
     const bool has_column = warp < Cfg::kDqWarps; /* uniform per warp */
 
     int i = 0;
@@ -302,8 +307,7 @@ __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args 
         if (lane == 0)
             mbar_arrive(&smem.dq_empty);
 
-        float *col = reinterpret_cast<float *>(a.dq_accum) +
-                     (w.q_row0 + static_cast<int64_t>(m) * kM) * Cfg::kHeadDim + t;
+        float *dq_tile = reinterpret_cast<float *>(a.dq_accum) + (w.q_row0 + static_cast<int64_t>(m) * kM) * Cfg::kHeadDim;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / kM + m;
         const int turn = w.n_block - sm90::attn_bwd_first_n_block<Cfg>(w, m);
         if (a.deterministic)
@@ -311,7 +315,7 @@ __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args 
         if (has_column) {
 #pragma unroll
             for (int q = 0; q < kM; ++q)
-                red_add_f32(col + q * Cfg::kHeadDim, v[q]);
+                red_add_f32(dq_tile + mgpu_attention_bwd_dq_offset(&tile, Cfg::kHeadDim, q, t), v[q]);
         }
         if (a.deterministic)
             wg_ordered_release(sem, turn, t, kBwd100BarrierDq);
