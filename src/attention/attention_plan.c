@@ -264,13 +264,9 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
         return force > 0;
     if (group == 1)
         return 0;
-    /* Prefill without a mask that skips key blocks: the group's heads in one
-     * tile, walking the same K/V blocks, measured faster (H100, bf16, B=4,
-     * S=4096, 32/8 heads, d128: 1.033x cuDNN against 0.959x unpacked, same
-     * call; causal 0.982x against 0.991x, so causal and windowed calls stay
-     * unpacked, as do varlen ones, not measured; decision 016). */
-    if (!p->causal && p->window_left < 0 && p->window_right < 0 && !p->varlen)
-        return 1;
+    /* Prefill is packed only when it fills the query tiles better: packing a
+     * full-length GQA prefill measured no faster (H100, 2026-11-23, decision
+     * 016: within the run-to-run spread of +-4 %, either sign). */
     const double unpacked = (double)p->seqlen_q / (double)round_up(p->seqlen_q, block_m);
     const double packed = (double)(p->seqlen_q * group) / (double)(mgpu_cdiv(p->seqlen_q, per_tile) * block_m);
     return unpacked < 0.9 * packed;
