@@ -261,11 +261,7 @@ __device__ __forceinline__ void attn_fwd_fp8_transposer(const mgpu_attention_fwd
     int kv_iter = 0, q_iter = 0;
     for (;;) {
         const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        int t = 0;
-        if (lane == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
         __syncwarp();
         if (lane == 0)
             mbar_arrive(&smem.q_empty[q_stage]);
@@ -408,11 +404,7 @@ __device__ __forceinline__ void attn_fwd_fp8_consumer(const mgpu_attention_fwd_a
     int kv_iter = 0, q_iter = 0;
     for (;;) {
         const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        int t = 0;
-        if (threadIdx.x % 32 == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
         if (t < 0)
             break;
         const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));

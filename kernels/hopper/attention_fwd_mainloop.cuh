@@ -225,6 +225,21 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
     }
 }
 
+/* A reader of the producer's tiles (consumer or transposer warp): the tile
+ * published with Q buffer q_stage, the warp's q_iter-th (-1: no more tiles),
+ * once q_full says it is there. Lane 0 reads it for its warp: the thread that
+ * later arrives on q_empty is then the one whose read the producer's next
+ * write of this slot must follow. */
+template <class Cfg>
+__device__ __forceinline__ int attn_fwd_next_tile(typename Cfg::SharedStorage &smem, int q_stage, int q_iter)
+{
+    mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
+    int t = 0;
+    if (threadIdx.x % 32 == 0)
+        t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
+    return __shfl_sync(0xffffffffu, t, 0);
+}
+
 /* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
 template <class Cfg>
 __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
