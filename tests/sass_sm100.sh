@@ -29,17 +29,12 @@ set -uo pipefail
 source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm100a GEMM" sm100a
-entries=$(grep -oE 'Function : mgpu_gemm_sm100_ws_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
-if [[ -z "$entries" ]]; then
-    echo "no mgpu_gemm_sm100_ws_* entry in $cubin"
-    exit 1
-fi
+sass_entries entries 'mgpu_gemm_sm100_ws_[a-z0-9_]+'
 
-fail=0
-count() { grep -cE "$1" <<<"$body" || true; }
-printf '%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n' entry UTC*MMA .2CTA UTMALDG .2CTA UTCBAR .MULTICAST UTMASTG LDTM EX2 LDL STL LOCAL
+fmt='%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n'
+printf "$fmt" entry UTC*MMA .2CTA UTMALDG .2CTA UTCBAR .MULTICAST UTMASTG LDTM EX2 LDL STL LOCAL
 for e in $entries; do
-    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    sass_body "$e"
     if [[ "$e" =~ _e4m3|_e5m2 ]]; then mma_op=UTCQMMA; other_op=UTCHMMA; else mma_op=UTCHMMA; other_op=UTCQMMA; fi
     mma=$(count "[[:space:]]$mma_op")
     mma2=$(count "[[:space:]]$mma_op\.2CTA")
@@ -51,11 +46,7 @@ for e in $entries; do
     bar2=$(count '[[:space:]]UTCBAR\.2CTA\.MULTICAST')
     stg=$(count '[[:space:]]UTMASTG')
     ldtm=$(count '[[:space:]]LDTM')
-    ldl=$(count '[[:space:]]LDL')
-    stl=$(count '[[:space:]]STL')
-    local_bytes=$(sass_local_bytes "$e")
-    printf '%-52s %8s %9s %8s %9s %8s %9s %8s %5s %4s %4s %4s %6s\n' "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" \
-        "$stg" "$ldtm" "$ex2" "$ldl" "$stl" "${local_bytes:-?}"
+    printf "$fmt" "$e" "$mma" "$mma2" "$ldg" "$ldg2" "$bar" "$bar2" "$stg" "$ldtm" "$ex2" "$ldl" "$stl" "${local_bytes:-?}"
     bad=()
     (( mma >= 4 && mma % 4 == 0 )) || bad+=("$mma_op count $mma")
     (( other == 0 )) || bad+=("$other $other_op (the other MMA kind)")
@@ -78,8 +69,6 @@ for e in $entries; do
     (( bar >= 2 )) || bad+=("fewer than 2 UTCBAR (stage and accumulator commits)")
     (( stg >= 1 )) || bad+=("no UTMASTG")
     (( ldtm >= 1 )) || bad+=("no LDTM")
-    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
-    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
     sass_verdict "$e"
 done
 exit $fail

@@ -47,24 +47,13 @@ set -uo pipefail
 source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm100a attention backward" sm100a
-entries=$(grep -oE 'Function : mgpu_attention_bwd_sm100_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
-helpers=$(grep -oE 'Function : mgpu_attention_bwd_(pre|post)_sm100_[a-z0-9_]+' <<<"$sass" | awk '{print $3}' | sort -u)
-n_entries=$(wc -w <<<"$entries")
-if (( n_entries != 6 )); then
-    echo "expected 6 entries (fp16 / bf16 x head dims 64 96 128), found $n_entries: $entries"
-    exit 1
-fi
-if (( $(wc -w <<<"$helpers") != 4 )); then
-    echo "expected 4 preprocess / postprocess entries (fp16 / bf16), found: $helpers"
-    exit 1
-fi
+sass_entries entries 'mgpu_attention_bwd_sm100_[a-z0-9_]+' 6 'fp16 / bf16 x head dims 64 96 128'
+sass_entries helpers 'mgpu_attention_bwd_(pre|post)_sm100_[a-z0-9_]+' 4 'preprocess / postprocess, fp16 / bf16'
 
-fail=0
-count() { grep -cE "$1" <<<"$body" || true; }
-printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' entry MMA.SS MMA.TS .2CTA UTMALDG UBLKCP UTCBAR \
-    LDTM STTM RED RED.x4 LDL STL LOCAL REG
+fmt='%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n'
+printf "$fmt" entry MMA.SS MMA.TS .2CTA UTMALDG UBLKCP UTCBAR LDTM STTM RED RED.x4 LDL STL LOCAL REG
 for e in $entries; do
-    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    sass_body "$e"
     ss=$(count '[[:space:]]UTCHMMA[.A-Z0-9]*[[:space:]]+gdesc\[')
     ts=$(count '[[:space:]]UTCHMMA[.A-Z0-9]*[[:space:]]+tmem\[')
     two=$(count '[[:space:]]UTC[A-Z]*MMA\.2CTA')
@@ -75,13 +64,10 @@ for e in $entries; do
     sttm=$(count '[[:space:]]STTM')
     red=$(count '[[:space:]]REDG\.E\.ADD\.F32\.')
     red4=$(count '[[:space:]]REDG\.E\.ADD\.F32x4')
-    ldl=$(count '[[:space:]]LDL')
-    stl=$(count '[[:space:]]STL')
     imm=$(grep -E '[[:space:]]U?MOV' <<<"$body" | grep -oiE '0x[0-9a-f]+' | tr 'A-F' 'a-f' | sort -u)
-    local_bytes=$(sass_local_bytes "$e")
-    regs=$(awk -v f="$e" '$0 ~ "Function " f ":" {getline; if (match($0, /REG:[0-9]+/)) print substr($0, RSTART + 4, RLENGTH - 4)}' <<<"$res")
-    printf '%-34s %6s %6s %5s %7s %6s %6s %5s %5s %6s %6s %4s %4s %6s %4s\n' "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" \
-        "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
+    regs=$(sass_res_field "$e" REG)
+    printf "$fmt" "$e" "$ss" "$ts" "$two" "$ldg" "$blk" "$bar" "$ldtm" "$sttm" "$red" "$red4" "$ldl" "$stl" \
+        "${local_bytes:-?}" "${regs:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
     [[ "$e" == *_bf16_* ]] && tbits=$(( 0x480 )) || tbits=0
@@ -103,20 +89,13 @@ for e in $entries; do
     (( sttm >= 2 )) || bad+=("STTM $sttm, want >= 2")
     (( red >= 64 )) || bad+=("scalar fp32 reductions $red, want >= 64")
     (( red4 >= 8 )) || bad+=("fp32x4 reductions $red4, want >= 8")
-    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
-    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
     (( ${regs:-0} * 384 > 32768 )) || bad+=("REG ${regs:-unknown}: two CTAs could share an SM (and its 512 TMEM columns)")
     sass_verdict "$e"
 done
 for e in $helpers; do
-    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
-    ldl=$(count '[[:space:]]LDL')
-    stl=$(count '[[:space:]]STL')
-    local_bytes=$(sass_local_bytes "$e")
+    sass_body "$e"
     printf '%-34s %4s %4s %6s\n' "$e" "$ldl" "$stl" "${local_bytes:-?}"
     bad=()
-    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl)")
-    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
     sass_verdict "$e"
 done
 exit $fail

@@ -24,9 +24,9 @@ set -uo pipefail
 source "$(dirname "$0")/sass_common.sh"
 (( $# )) || sass_load "" "sm90a" sm90a
 
-fail=0
 n=0
-printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' entry xGMMA ARRIVE UTMALDG LDL STL LOCAL REG
+fmt='%-52s %6s %6s %8s %5s %5s %6s %5s\n'
+printf "$fmt" entry xGMMA ARRIVE UTMALDG LDL STL LOCAL REG
 for cubin in "$@"; do
     sass_load "$cubin" "sm90a" sm90a
     # One pass over the SASS: per entry, the counts (name xGMMA UTMALDG LDL STL ARRIVE).
@@ -43,15 +43,11 @@ for cubin in "$@"; do
         echo "no entry in $cubin"
         exit 1
     fi
-    # "Function name:" then "REG:.. ... LOCAL:.." on the next line
-    usage=$(awk '/Function [a-z0-9_]+:/ { f = $2; sub(":", "", f); getline; print f, $0 }' <<<"$res")
     while read -r e mma ldg ldl stl arr; do
         n=$((n + 1))
-        line=$(grep -m1 "^$e " <<<"$usage")
-        local_bytes=$(sed -nE 's/.*LOCAL:([0-9]+).*/\1/p' <<<"$line")
-        regs=$(sed -nE 's/.*REG:([0-9]+).*/\1/p' <<<"$line")
-        printf '%-52s %6s %6s %8s %5s %5s %6s %5s\n' "$e" "$mma" "$arr" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" \
-            "${regs:-?}"
+        local_bytes=$(sass_local_bytes "$e")
+        regs=$(sass_res_field "$e" REG)
+        printf "$fmt" "$e" "$mma" "$arr" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
         bad=()
         if [[ "$e" =~ ^mgpu_gemm_sm90_ || "$e" =~ ^mgpu_attention_(fwd|bwd)_sm90_[a-z0-9]+_d[0-9]+$ ]]; then
             (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
@@ -60,8 +56,6 @@ for cubin in "$@"; do
         if [[ "$e" =~ ^mgpu_gemm_sm90_ ]]; then
             (( arr < mma )) || bad+=("wgmma serialized ($arr WARPGROUP.ARRIVE for $mma HGMMA / QGMMA: ptxas C7514)")
         fi
-        (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
-        [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
         sass_verdict "$e"
     done <<<"$counts"
 done

@@ -30,30 +30,17 @@ set -uo pipefail
 source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm90a attention backward" sm90a
-entries=$(grep -oE 'Function : mgpu_attention_bwd_sm90_[a-z0-9]+_d[0-9]+' <<<"$sass" | awk '{print $3}' | sort -u)
-if [[ -z "$entries" ]]; then
-    echo "no mgpu_attention_bwd_sm90_* entry in $cubin"
-    exit 1
-fi
-n_entries=$(wc -w <<<"$entries")
-if (( n_entries != 10 )); then
-    echo "expected 10 entries (fp16 / bf16 x head dims 64 96 128 192 256), found $n_entries"
-    exit 1
-fi
+sass_entries entries 'mgpu_attention_bwd_sm90_[a-z0-9]+_d[0-9]+' 10 'fp16 / bf16 x head dims 64 96 128 192 256'
 
-fail=0
-count() { grep -cE "$1" <<<"$body" || true; }
-printf '%-36s %6s %6s %7s %7s %4s %4s %6s\n' entry MMA.RS MMA.SS UTMALDG UBLKRED LDL STL LOCAL
+fmt='%-36s %6s %6s %7s %7s %4s %4s %6s\n'
+printf "$fmt" entry MMA.RS MMA.SS UTMALDG UBLKRED LDL STL LOCAL
 for e in $entries; do
-    body=$(awk -v f="$e" '/Function : /{p=($3==f)} p' <<<"$sass")
+    sass_body "$e"
     rs=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*R[0-9]+,[[:space:]]*gdesc\[')
     ss=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*gdesc\[')
     ldg=$(count '[[:space:]]UTMALDG')
     bulk=$(count '[[:space:]]UBLKRED')
-    ldl=$(count '[[:space:]]LDL')
-    stl=$(count '[[:space:]]STL')
-    local_bytes=$(sass_local_bytes "$e")
-    printf '%-36s %6s %6s %7s %7s %4s %4s %6s\n' "$e" "$rs" "$ss" "$ldg" "$bulk" "$ldl" "$stl" "${local_bytes:-?}"
+    printf "$fmt" "$e" "$rs" "$ss" "$ldg" "$bulk" "$ldl" "$stl" "${local_bytes:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
     if (( d <= 128 )); then
@@ -67,8 +54,6 @@ for e in $entries; do
     (( ss == want_ss )) || bad+=("HGMMA with shared-memory operands $ss, want $want_ss")
     (( ldg == 4 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 4 * dim_blocks ))")
     (( bulk == want_bulk )) || bad+=("UBLKRED $bulk, want $want_bulk")
-    (( ldl == 0 && stl == 0 )) || bad+=("local memory traffic (LDL $ldl, STL $stl): register spills")
-    [[ "${local_bytes:-}" == 0 ]] || bad+=("LOCAL ${local_bytes:-unknown} bytes")
     sass_verdict "$e"
 done
 exit $fail

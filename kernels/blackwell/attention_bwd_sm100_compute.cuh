@@ -41,6 +41,7 @@
 
 #include "abi/attention_bwd_abi.h"
 #include "blackwell/tcgen05.cuh"
+#include "blackwell/tmem_warp.cuh" /* kTmemLdCols, warp_arrive_after_tmem */
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
@@ -49,19 +50,6 @@
 
 namespace mgpu {
 namespace sm100 {
-
-constexpr int kBwdTmemCols = 32; /* columns per tcgen05.ld / st 32x32b.x32 */
-
-/* One arrival per warp after every lane's tensor-memory stores completed. */
-__device__ __forceinline__ void bwd_warp_arrive_after_tmem(uint64_t *bar, int lane)
-{
-    namespace ptx = cuda::ptx;
-    ptx::tcgen05_wait_st();
-    ptx::tcgen05_fence_before_thread_sync();
-    __syncwarp();
-    if (lane == 0)
-        mbar_arrive(bar);
-}
 
 __device__ __forceinline__ void red_add_f32(float *addr, float v)
 {
@@ -101,14 +89,14 @@ __device__ __forceinline__ void wg_ordered_release(int *sem, int turn, int t, in
 __device__ __forceinline__ void tmem_load64(uint32_t addr, float (&v)[64])
 {
     namespace ptx = cuda::ptx;
-    uint32_t r0[kBwdTmemCols], r1[kBwdTmemCols];
+    uint32_t r0[kTmemLdCols], r1[kTmemLdCols];
     ptx::tcgen05_ld_32x32b(r0, addr);
-    ptx::tcgen05_ld_32x32b(r1, addr + kBwdTmemCols);
+    ptx::tcgen05_ld_32x32b(r1, addr + kTmemLdCols);
     ptx::tcgen05_wait_ld();
 #pragma unroll
-    for (int j = 0; j < kBwdTmemCols; ++j) {
+    for (int j = 0; j < kTmemLdCols; ++j) {
         v[j] = __uint_as_float(r0[j]);
-        v[kBwdTmemCols + j] = __uint_as_float(r1[j]);
+        v[kTmemLdCols + j] = __uint_as_float(r1[j]);
     }
 }
 
@@ -138,25 +126,25 @@ __device__ __forceinline__ void bwd_drain_row(uint32_t addr, bool loaded, float 
 {
     namespace ptx = cuda::ptx;
 #pragma unroll 1
-    for (int c = 0; c < Cfg::kHeadDim / kBwdTmemCols; ++c) {
-        uint32_t r[kBwdTmemCols];
+    for (int c = 0; c < Cfg::kHeadDim / kTmemLdCols; ++c) {
+        uint32_t r[kTmemLdCols];
         if (loaded) { /* uniform: the whole warp loads (.sync.aligned) */
-            ptx::tcgen05_ld_32x32b(r, addr + c * kBwdTmemCols);
+            ptx::tcgen05_ld_32x32b(r, addr + c * kTmemLdCols);
             ptx::tcgen05_wait_ld();
         } else {
 #pragma unroll
-            for (int j = 0; j < kBwdTmemCols; ++j)
+            for (int j = 0; j < kTmemLdCols; ++j)
                 r[j] = 0u;
         }
         if (row16 != nullptr) {
-            uint32_t *dst = reinterpret_cast<uint32_t *>(row16 + c * kBwdTmemCols);
+            uint32_t *dst = reinterpret_cast<uint32_t *>(row16 + c * kTmemLdCols);
 #pragma unroll
-            for (int j = 0; j < kBwdTmemCols / 2; ++j) /* pairs: the ABI's 4-byte rule for dK / dV */
+            for (int j = 0; j < kTmemLdCols / 2; ++j) /* pairs: the ABI's 4-byte rule for dK / dV */
                 dst[j] = pack2<typename Cfg::T>(__uint_as_float(r[2 * j]) * scale, __uint_as_float(r[2 * j + 1]) * scale);
         } else if (row32 != nullptr) {
-            float *dst = row32 + c * kBwdTmemCols;
+            float *dst = row32 + c * kTmemLdCols;
 #pragma unroll
-            for (int j = 0; j < kBwdTmemCols / 4; ++j)
+            for (int j = 0; j < kTmemLdCols / 4; ++j)
                 red_add_v4_f32(dst + 4 * j, __uint_as_float(r[4 * j]) * scale, __uint_as_float(r[4 * j + 1]) * scale,
                                __uint_as_float(r[4 * j + 2]) * scale, __uint_as_float(r[4 * j + 3]) * scale);
         }
@@ -225,7 +213,7 @@ __device__ __forceinline__ void attn_bwd_sm100_compute(const mgpu_attention_bwd_
             packed[2 * q4 + 1] = pack2<T>(pv[2], pv[3]);
         }
         ptx::tcgen05_st_32x32b(lanes + Cfg::kColS, packed);
-        bwd_warp_arrive_after_tmem(&smem.p_full, lane);
+        warp_arrive_after_tmem(&smem.p_full, lane);
 
         /* ---- dS^T ---- */
         mbar_wait(&smem.do_full[s], parity);
@@ -247,7 +235,7 @@ __device__ __forceinline__ void attn_bwd_sm100_compute(const mgpu_attention_bwd_
             st_shared_v4(ds_buf + ((static_cast<uint32_t>(c) ^ ds_xor) * 16), packed[4 * c], packed[4 * c + 1],
                          packed[4 * c + 2], packed[4 * c + 3]);
         fence_smem_to_async(); /* the MMA reads ds through the async proxy */
-        bwd_warp_arrive_after_tmem(&smem.ds_full, lane);
+        warp_arrive_after_tmem(&smem.ds_full, lane);
     }
 
     /* ---- dK, dV ---- */

@@ -25,15 +25,7 @@
  *                     [key][query] buffer, queries (N) contiguous, MN-major
  *                     -> bit 16 = 1.
  *
- * Instruction descriptor, .kind::f16, fp32 D, dense, no negation:
- *   D format F32        bits 4-5  = 1          -> 0x00000010
- *   A, B format BF16    bits 7-9, 10-12 = 1    -> 0x00000080 | 0x00000400 (F16: 0)
- *   A MN-major          bit 15                 -> 0x00008000
- *   B MN-major          bit 16                 -> 0x00010000
- *   N >> 3              bits 17-22:  64 ->  8 -> 0x00100000
- *                                    96 -> 12 -> 0x00180000
- *                                   128 -> 16 -> 0x00200000
- *   M >> 4              bits 24-28: 128 ->  8 -> 0x08000000
+ * Fields: attention_sm100_expected.cuh. The values:
  *   S^T, dP^T (N 64):         bf16 0x08100490, fp16 0x08100010
  *   dV, dK (N = d, B MN):     bf16 d 64 0x08110490, d 96 0x08190490, d 128 0x08210490
  *   dQ^T (N 64, A, B MN):     bf16 0x08118490, fp16 0x08118010
@@ -60,32 +52,13 @@
 #include <stdint.h>
 #include <type_traits>
 
+#include "blackwell/attention_sm100_expected.cuh"
 #include "blackwell/tcgen05.cuh"
 
 namespace mgpu {
 namespace sm100 {
 
-namespace attn_bwd_expected {
-
-constexpr uint32_t kM128 = 0x08000000u;
-constexpr uint32_t kF32D = 0x00000010u;
-constexpr uint32_t kBf16AB = 0x00000480u;
-constexpr uint32_t kAMNMajor = 0x00008000u;
-constexpr uint32_t kBMNMajor = 0x00010000u;
-
-constexpr uint32_t n_field(int n)
-{
-    return n == 64 ? 0x00100000u
-           : n == 96 ? 0x00180000u
-           : n == 128 ? 0x00200000u
-                      : 0xFFFFFFFFu; /* no hand-computed value: the check fails */
-}
-
-template <class T>
-constexpr uint32_t type_bits()
-{
-    return std::is_same_v<T, __nv_bfloat16> ? kBf16AB : 0u;
-}
+namespace attn_expected {
 
 /* S^T = K Q^T and dP^T = V dO^T */
 template <class T>
@@ -108,11 +81,7 @@ constexpr uint32_t idesc_dqt()
     return kM128 | kF32D | type_bits<T>() | kAMNMajor | kBMNMajor | n_field(64);
 }
 
-constexpr uint64_t kKMajorAt0 = 0x4000404000010000ull;
-constexpr uint64_t kMNMajor8KAt0 = 0x4000404002000000ull;
-constexpr uint64_t kMNMajor16KAt0 = 0x4000404004000000ull;
-
-} // namespace attn_bwd_expected
+} // namespace attn_expected
 
 /* The checks of one backward configuration: the three instruction
  * descriptors and the four shared-memory descriptor forms (at address 0 and
@@ -120,7 +89,7 @@ constexpr uint64_t kMNMajor16KAt0 = 0x4000404004000000ull;
 template <class T, int kHeadDim, int kQBlockBytes, int kKVBlockBytes, int kDsBytes>
 constexpr bool check_attention_bwd_descriptors()
 {
-    namespace ex = attn_bwd_expected;
+    namespace ex = attn_expected;
     static_assert(kQBlockBytes == 8192 && kKVBlockBytes == 16384 && kDsBytes == 16384,
                   "the hand-computed LBOs assume 64-row Q / dO blocks, 128-row K / V blocks and a 128 x 64 dS^T");
     static_assert(make_idesc_f16_f32acc<T, 128, 64, true, true>() == ex::idesc_st<T>(),
@@ -139,13 +108,13 @@ constexpr bool check_attention_bwd_descriptors()
 }
 
 /* Spot checks with every variable field non-zero. */
-static_assert(attn_bwd_expected::idesc_st<__nv_bfloat16>() == 0x08100490u, "bf16 S^T descriptor");
-static_assert(attn_bwd_expected::idesc_st<__half>() == 0x08100010u, "fp16 S^T descriptor");
-static_assert(attn_bwd_expected::idesc_kv<__nv_bfloat16>(64) == 0x08110490u, "bf16 dV / dK, d 64");
-static_assert(attn_bwd_expected::idesc_kv<__nv_bfloat16>(96) == 0x08190490u, "bf16 dV / dK, d 96");
-static_assert(attn_bwd_expected::idesc_kv<__nv_bfloat16>(128) == 0x08210490u, "bf16 dV / dK, d 128");
-static_assert(attn_bwd_expected::idesc_dqt<__nv_bfloat16>() == 0x08118490u, "bf16 dQ^T descriptor");
-static_assert(attn_bwd_expected::idesc_dqt<__half>() == 0x08118010u, "fp16 dQ^T descriptor");
+static_assert(attn_expected::idesc_st<__nv_bfloat16>() == 0x08100490u, "bf16 S^T descriptor");
+static_assert(attn_expected::idesc_st<__half>() == 0x08100010u, "fp16 S^T descriptor");
+static_assert(attn_expected::idesc_kv<__nv_bfloat16>(64) == 0x08110490u, "bf16 dV / dK, d 64");
+static_assert(attn_expected::idesc_kv<__nv_bfloat16>(96) == 0x08190490u, "bf16 dV / dK, d 96");
+static_assert(attn_expected::idesc_kv<__nv_bfloat16>(128) == 0x08210490u, "bf16 dV / dK, d 128");
+static_assert(attn_expected::idesc_dqt<__nv_bfloat16>() == 0x08118490u, "bf16 dQ^T descriptor");
+static_assert(attn_expected::idesc_dqt<__half>() == 0x08118010u, "fp16 dQ^T descriptor");
 /* P^T / dS^T in tensor memory: two 16-bit elements per 32-bit column, so the
  * K = 16 slice kk (16 queries) starts 8 columns after slice kk - 1. */
 static_assert(tmem_addr(0x40, 0, 3 * 8) == 0x58u, "P^T slice column advance");

@@ -16,24 +16,11 @@
  *               definition, bit 15 = 0), B = V (shared memory, MN-major:
  *               one key per row, the head dim (N) contiguous) -> bit 16 = 1.
  *
- * Instruction descriptor, .kind::f16, fp32 D, dense, no negation:
- *   D format F32        bits 4-5  = 1          -> 0x00000010
- *   A, B format BF16    bits 7-9, 10-12 = 1    -> 0x00000080 | 0x00000400 (F16: 0)
- *   B MN-major          bit 16                 -> 0x00010000
- *   N >> 3              bits 17-22:  64 ->  8 -> 0x00100000
- *                                    96 -> 12 -> 0x00180000
- *                                   128 -> 16 -> 0x00200000
- *                                   192 -> 24 -> 0x00300000
- *                                   256 -> 32 -> 0x00400000
- *   M >> 4              bits 24-28: 128 ->  8 -> 0x08000000
- *
- * Shared memory descriptors (128-byte swizzle, 1024-byte aligned tiles):
- *   K-major (Q, K): LBO 16 B (field 1, unused), SBO 1024 B (field 0x40)
- *                   -> 0x4000404000010000 | start >> 4
- *   MN-major (V):   LBO = the stride between 64-element head-dim chunks, i.e.
- *                   one dim block of the V tile, block_n x 128 bytes:
- *                   block_n 128 -> 16 KiB (field 0x400), 64 -> 8 KiB (0x200);
- *                   SBO 1024 B -> 0x4000404004000000 / 0x4000404002000000
+ * Fields (attention_sm100_expected.cuh): S = Q K^T: M 128, N block_n, both
+ * K-major; O += P V: M 128, N head dim, B MN-major. Shared memory
+ * descriptors: K-major for Q and K; MN-major for V with LBO the stride
+ * between 64-element head-dim chunks, i.e. one dim block of the V tile,
+ * block_n x 128 bytes: block_n 128 -> 16 KiB, 64 -> 8 KiB.
  */
 #pragma once
 
@@ -42,6 +29,7 @@
 #include <stdint.h>
 #include <type_traits>
 
+#include "blackwell/attention_sm100_expected.cuh"
 #include "blackwell/tcgen05.cuh"
 
 namespace mgpu {
@@ -49,37 +37,21 @@ namespace sm100 {
 
 namespace attn_expected {
 
-constexpr uint32_t kM128 = 0x08000000u;
-constexpr uint32_t kF32D = 0x00000010u;
-constexpr uint32_t kBf16AB = 0x00000480u;
-constexpr uint32_t kBMNMajor = 0x00010000u;
-
-constexpr uint32_t n_field(int n)
-{
-    return n == 64 ? 0x00100000u
-           : n == 96 ? 0x00180000u
-           : n == 128 ? 0x00200000u
-           : n == 192 ? 0x00300000u
-           : n == 256 ? 0x00400000u
-                      : 0xFFFFFFFFu; /* no hand-computed value: the check fails */
-}
-
 template <class T>
 constexpr uint32_t idesc_qk(int block_n)
 {
-    return kM128 | kF32D | (std::is_same_v<T, __nv_bfloat16> ? kBf16AB : 0u) | n_field(block_n);
+    return kM128 | kF32D | type_bits<T>() | n_field(block_n);
 }
 
 template <class T>
 constexpr uint32_t idesc_pv(int head_dim)
 {
-    return kM128 | kF32D | (std::is_same_v<T, __nv_bfloat16> ? kBf16AB : 0u) | kBMNMajor | n_field(head_dim);
+    return kM128 | kF32D | type_bits<T>() | kBMNMajor | n_field(head_dim);
 }
 
-constexpr uint64_t kKMajorAt0 = 0x4000404000010000ull;
 constexpr uint64_t v_desc_at0(int block_n)
 {
-    return block_n == 128 ? 0x4000404004000000ull : block_n == 64 ? 0x4000404002000000ull : 0;
+    return block_n == 128 ? kMNMajor16KAt0 : block_n == 64 ? kMNMajor8KAt0 : 0;
 }
 
 } // namespace attn_expected

@@ -39,6 +39,7 @@
 
 #include "abi/attention_abi.h"
 #include "blackwell/tcgen05.cuh"
+#include "blackwell/tmem_warp.cuh" /* kTmemLdCols, warp_arrive_after_tmem */
 #include "common/async_copy.cuh"
 #include "common/numeric.cuh"
 #include "hopper/attention_fwd_mask.cuh"
@@ -47,19 +48,6 @@
 
 namespace mgpu {
 namespace sm100 {
-
-constexpr int kTmemLdCols = 32; /* columns per tcgen05.ld / st 32x32b.x32 */
-
-/* One arrival per warp after every lane's tensor-memory stores completed. */
-__device__ __forceinline__ void warp_arrive_after_tmem(uint64_t *bar, int lane)
-{
-    namespace ptx = cuda::ptx;
-    ptx::tcgen05_wait_st();
-    ptx::tcgen05_fence_before_thread_sync();
-    __syncwarp();
-    if (lane == 0)
-        mbar_arrive(bar);
-}
 
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_softmax(const mgpu_attention_fwd_args &a, typename Cfg::SharedStorage &smem,

@@ -261,11 +261,7 @@ __device__ __forceinline__ void attn_fwd_fp8_transposer(const mgpu_attention_fwd
     int kv_iter = 0, q_iter = 0;
     for (;;) {
         const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        int t = 0;
-        if (lane == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
         __syncwarp();
         if (lane == 0)
             mbar_arrive(&smem.q_empty[q_stage]);
@@ -312,11 +308,7 @@ __device__ __forceinline__ void attn_fwd_fp8_consumer_tile(const mgpu_attention_
                                                            int consumer, int kv_iter, int q_stage,
                                                            float (&o)[Cfg::kHeadDim / 2], Fp8Softmax<Cfg> &softmax)
 {
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int lane = thread % 32;
-    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
-    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
     const int count = w.n_block_end - w.n_block_begin;
     const int row_base = consumer * Cfg::kRowsPerConsumer;
 
@@ -349,51 +341,11 @@ __device__ __forceinline__ void attn_fwd_fp8_consumer_tile(const mgpu_attention_
     const uint32_t q_rows = smem_u32(smem.q[q_stage]) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
     auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
     auto vt_tile = [&](int g) { return smem_u32(smem.vt[stage_of<Cfg>(g)]); };
-    auto release = [&](uint64_t *bar) {
-        if (lane == 0)
-            mbar_arrive(bar);
-    };
-
-    {
-        const int g = kv_iter;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_qk_fp8<Cfg>(s, q_rows, k_tile(g));
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(s);
-        release(&smem.k_empty[stage_of<Cfg>(g)]);
-        scores_to_probs(w.n_block_end - 1);
-        convert_p_fp8<Cfg>(pr, s);
-    }
-    for (int i = 1; i < count; ++i) {
-        const int gk = kv_iter + i, gv = gk - 1;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_qk_fp8<Cfg>(s, q_rows, k_tile(gk));
-        mbar_wait(&smem.vt_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
-        issue_pv_fp8<Cfg>(o, pr, vt_tile(gv), i > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(s);
-        release(&smem.k_empty[stage_of<Cfg>(gk)]);
-        scores_to_probs(w.n_block_end - 1 - i);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(o);
-        release(&smem.vt_empty[stage_of<Cfg>(gv)]);
-        scale_rows(o, correction);
-        convert_p_fp8<Cfg>(pr, s);
-    }
-    {
-        const int gv = kv_iter + count - 1;
-        mbar_wait(&smem.vt_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_pv_fp8<Cfg>(o, pr, vt_tile(gv), count > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(o);
-        release(&smem.vt_empty[stage_of<Cfg>(gv)]);
-    }
+    attn_fwd_key_loop<Cfg>(
+        smem, smem.vt_full, smem.vt_empty, consumer, kv_iter, count, w.n_block_end, s, o,
+        [&](int g) { issue_qk_fp8<Cfg>(s, q_rows, k_tile(g)); },
+        [&](int g, bool accumulate) { issue_pv_fp8<Cfg>(o, pr, vt_tile(g), accumulate); }, scores_to_probs,
+        [&] { scale_rows(o, correction); }, [&] { convert_p_fp8<Cfg>(pr, s); });
 }
 
 template <class Cfg>
@@ -408,11 +360,7 @@ __device__ __forceinline__ void attn_fwd_fp8_consumer(const mgpu_attention_fwd_a
     int kv_iter = 0, q_iter = 0;
     for (;;) {
         const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        int t = 0;
-        if (threadIdx.x % 32 == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
         if (t < 0)
             break;
         const AttnFwdWork w = attn_fwd_work<Cfg>(a, scheduler.decode(t));

@@ -225,6 +225,21 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
     }
 }
 
+/* A reader of the producer's tiles (consumer or transposer warp): the tile
+ * published with Q buffer q_stage, the warp's q_iter-th (-1: no more tiles),
+ * once q_full says it is there. Lane 0 reads it for its warp: the thread that
+ * later arrives on q_empty is then the one whose read the producer's next
+ * write of this slot must follow. */
+template <class Cfg>
+__device__ __forceinline__ int attn_fwd_next_tile(typename Cfg::SharedStorage &smem, int q_stage, int q_iter)
+{
+    mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
+    int t = 0;
+    if (threadIdx.x % 32 == 0)
+        t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
+    return __shfl_sync(0xffffffffu, t, 0);
+}
+
 /* S = Q K^T for the warpgroup's 64 rows: both operands K-major in shared memory. */
 template <class Cfg>
 __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
@@ -302,6 +317,76 @@ __device__ __forceinline__ uint32_t phase_of(int g)
     return (g / Cfg::kStages) & 1;
 }
 
+/* The schedule of one tile's key loop, shared by the 16-bit and the fp8
+ * consumers: count >= 1 key blocks, the first at global iteration kv_iter,
+ * the last key block first (block i is key block n_block_end - 1 - i).
+ * Block 0: S only; block i >= 1: S of block i and O += P V of block i - 1 in
+ * one turn of the two consumers; then P V of the last block. The kernel's
+ * pieces: issue_qk(g) and issue_pv(g, accumulate) issue the GEMMs on the K /
+ * V operand of global iteration g, whose stages' barriers are k_full /
+ * k_empty and v_full / v_empty; scores_to_probs(n) takes S of key block n to
+ * the softmax's P; rescale() applies the softmax's correction to O;
+ * convert() packs P as the next P V's A operand. */
+template <class Cfg, class IssueQk, class IssuePv, class ToProbs, class Rescale, class Convert>
+__device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &smem, uint64_t *v_full,
+                                                  uint64_t *v_empty, int consumer, int kv_iter, int count,
+                                                  int n_block_end, float (&s)[Cfg::kBlockN / 2],
+                                                  float (&o)[Cfg::kHeadDim / 2], const IssueQk &issue_qk_at,
+                                                  const IssuePv &issue_pv_at, const ToProbs &scores_to_probs,
+                                                  const Rescale &rescale, const Convert &convert)
+{
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
+    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
+    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
+    auto release = [&](uint64_t *bar) {
+        if (lane == 0)
+            mbar_arrive(bar);
+    };
+    /* Block 0: scores only. */
+    {
+        const int g = kv_iter;
+        mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_qk_at(g);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(s);
+        release(&smem.k_empty[stage_of<Cfg>(g)]);
+        scores_to_probs(n_block_end - 1);
+        convert();
+    }
+    for (int i = 1; i < count; ++i) {
+        const int gk = kv_iter + i, gv = gk - 1;
+        mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_qk_at(gk);
+        mbar_wait(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        issue_pv_at(gv, i > 1);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(s);
+        release(&smem.k_empty[stage_of<Cfg>(gk)]);
+        scores_to_probs(n_block_end - 1 - i);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
+        release(&v_empty[stage_of<Cfg>(gv)]);
+        rescale();
+        convert();
+    }
+    /* Last block: O += P V only. */
+    {
+        const int gv = kv_iter + count - 1;
+        mbar_wait(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_pv_at(gv, count > 1);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
+        release(&v_empty[stage_of<Cfg>(gv)]);
+    }
+}
+
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
 template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
@@ -309,11 +394,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
                                                        int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
                                                        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> &softmax)
 {
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int lane = thread % 32;
-    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
-    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
     const int count = w.n_block_end - w.n_block_begin;
     /* Tile rows of this warpgroup start at row_base; their queries (the mask's
      * rows) are q_row0 + tile row / row_div. */
@@ -344,10 +425,6 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     const uint32_t q_rows = smem_u32(smem.q[q_stage]) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
     auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
     auto v_tile = [&](int g) { return smem_u32(smem.v[stage_of<Cfg>(g)]); };
-    auto release = [&](uint64_t *bar) {
-        if (lane == 0)
-            mbar_arrive(bar);
-    };
 
     /* Keys from a cache (seqused_k, paged or not): the rows of the first
      * block (the last keys) past the sequence hold whatever the cache holds
@@ -364,54 +441,20 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
             named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
         }
     }
-    /* Block 0: scores only. */
-    {
-        const int g = kv_iter;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_qk<Cfg>(s, q_rows, k_tile(g));
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(s);
-        release(&smem.k_empty[stage_of<Cfg>(g)]);
-        scores_to_probs(w.n_block_end - 1);
-        convert_p<Cfg>(pr, s);
-    }
-    for (int i = 1; i < count; ++i) {
-        const int gk = kv_iter + i, gv = gk - 1;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_qk<Cfg>(s, q_rows, k_tile(gk));
-        mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
-        issue_pv<Cfg>(o, pr, v_tile(gv), i > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(s);
-        release(&smem.k_empty[stage_of<Cfg>(gk)]);
-        scores_to_probs(w.n_block_end - 1 - i);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(o);
-        release(&smem.v_empty[stage_of<Cfg>(gv)]);
-        if constexpr (Cfg::kLazyRescale) {
-            /* Warp-uniform: most blocks leave every row's maximum in place. */
-            if (__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f))
+    attn_fwd_key_loop<Cfg>(
+        smem, smem.v_full, smem.v_empty, consumer, kv_iter, count, w.n_block_end, s, o,
+        [&](int g) { issue_qk<Cfg>(s, q_rows, k_tile(g)); },
+        [&](int g, bool accumulate) { issue_pv<Cfg>(o, pr, v_tile(g), accumulate); }, scores_to_probs,
+        [&] {
+            if constexpr (Cfg::kLazyRescale) {
+                /* Warp-uniform: most blocks leave every row's maximum in place. */
+                if (__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f))
+                    scale_rows(o, correction);
+            } else {
                 scale_rows(o, correction);
-        } else {
-            scale_rows(o, correction);
-        }
-        convert_p<Cfg>(pr, s);
-    }
-    /* Last block: O += P V only. */
-    {
-        const int gv = kv_iter + count - 1;
-        mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
-        named_barrier_sync(my_turn, kTurnThreads);
-        issue_pv<Cfg>(o, pr, v_tile(gv), count > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(o);
-        release(&smem.v_empty[stage_of<Cfg>(gv)]);
-    }
+            }
+        },
+        [&] { convert_p<Cfg>(pr, s); });
 }
 
 } // namespace sm90

@@ -168,14 +168,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     for (;;) {
         /* The producer's next tile, published with its Q (-1: done). */
         const int q_stage = q_iter % Cfg::kQStages;
-        mbar_wait(&smem.q_full[q_stage], (q_iter / Cfg::kQStages) & 1);
-        /* Lane 0 reads it for its warp: the thread that later arrives on
-         * q_empty is then the one whose read the producer's next write of
-         * this slot must follow. */
-        int t = 0;
-        if (threadIdx.x % 32 == 0)
-            t = *static_cast<volatile int *>(&smem.q_tile[q_stage]);
-        t = __shfl_sync(0xffffffffu, t, 0);
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
         if (t < 0)
             break;
         const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(t));
