@@ -96,13 +96,31 @@ struct AttnBwdSm100Config {
     static constexpr int kElementBytes = 2;
 
     static constexpr int kHeadDim = kHeadDim_;
-    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128,
-                  "sm_100a attention backward head dims: 64, 96, 128");
-    /* The ABI's tile table (shared with Hopper: same scratch, same pre/post). */
+    static_assert(kHeadDim == 64 || kHeadDim == 96 || kHeadDim == 128 || kHeadDim == 192 || kHeadDim == 256,
+                  "sm_100a attention backward head dims: 64, 96, 128, 192, 256");
+    /* The ABI's tile table (shared with Hopper: same scratch, same pre/post,
+     * same tensor-map boxes); gen/ checks the registry against these two. */
+    static constexpr int kAbiBlockN = sm90::AttnBwdTile<kHeadDim>::kBlockN;
+    static constexpr int kAbiStages = sm90::AttnBwdTile<kHeadDim>::kStages;
+    /* This kernel's tiles: 64 queries per block, 128 keys per CTA (one per
+     * TMEM lane) for every head dim, i.e. two ABI key blocks of 64 for head
+     * dims 192 / 256; those split the head dim of dK, dV, dQ into kSlices
+     * slices of at most kSliceCols columns, one per CTA, and keep one Q / dO
+     * stage (the shared memory the ABI gives them: see SharedStorage). */
     static constexpr int kBlockM = sm90::AttnBwdTile<kHeadDim>::kBlockM;
-    static constexpr int kBlockN = sm90::AttnBwdTile<kHeadDim>::kBlockN;
-    static constexpr int kStages = sm90::AttnBwdTile<kHeadDim>::kStages;
-    static_assert(kBlockM == 64 && kBlockN == 128 && kStages == 2, "tiles of the tensor-memory plan below");
+    static constexpr int kBlockN = 128;
+    static constexpr int kKVBoxRows = kAbiBlockN; /* rows of one K / V tensor-map box */
+    static constexpr int kSlices = kHeadDim > 128 ? 2 : 1;
+    static constexpr int kSliceCols = kHeadDim > 128 ? 128 : kHeadDim;          /* slices 0 .. kSlices - 2 */
+    static constexpr int kLastSliceCols = kHeadDim - (kSlices - 1) * kSliceCols; /* 64 for d = 192 */
+    static constexpr int kStages = kHeadDim > 128 ? 1 : 2;
+    static_assert(kBlockM == 64 && kAbiStages == 2 && (kAbiBlockN == kBlockN || 2 * kAbiBlockN == kBlockN),
+                  "tiles of the tensor-memory plan below");
+    static_assert(kSlices == 1 || (kSlices == 2 && kBlockN / kAbiBlockN == 2),
+                  "the ABI's mgpu_attention_bwd_sm100_ctas: 2 slices per 2 key blocks");
+    static_assert(kLastSliceCols > 0 && kLastSliceCols <= kSliceCols &&
+                      (kSlices == 1 || (kSliceCols % 64 == 0 && kLastSliceCols % 64 == 0)),
+                  "slices of whole 64-column blocks");
 
     static constexpr int kSwizzleBytes = 128;
     static constexpr int kSwizzleElems = kSwizzleBytes / kElementBytes;
@@ -133,32 +151,36 @@ struct AttnBwdSm100Config {
     static_assert(kQBlockBytes % kAtomBytes == 0 && kKVBlockBytes % kAtomBytes == 0 && kDsBytes % kAtomBytes == 0,
                   "every operand starts on a swizzle atom (descriptor base offset 0)");
 
-    /* dQ^T = K^T dS^T has M = 128 head-dim rows: the K tile read MN-major
-     * needs two 64-column blocks. For d = 96 the second block's columns
-     * 96..127 are TMA's zero fill; for d = 64 it is the V tile behind K
-     * (SharedStorage keeps v right after k): those TMEM lanes hold values
-     * nobody reads. */
+    /* dQ^T = K^T dS^T of a slice has M = 128 head-dim rows: the K tile read
+     * MN-major from the slice's first column needs two 64-column blocks. For
+     * d = 96 the second block's columns 96..127 are TMA's zero fill; for
+     * d = 64 and for the second slice of d = 192 (columns 128..191) it is the
+     * V tile behind K (SharedStorage keeps v right after k): those TMEM lanes
+     * hold values nobody reads. */
     static constexpr int kDqtM = 128;
-    static constexpr int kDqWarps = kHeadDim / 32; /* dQ warps with a head-dim column */
-    static_assert(kHeadDim % 32 == 0 && kHeadDim <= kDqtM, "dQ^T lanes: warps of 32 head-dim columns");
+    static constexpr int kSliceBlocks = kDqtM / kSwizzleElems; /* 64-column blocks from a slice's start */
+    static_assert(kSliceCols % 32 == 0 && kLastSliceCols % 32 == 0 && kSliceCols <= kDqtM,
+                  "dQ^T lanes: warps of 32 head-dim columns");
 
-    /* Tensor memory columns. */
+    /* Tensor memory columns (dV, dK: the CTA's slice, at most 128 columns). */
     static constexpr uint32_t kTmemCols = 512;
     static constexpr uint32_t kColS = 0, kColDP = 64, kColDQ = 128;
-    static constexpr uint32_t kColDV = 192, kColDK = 192 + kHeadDim;
+    static constexpr uint32_t kColDV = 192, kColDK = 192 + kSliceCols;
     static_assert(kColDP == kColS + kBlockM && kColDQ == kColDP + kBlockM && kColDV == kColDQ + kBlockM,
                   "S^T, dP^T, dQ^T: 64 fp32 columns each (one per query)");
-    static_assert(kColDK + kHeadDim <= kTmemCols, "S^T, dP^T, dQ^T, dV, dK fit the 512 columns");
+    static_assert(kColDK + kSliceCols <= kTmemCols, "S^T, dP^T, dQ^T, dV, dK fit the 512 columns");
 
     static constexpr uint32_t kIdescST = make_idesc_f16_f32acc<T, kBlockN, kBlockM, true, true>();
-    static constexpr uint32_t kIdescKV = make_idesc_f16_f32acc<T, kBlockN, kHeadDim, true, false>();
+    static constexpr uint32_t kIdescKV = make_idesc_f16_f32acc<T, kBlockN, kSliceCols, true, false>();
+    static constexpr uint32_t kIdescKVLast = make_idesc_f16_f32acc<T, kBlockN, kLastSliceCols, true, false>();
     static constexpr uint32_t kIdescDQT = make_idesc_f16_f32acc<T, kDqtM, kBlockM, false, false>();
-    static_assert(check_attention_bwd_descriptors<T, kHeadDim, kQBlockBytes, kKVBlockBytes, kDsBytes>(),
+    static_assert(check_attention_bwd_descriptors<T, kSliceCols, kQBlockBytes, kKVBlockBytes, kDsBytes>() &&
+                      check_attention_bwd_descriptors<T, kLastSliceCols, kQBlockBytes, kKVBlockBytes, kDsBytes>(),
                   "descriptor checks");
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];
-        uint8_t v[kKVTileBytes]; /* right after k: the d = 64 dQ^T reads past k (see kDqtM) */
+        uint8_t v[kKVTileBytes]; /* right after k: dQ^T of d = 64 / 192 reads past k (see kDqtM) */
         uint8_t q[kStages][kQTileBytes];
         uint8_t dout[kStages][kQTileBytes];
         uint8_t ds[2][kDsBytes];
@@ -172,13 +194,30 @@ struct AttnBwdSm100Config {
         uint32_t tmem_base;
     };
     static_assert(offsetof(SharedStorage, v) == offsetof(SharedStorage, k) + kKVTileBytes, "v right after k");
-    static_assert(kDimBlocks == 2 || offsetof(SharedStorage, v) + kKVBlockBytes <= sizeof(SharedStorage),
-                  "the d = 64 dQ^T A operand stays inside the storage");
+    static_assert(kDimBlocks % kSliceBlocks == 0 || offsetof(SharedStorage, v) + kKVBlockBytes <= sizeof(SharedStorage),
+                  "the d = 64 / 192 dQ^T A operand stays inside the storage");
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kAtomBytes;
     /* The generated unit checks kSmemBytes <= mgpu_attention_bwd_smem_bytes(kHeadDim)
      * (the ABI formula, not constexpr here) with the number gen/ wrote into it. */
     static_assert(kSmemBytes <= 232448, "over the sm_100 227 KB per-block limit");
 };
+
+/* The CTA's head-dim slice of dK, dV and dQ: columns [col0, col0 + cols). */
+struct BwdSlice {
+    int index;
+    int col0;
+    int cols;
+};
+
+template <class Cfg>
+__device__ __forceinline__ BwdSlice bwd_slice(int index)
+{
+    BwdSlice s;
+    s.index = index;
+    s.col0 = index * Cfg::kSliceCols;
+    s.cols = index == Cfg::kSlices - 1 ? Cfg::kLastSliceCols : Cfg::kSliceCols;
+    return s;
+}
 
 /* Named barrier ids (0 is __syncthreads). */
 enum AttnBwdSm100Barrier : int {
@@ -204,7 +243,15 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_bwd_sm100_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + Cfg::kAtomBytes - 1) & ~uintptr_t(Cfg::kAtomBytes - 1));
 
-    const sm90::AttnBwdWork w = sm90::attn_bwd_work<Cfg>(p.args, static_cast<int>(blockIdx.x));
+    /* The CTA: slice fastest, then 128-key block, query head, sequence (the
+     * ABI's grid for this kernel, mgpu_attention_bwd_sm100_ctas); the
+     * key-side scratch rows start at multiples of the ABI's block_n. */
+    const int x = static_cast<int>(blockIdx.x);
+    const int key_blocks = (p.args.n_blocks + Cfg::kBlockN / Cfg::kAbiBlockN - 1) / (Cfg::kBlockN / Cfg::kAbiBlockN);
+    const int tile = x / Cfg::kSlices;
+    const sm90::AttnBwdWork w = sm90::attn_bwd_work_at<Cfg, Cfg::kAbiBlockN>(
+        p.args, tile % key_blocks, (tile / key_blocks) % p.args.heads_q, tile / (key_blocks * p.args.heads_q));
+    const BwdSlice slice = bwd_slice<Cfg>(x % Cfg::kSlices);
     /* Key blocks past this sequence's end (varlen): nothing to compute or
      * write (uniform over the CTA, before any barrier). */
     if (w.n_block * Cfg::kBlockN >= w.seqlen_k)
@@ -246,14 +293,14 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
     const uint32_t tmem = smem.tmem_base;
 
     if (warpgroup == Cfg::kComputeWarpgroup) {
-        attn_bwd_sm100_compute<Cfg>(p.args, smem, tmem, w);
+        attn_bwd_sm100_compute<Cfg>(p.args, smem, tmem, w, slice);
     } else if (warpgroup == Cfg::kDqWarpgroup) {
-        attn_bwd_sm100_dq<Cfg>(p.args, smem, tmem, w);
+        attn_bwd_sm100_dq<Cfg>(p.args, smem, tmem, w, slice);
     } else {
         if (warp == Cfg::kTmaWarp && lane == 0)
             sm90::attn_bwd_producer<Cfg, true>(p, smem, w); /* lse / dpsum rows on q_full / do_full */
         else if (warp == Cfg::kMmaWarp && lane == 0)
-            attn_bwd_sm100_mma<Cfg>(smem, tmem, w);
+            attn_bwd_sm100_mma<Cfg>(smem, tmem, w, slice);
     }
     __syncwarp();
 

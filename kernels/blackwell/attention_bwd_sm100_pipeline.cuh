@@ -68,39 +68,43 @@ __device__ __forceinline__ void bwd_issue_xt(uint32_t d_tmem, uint32_t a_tile, u
     }
 }
 
-/* acc (128 lanes x kHeadDim columns) += X^T Y with X^T (keys x 64 queries,
- * 16-bit pairs, 8 columns per K = 16 step) in tensor memory and Y = Q or dO
- * MN-major (16 query rows = 2048 bytes per step, LBO = one 64-column block). */
+/* acc (128 lanes x the slice's columns) += X^T Y with X^T (keys x 64
+ * queries, 16-bit pairs, 8 columns per K = 16 step) in tensor memory and Y =
+ * the slice's columns of Q or dO (y_cols: its first 64-column block),
+ * MN-major (16 query rows = 2048 bytes per step, LBO = one 64-column block);
+ * idesc: N = the slice's width. */
 template <class Cfg>
-__device__ __forceinline__ void bwd_issue_kv(uint32_t acc_tmem, uint32_t xt_tmem, uint32_t y_tile, bool accumulate)
+__device__ __forceinline__ void bwd_issue_kv(uint32_t acc_tmem, uint32_t xt_tmem, uint32_t y_cols, uint32_t idesc,
+                                             bool accumulate)
 {
     namespace ptx = cuda::ptx;
     constexpr uint32_t kColsPerStep = Cfg::kMmaK / 2;
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockM / Cfg::kMmaK; ++kk)
         ptx::tcgen05_mma_tmem_a(ptx::kind_f16, ptx::cta_group_1, acc_tmem, xt_tmem + kk * kColsPerStep,
-                                make_smem_desc_mnmajor_sw128(y_tile + kk * Cfg::kMmaStepBytesMN, Cfg::kQBlockBytes),
-                                Cfg::kIdescKV, accumulate || kk > 0);
+                                make_smem_desc_mnmajor_sw128(y_cols + kk * Cfg::kMmaStepBytesMN, Cfg::kQBlockBytes),
+                                idesc, accumulate || kk > 0);
 }
 
 /* dQ^T (128 head-dim lanes x 64 query columns) = K^T dS^T: A = the K tile
- * MN-major (LBO = one 64-column block of K), B = the dS^T buffer MN-major;
- * 16 keys = 2048 bytes per step of both. */
+ * from the slice's first 64-column block (k_cols), MN-major (LBO = one
+ * 64-column block of K), B = the dS^T buffer MN-major; 16 keys = 2048 bytes
+ * per step of both. */
 template <class Cfg>
-__device__ __forceinline__ void bwd_issue_dqt(uint32_t dq_tmem, uint32_t k_tile, uint32_t ds_buf)
+__device__ __forceinline__ void bwd_issue_dqt(uint32_t dq_tmem, uint32_t k_cols, uint32_t ds_buf)
 {
     namespace ptx = cuda::ptx;
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockN / Cfg::kMmaK; ++kk)
         ptx::tcgen05_mma(ptx::kind_f16, ptx::cta_group_1, dq_tmem,
-                         make_smem_desc_mnmajor_sw128(k_tile + kk * Cfg::kMmaStepBytesMN, Cfg::kKVBlockBytes),
+                         make_smem_desc_mnmajor_sw128(k_cols + kk * Cfg::kMmaStepBytesMN, Cfg::kKVBlockBytes),
                          make_smem_desc_mnmajor_sw128(ds_buf + kk * Cfg::kMmaStepBytesMN, Cfg::kDsBytes),
                          Cfg::kIdescDQT, kk > 0);
 }
 
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_sm100_mma(typename Cfg::SharedStorage &smem, uint32_t tmem,
-                                                   const sm90::AttnBwdWork &w)
+                                                   const sm90::AttnBwdWork &w, const BwdSlice &slice)
 {
     namespace ptx = cuda::ptx;
     const int count = w.m_block_end - w.m_block_begin;
@@ -110,6 +114,12 @@ __device__ __forceinline__ void attn_bwd_sm100_mma(typename Cfg::SharedStorage &
     auto q_tile = [&](int i) { return smem_u32(smem.q[i % Cfg::kStages]); };
     auto do_tile = [&](int i) { return smem_u32(smem.dout[i % Cfg::kStages]); };
     auto stage_parity = [](int i) { return static_cast<uint32_t>((i / Cfg::kStages) & 1); };
+    /* The slice: its first 64-column block of Q / dO (B of dK, dV) and of K
+     * (A of dQ^T), and N of dK, dV (uniform over the CTA). */
+    const int slice_block = slice.col0 / Cfg::kSwizzleElems;
+    const uint32_t y_off = static_cast<uint32_t>(slice_block * Cfg::kQBlockBytes);
+    const uint32_t k_cols = k_tile + static_cast<uint32_t>(slice_block * Cfg::kKVBlockBytes);
+    const uint32_t idesc_kv = slice.cols == Cfg::kSliceCols ? Cfg::kIdescKV : Cfg::kIdescKVLast;
 
     mbar_wait(&smem.kv_full, 0);
     mbar_wait(&smem.q_full[0], 0);
@@ -128,36 +138,64 @@ __device__ __forceinline__ void attn_bwd_sm100_mma(typename Cfg::SharedStorage &
 
         mbar_wait(&smem.p_full, phase);
         ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_kv<Cfg>(tmem + Cfg::kColDV, tmem + Cfg::kColS, do_tile(i), i > 0);
+        bwd_issue_kv<Cfg>(tmem + Cfg::kColDV, tmem + Cfg::kColS, do_tile(i) + y_off, idesc_kv, i > 0);
         ptx::tcgen05_commit(ptx::cta_group_1, &smem.dv_done);
-        mbar_wait(&smem.dv_done, phase);
-        if (next) {
-            mbar_wait(&smem.q_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
-            ptx::tcgen05_fence_after_thread_sync();
-            bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile(i + 1));
-            ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
+        if constexpr (Cfg::kStages == 2) {
+            mbar_wait(&smem.dv_done, phase);
+            if (next) {
+                mbar_wait(&smem.q_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
+                ptx::tcgen05_fence_after_thread_sync();
+                bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile(i + 1));
+                ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
+            }
         }
 
         mbar_wait(&smem.ds_full, phase);
         ptx::tcgen05_fence_after_thread_sync();
-        bwd_issue_kv<Cfg>(tmem + Cfg::kColDK, tmem + Cfg::kColDP, q_tile(i), i > 0);
+        bwd_issue_kv<Cfg>(tmem + Cfg::kColDK, tmem + Cfg::kColDP, q_tile(i) + y_off, idesc_kv, i > 0);
         ptx::tcgen05_commit(ptx::cta_group_1, &smem.dk_done);
-        mbar_wait(&smem.dk_done, phase);
-        if (next) {
-            mbar_wait(&smem.do_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
-            ptx::tcgen05_fence_after_thread_sync();
-            bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile(i + 1));
-            ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
+        if constexpr (Cfg::kStages == 1) {
+            /* Q(i), dO(i) read by every MMA that reads them (S^T, dK; dP^T,
+             * dV: issued above), lse_log2 / dpsum rows by the compute warps
+             * (before p_full / ds_full): the TMA warp may load block i + 1. */
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.q_empty[0]);
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.do_empty[0]);
+        } else {
+            mbar_wait(&smem.dk_done, phase);
+            if (next) {
+                mbar_wait(&smem.do_full[(i + 1) % Cfg::kStages], stage_parity(i + 1));
+                ptx::tcgen05_fence_after_thread_sync();
+                bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile(i + 1));
+                ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
+            }
         }
 
         if (i > 0) {
             mbar_wait(&smem.dq_empty, phase ^ 1);
             ptx::tcgen05_fence_after_thread_sync();
         }
-        bwd_issue_dqt<Cfg>(tmem + Cfg::kColDQ, k_tile, smem_u32(smem.ds[i % 2]));
+        bwd_issue_dqt<Cfg>(tmem + Cfg::kColDQ, k_cols, smem_u32(smem.ds[i % 2]));
         ptx::tcgen05_commit(ptx::cta_group_1, &smem.dq_full);
-        ptx::tcgen05_commit(ptx::cta_group_1, &smem.q_empty[s]);
-        ptx::tcgen05_commit(ptx::cta_group_1, &smem.do_empty[s]);
+        if constexpr (Cfg::kStages == 2) {
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.q_empty[s]);
+            ptx::tcgen05_commit(ptx::cta_group_1, &smem.do_empty[s]);
+        } else {
+            (void)s;
+            /* S^T(i+1) overwrites P^T(i) (read by dV(i)), dP^T(i+1) dS^T(i)
+             * (read by dK(i)). */
+            mbar_wait(&smem.dv_done, phase);
+            mbar_wait(&smem.dk_done, phase);
+            if (next) {
+                mbar_wait(&smem.q_full[0], stage_parity(i + 1));
+                ptx::tcgen05_fence_after_thread_sync();
+                bwd_issue_xt<Cfg>(tmem + Cfg::kColS, k_tile, q_tile(i + 1));
+                ptx::tcgen05_commit(ptx::cta_group_1, &smem.s_full);
+                mbar_wait(&smem.do_full[0], stage_parity(i + 1));
+                ptx::tcgen05_fence_after_thread_sync();
+                bwd_issue_xt<Cfg>(tmem + Cfg::kColDP, v_tile, do_tile(i + 1));
+                ptx::tcgen05_commit(ptx::cta_group_1, &smem.dp_full);
+            }
+        }
     }
     ptx::tcgen05_commit(ptx::cta_group_1, &smem.kv_done);
 }
