@@ -13,34 +13,63 @@
  * first on a B200.
  *
  * Same call as the Hopper backward: struct mgpu_attention_bwd_params of
- * abi/attention_bwd_abi.h, the same tile table (block_m = 64 queries,
- * block_n = 128 keys for head dims 64, 96, 128), the same scratch layout and
- * the same preprocess / postprocess (hopper/attention_bwd_prepost.cuh is
- * architecture-neutral and compiled for sm_100a too). Head dims 192 and 256
- * have no sm_100a backward: dK and dV of 128 keys would take 2 x d of the
- * 512 tensor-memory columns (see below); the runtime refuses them with
- * NOT_SUPPORTED on cc 10.0.
+ * abi/attention_bwd_abi.h, the same tile table (block_m = 64 queries;
+ * block_n = 128 keys for head dims 64, 96, 128, 64 for 192 and 256), the
+ * same scratch layout, tensor-map boxes and preprocess / postprocess
+ * (hopper/attention_bwd_prepost.cuh is architecture-neutral and compiled for
+ * sm_100a too).
  *
- * Work: one CTA per (key block n, query head h, sequence b), key blocks
- * fastest in blockIdx.x (the ABI's grid); it walks the query blocks the mask
- * leaves from the last to the first, as the Hopper kernel does, so the
- * deterministic mode's turns are the same.
+ * Work: one CTA per (128 keys, query head h, sequence b), key blocks fastest
+ * in blockIdx.x; it walks the query blocks the mask leaves from the last to
+ * the first, as the Hopper kernel does, so the deterministic mode's turns are
+ * the same. Head dims 64..128: the 128 keys are the ABI's key block.
+ *
+ * Head dims 192 and 256: split head dim. dK and dV of 128 keys would take
+ * 2 x d tensor-memory columns beside S^T, dP^T and dQ^T (192 + 2d > 512), and
+ * an M = 64 layout (64 keys, the ABI's block_n) is one this library has never
+ * used and nothing here could check. So a CTA still takes 128 keys (the
+ * ABI's key blocks 2k and 2k + 1; K and V arrive as two 64-row boxes) and
+ * kSlices = 2 CTAs share them: slice 0 owns head-dim columns [0, 128) of dK,
+ * dV and dQ, slice 1 [128, d) (64 columns for d = 192, 128 for 256). Each
+ * computes S^T = K Q^T and dP^T = V dO^T over the full head dim (P^T and
+ * dS^T need it), then dV[:, slice] += P^T dO[:, slice], dK[:, slice] +=
+ * dS^T Q[:, slice] and dQ^T[slice] = K[:, slice]^T dS^T. The grid is the
+ * ABI's exception (mgpu_attention_bwd_sm100_ctas: round_up(n_blocks, 2) CTAs
+ * per query head, slice fastest: blockIdx.x = ((b * heads_q + h) * key
+ * blocks of 128 + k) * 2 + slice). Cost: S^T and dP^T are computed by both
+ * slices, 7 instead of 5 (d x 128 x 64)-sized GEMM units per query block
+ * (S^T and dP^T twice, dV, dK, dQ once over all slices): 40% more tensor
+ * work (7 1/3 at d = 192, whose second slice's dQ^T keeps M = 128 for 64
+ * head-dim rows). Faster later: M = 64 MMAs with two accumulators in the two lane
+ * halves, or 2-CTA (cta_group::2) MMAs over 256 keys, each without the
+ * recomputation. Shared memory: K, V (128 x d each), one Q and one dO
+ * stage (64 x d) and two dS^T buffers are 176 KiB at d = 192 and 224 KiB at
+ * d = 256, inside the ABI's 183 296 / 232 448 bytes (mgpu_attention_bwd_smem_
+ * bytes), so these head dims keep kStages = 1 (the MMA schedule without
+ * overlap across query blocks: attention_bwd_sm100_pipeline.cuh).
+ * Deterministic mode: the two slices add disjoint columns, so the dq /
+ * dkv semaphores count both (wg_turn_acquire / wg_turn_release): each
+ * column still receives its adds in key-block (dQ) or query-head (dK, dV)
+ * order, and every wait points at CTAs with a smaller index.
  *
  * Tensor memory (512 columns allocated by the MMA warp; lane = key of the
- * block for everything but dQ^T, whose lane is the head-dim column):
+ * block for everything but dQ^T, whose lane is the head-dim column of the
+ * slice); w = the slice's width (d for d <= 128, else at most 128):
  *   S^T   [0, 64)            fp32 scores, 64 queries; P^T written back over
  *                            its first 32 columns (16-bit pairs)
  *   dP^T  [64, 128)          fp32; dS^T written back over its first 32
  *   dQ^T  [128, 192)         fp32, lane = head-dim column, 64 queries
- *   dV    [192, 192 + d)     fp32 accumulator over all query blocks
- *   dK    [192 + d, 192 + 2d)
- * d = 128 uses 448 columns; 192 + 2d > 512 for d >= 192.
+ *   dV    [192, 192 + w)     fp32 accumulator over all query blocks
+ *   dK    [192 + w, 192 + 2w)
+ * w = 128 uses 448 columns.
  *
  * Warps (384 threads, the ABI's MGPU_ATTENTION_BWD_THREADS):
  *   warpgroup 0   compute: thread t owns key t (TMEM lane t): P^T, dS^T per
- *                 query block; at the end dK, dV out of tensor memory
- *   warpgroup 1   dQ: thread t owns head-dim column t of dQ^T; per query
- *                 block it reads its 64 values and adds them into dq_accum
+ *                 query block; at the end dK, dV (the slice) out of tensor
+ *                 memory
+ *   warpgroup 1   dQ: thread t owns head-dim column slice start + t of
+ *                 dQ^T; per query block it reads its 64 values and adds
+ *                 them into dq_accum
  *   warpgroup 2   warp 8: TMA (one lane, the Hopper producer's loop);
  *                 warp 9: TMEM allocation and the MMA (one lane);
  *                 warps 10, 11 idle
@@ -59,17 +88,20 @@
  *   dq_full             1 (commit)       MMA -> dQ: dQ^T in TMEM
  *   dq_empty            4 (warps)        dQ -> MMA: dQ^T read out
  *   kv_done             1 (commit)       MMA -> compute: every MMA done (once)
+ * (stage s = i % kStages: two stages for d <= 128, one for 192 / 256, whose
+ * q_full / do_full / q_empty / do_empty then also complete once per block.)
  * No barrier runs two phases ahead of a waiter (attention_bwd_sm100_pipeline.cuh
- * gives the argument per barrier).
+ * gives the argument per barrier, for both stage counts).
  *
  * Files by role: this shell; attention_bwd_sm100_pipeline.cuh (MMA warp;
  * the TMA warp is sm90::attn_bwd_producer, architecture-neutral, with the
  * lse / dpsum rows on the Q / dO stage barriers);
  * attention_bwd_sm100_compute.cuh (compute and dQ warpgroups);
  * attention_bwd_sm100_descriptors.cuh (descriptor checks); tcgen05.cuh.
- * Shared with the Hopper backward: AttnBwdWork / attn_bwd_work (the CTA's
+ * Shared with the Hopper backward: AttnBwdWork / attn_bwd_work_at (the CTA's
  * work and mask interval algebra), attn_bwd_first_n_block (deterministic
- * turns), the producer, the red / acquire / release helpers.
+ * turns, in units of this kernel's 128 keys), the producer (K / V boxes of
+ * kKVBoxRows rows), the red / acquire / release helpers.
  */
 #pragma once
 
@@ -84,7 +116,7 @@
 #include "blackwell/attention_bwd_sm100_descriptors.cuh"
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
-#include "hopper/attention_bwd_sm90.cuh" /* AttnBwdWork, attn_bwd_work, attn_bwd_producer */
+#include "hopper/attention_bwd_sm90.cuh" /* AttnBwdWork, attn_bwd_work_at, attn_bwd_producer */
 
 namespace mgpu {
 namespace sm100 {

@@ -17,21 +17,25 @@
  *   128-byte row of ds[i % 2] (128-byte swizzle: 16-byte chunk c at c ^ (t % 8),
  *   the B operand of dQ^T = K^T dS^T); fence.proxy.async, one arrival per
  *   warp on ds_full.
- *   After the last block: wait kv_done; dV and dK rows out of tensor memory,
- *   32 columns at a time: 16-bit stores (dK times softmax_scale) clipped to
- *   seqlen_k when group_size == 1, else fp32 vector reductions into
- *   dk_accum / dv_accum (deterministic: the query-head turn of dkv_semaphore).
- *   A key block without query blocks writes zeros (and still takes its turn).
+ *   After the last block: wait kv_done; dV and dK rows (the CTA's head-dim
+ *   slice: columns col0 .. col0 + cols - 1) out of tensor memory, 32 columns
+ *   at a time: 16-bit stores (dK times softmax_scale) clipped to seqlen_k
+ *   when group_size == 1, else fp32 vector reductions into dk_accum /
+ *   dv_accum (deterministic: the query-head turn of dkv_semaphore, shared by
+ *   the slices). A key block without query blocks writes zeros (and still
+ *   takes its turn).
  *
- * dQ warpgroup, one head-dim column per thread (dQ^T lane t): per query
- * block, wait dq_full, tcgen05.ld its 64 values (warps whose 32 columns are
- * past the head dim skip the load), arrive on dq_empty (the MMA may write
- * dQ^T again), then add them into dq_accum tile m at row q, column t
- * (element mgpu_attention_bwd_dq_offset(tile, head_dim, q, t) of the tile:
- * the Hopper dQ writer's fragment order for head dims <= 128, which the
- * shared postprocess reads): one red.global.add.f32 per value. Deterministic: thread 0 of the warpgroup waits for the key-block
- * turn of dq_semaphore (the Hopper kernel's turn), the warpgroup adds, and
- * thread 0 hands the turn on (release).
+ * dQ warpgroup, one head-dim column per thread (dQ^T lane t: column col0 +
+ * t): per query block, wait dq_full, tcgen05.ld its 64 values (warps whose
+ * 32 columns are past the slice skip the load), arrive on dq_empty (the MMA
+ * may write dQ^T again), then add them into dq_accum tile m at row q, column
+ * col0 + t (element mgpu_attention_bwd_dq_offset(tile, head_dim, q, col0 + t)
+ * of the tile: the Hopper dQ writer's fragment order for head dims <= 128,
+ * row-major for 192 / 256, which the shared postprocess reads): one
+ * red.global.add.f32 per value. Deterministic: thread 0 of the warpgroup
+ * waits for the key-block turn of dq_semaphore (the Hopper kernel's turn;
+ * counted per slice for 192 / 256), the warpgroup adds, and thread 0 hands
+ * the turn on (release).
  */
 #pragma once
 

@@ -1,14 +1,21 @@
 /*
  * Blackwell attention backward: the MMA warp (one thread). The TMA warp runs
  * the Hopper producer's loop unchanged (sm90::attn_bwd_producer: K, V once on
- * kv_full; per query block i, stage s = i % 2, Q + lse_log2 on q_full[s] and
- * dO + dpsum on do_full[s] after q_empty[s] / do_empty[s]); here those empty
- * barriers are completed by tcgen05.commit instead of warp arrivals.
+ * kv_full, in boxes of Cfg::kKVBoxRows rows; per query block i, stage s =
+ * i % kStages, Q + lse_log2 on q_full[s] and dO + dpsum on do_full[s] after
+ * q_empty[s] / do_empty[s]); here those empty barriers are completed by
+ * tcgen05.commit instead of warp arrivals.
  *
- * MMA, software-pipelined by one block: S^T and dP^T of block i + 1 are
- * issued while the compute warps still work on block i. Before the loop:
- * wait kv_full; S^T(0) = K Q(0)^T -> s_full; dP^T(0) = V dO(0)^T -> dp_full.
- * Per query block i (stage s = i % 2, parity i & 1 unless said otherwise):
+ * Every CTA computes S^T and dP^T over the full head dim; dV, dK (N = the
+ * slice's width, idesc kIdescKV / kIdescKVLast) read the slice's columns of
+ * dO / Q (its first 64-column block: y_off) and dQ^T the slice's columns of
+ * K (k_cols). Head dims <= 128: one slice, the whole head dim.
+ *
+ * Two stages (head dims 64..128), software-pipelined by one block: S^T and
+ * dP^T of block i + 1 are issued while the compute warps still work on block
+ * i. Before the loop: wait kv_full; S^T(0) = K Q(0)^T -> s_full; dP^T(0) =
+ * V dO(0)^T -> dp_full. Per query block i (stage s = i % 2, parity i & 1
+ * unless said otherwise):
  *   wait p_full;  dV += P^T dO  (A = P^T from tensor memory) -> commit dv_done;
  *   wait dv_done (S^T(i+1) overwrites the columns P^T(i) is read from, and the
  *     ISA orders only tcgen05.mma pairs on the same accumulator);
@@ -23,21 +30,49 @@
  * into dS^T(i) the tensor cores run S^T(i+1); while they turn S^T(i+1) into
  * P^T(i+1), dK(i), dP^T(i+1) and dQ^T(i).
  *
- * Why no barrier runs two phases ahead of its waiter:
+ * One stage (head dims 192, 256: the shared memory holds one Q and one dO
+ * tile), no overlap across blocks: Q(i+1) and dO(i+1) can only land after
+ * every reader of Q(i), dO(i), lse(i), dpsum(i) is done, and those readers
+ * include dK(i). Before the loop as above; per query block i (parity i & 1
+ * for every barrier, the stage's included):
+ *   wait p_full;  dV += P^T dO -> commit dv_done;
+ *   wait ds_full; dK += dS^T Q -> commit dk_done;
+ *   commit q_empty[0], do_empty[0]: every MMA reading Q(i) (S^T(i), dK(i))
+ *     or dO(i) (dP^T(i), dV(i)) was issued before these commits, which
+ *     complete only after them; the compute warps read lse(i) before p_full
+ *     and dpsum(i) before ds_full, both waited for above;
+ *   i >= 1: wait dq_empty(i-1);
+ *   dQ^T = K^T dS^T (ds[i % 2]) -> commit dq_full;
+ *   wait dv_done, dk_done (S^T(i+1) overwrites P^T(i), dP^T(i+1) dS^T(i));
+ *   i + 1 < count: wait q_full[0] (parity (i + 1) & 1), S^T(i+1) -> s_full;
+ *     wait do_full[0], dP^T(i+1) -> dp_full.
+ * After the last block: commit kv_done.
+ *
+ * Why no barrier runs two phases ahead of its waiter (both stage counts):
  *   s_full(i+1) is committed after the MMA thread waited p_full(i), which the
  *     compute warps arrive on after consuming s_full(i); dp_full(i+1) likewise
  *     after ds_full(i), which follows dp_full(i).
  *   p_full(i+1), ds_full(i+1) need s_full(i+1) / dp_full(i+1), committed after
  *     the MMA thread waited p_full(i) / ds_full(i).
+ *   dv_done(i+1), dk_done(i+1) are committed after p_full(i+1) / ds_full(i+1),
+ *     hence after s_full(i+1) / dp_full(i+1), which the MMA thread commits
+ *     only after its own wait of dv_done(i) / dk_done(i).
  *   dq_full(i+1) is committed after the MMA thread waited dq_empty(i), which
  *     the dQ warps arrive on after consuming dq_full(i); dq_empty(i+1) needs
  *     dq_full(i+1).
  *   The two dS^T buffers: the compute warps write ds[(i+1) % 2] after
  *     dp_full(i+1), a commit that completes only when every earlier MMA of
- *     this thread has, dQ^T(i-1) (the last reader of that buffer) included.
- *   Stages: Q(i+1) is waited for in block i; the TMA warp loads it once
- *     q_empty of block i - 1 (same stage) was committed, at the end of
+ *     this thread has, dQ^T(i-1) (the last reader of that buffer) included
+ *     (with one stage dQ^T(i) too).
+ *   Stages (two): Q(i+1) is waited for in block i; the TMA warp loads it
+ *     once q_empty of block i - 1 (same stage) was committed, at the end of
  *     block i - 1, so the waits never form a cycle.
+ *   Stage (one): q_full(i+1) / do_full(i+1) are waited for at the end of
+ *     block i, after q_empty(i) / do_empty(i) were committed in block i; the
+ *     TMA warp waits q_empty(i) (parity i & 1) before loading block i + 1,
+ *     so q_full(i+1) cannot complete before q_empty(i), and q_empty(i+1) is
+ *     committed only after the MMA thread waited ds_full(i+1), which needs
+ *     q_full(i+1) (the compute warps wait it for the lse row).
  */
 #pragma once
 
