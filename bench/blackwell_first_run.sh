@@ -9,9 +9,11 @@
 #      tests/sass_sm100_attention_bwd.sh: the instruction mix of every sm_100a
 #      GEMM, attention forward and attention backward entry
 #   3a. the attention backward first (the newest kernel): test_attention_bwd_gpu
-#      with MGPU_LOG=1 under a time limit (on 10.0 every backward call of head
-#      dims 64, 96, 128 selects mgpu_attention_bwd_sm100_*; 192 and 256 are
-#      NOT_SUPPORTED there and print SKIP rows), then compute-sanitizer
+#      with MGPU_LOG=1 under a time limit (on 10.0 every backward call, head
+#      dims 64, 96, 128, 192 and 256, selects mgpu_attention_bwd_sm100_*; 192
+#      and 256 run the split-head-dim CTAs and the one-stage MMA schedule, so
+#      their cases are their first test; a SKIP row there means a build
+#      without that head dim), then compute-sanitizer
 #      memcheck, racecheck, synccheck on its quick cases, then
 #      bench/attention_bench.py --passes bwd when PyTorch is there (against
 #      cuDNN and flash SDPA; the deterministic mode's cost is a column)
