@@ -43,7 +43,10 @@
  *     and dpsum(i) before ds_full, both waited for above;
  *   i >= 1: wait dq_empty(i-1);
  *   dQ^T = K^T dS^T (ds[i % 2]) -> commit dq_full;
- *   wait dv_done, dk_done (S^T(i+1) overwrites P^T(i), dP^T(i+1) dS^T(i));
+ *   wait dv_done, dk_done (S^T(i+1) overwrites P^T(i), dP^T(i+1) dS^T(i);
+ *     already implied by q_full(i+1), which completes only after q_empty(i),
+ *     a commit issued after dV(i) and dK(i): kept so that each overwrite has
+ *     its own wait);
  *   i + 1 < count: wait q_full[0] (parity (i + 1) & 1), S^T(i+1) -> s_full;
  *     wait do_full[0], dP^T(i+1) -> dp_full.
  * After the last block: commit kv_done.
@@ -73,6 +76,9 @@
  *     so q_full(i+1) cannot complete before q_empty(i), and q_empty(i+1) is
  *     committed only after the MMA thread waited ds_full(i+1), which needs
  *     q_full(i+1) (the compute warps wait it for the lse row).
+ * tests/test_attention_bwd_sm100_protocol.c runs both schedules as a model
+ * (parity waits, MMAs and loads completing at random, a tag per buffer) over
+ * many interleavings and catches a deliberately broken wait.
  */
 #pragma once
 
