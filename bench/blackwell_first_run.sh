@@ -83,6 +83,8 @@ run sass_sm100_attention_bwd tests/sass_sm100_attention_bwd.sh "$B/attention_bwd
 run attention_bwd_gpu_sm100 env MGPU_LOG=1 timeout 900 "$B/tests/test_attention_bwd_gpu"
 summary+=("$(printf '%-44s %s' "sm_100a attention backward entries that ran" \
     "$(grep -oE 'mgpu_attention_bwd_sm100_[a-z0-9_]+' "$OUT/attention_bwd_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_bwd_sm100_' docs/variants.md)")")
+summary+=("$(printf '%-44s %s' "  of them split head dim (d192, d256)" \
+    "$(grep -oE 'mgpu_attention_bwd_sm100_[a-z0-9]+_d(192|256)' "$OUT/attention_bwd_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_bwd_sm100_[a-z0-9]+_d(192|256)`' docs/variants.md)")")
 for tool in memcheck racecheck synccheck; do
     run "attention_bwd_sanitizer_${tool}" env MGPU_TEST_QUICK=1 timeout 900 compute-sanitizer --tool $tool \
         --error-exitcode 9 "$B/tests/test_attention_bwd_gpu"
