@@ -286,10 +286,10 @@ __device__ __forceinline__ void attn_bwd_sm100_compute(const mgpu_attention_bwd_
         const int64_t row = static_cast<int64_t>(w.k_offset) + key;
         const int64_t bk = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dk_batch_stride;
         const int64_t bv = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dv_batch_stride;
-        T *dk = reinterpret_cast<T *>(a.dk) + bk + row * a.dk_seq_stride + static_cast<int64_t>(w.head_kv) * a.dk_head_stride +
-                slice.col0;
-        T *dv = reinterpret_cast<T *>(a.dv) + bv + row * a.dv_seq_stride + static_cast<int64_t>(w.head_kv) * a.dv_head_stride +
-                slice.col0;
+        T *dk = reinterpret_cast<T *>(a.dk) + bk + row * a.dk_seq_stride +
+                static_cast<int64_t>(w.head_kv) * a.dk_head_stride + slice.col0;
+        T *dv = reinterpret_cast<T *>(a.dv) + bv + row * a.dv_seq_stride +
+                static_cast<int64_t>(w.head_kv) * a.dv_head_stride + slice.col0;
         bwd_drain_row<Cfg>(lanes + Cfg::kColDV, slice.cols, loaded, 1.f, valid ? dv : nullptr, nullptr);
         bwd_drain_row<Cfg>(lanes + Cfg::kColDK, slice.cols, loaded, a.softmax_scale, valid ? dk : nullptr, nullptr);
         return;
