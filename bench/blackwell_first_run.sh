@@ -9,9 +9,11 @@
 #      tests/sass_sm100_attention_bwd.sh: the instruction mix of every sm_100a
 #      GEMM, attention forward and attention backward entry
 #   3a. the attention backward first (the newest kernel): test_attention_bwd_gpu
-#      with MGPU_LOG=1 under a time limit (on 10.0 every backward call of head
-#      dims 64, 96, 128 selects mgpu_attention_bwd_sm100_*; 192 and 256 are
-#      NOT_SUPPORTED there and print SKIP rows), then compute-sanitizer
+#      with MGPU_LOG=1 under a time limit (on 10.0 every backward call, head
+#      dims 64, 96, 128, 192 and 256, selects mgpu_attention_bwd_sm100_*; 192
+#      and 256 run the split-head-dim CTAs and the one-stage MMA schedule, so
+#      their cases are their first test; a SKIP row there means a build
+#      without that head dim), then compute-sanitizer
 #      memcheck, racecheck, synccheck on its quick cases, then
 #      bench/attention_bench.py --passes bwd when PyTorch is there (against
 #      cuDNN and flash SDPA; the deterministic mode's cost is a column)
@@ -81,6 +83,8 @@ run sass_sm100_attention_bwd tests/sass_sm100_attention_bwd.sh "$B/attention_bwd
 run attention_bwd_gpu_sm100 env MGPU_LOG=1 timeout 900 "$B/tests/test_attention_bwd_gpu"
 summary+=("$(printf '%-44s %s' "sm_100a attention backward entries that ran" \
     "$(grep -oE 'mgpu_attention_bwd_sm100_[a-z0-9_]+' "$OUT/attention_bwd_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_bwd_sm100_' docs/variants.md)")")
+summary+=("$(printf '%-44s %s' "  of them split head dim (d192, d256)" \
+    "$(grep -oE 'mgpu_attention_bwd_sm100_[a-z0-9]+_d(192|256)' "$OUT/attention_bwd_gpu_sm100.log" | sort -u | wc -l) of $(grep -cE '^\| `mgpu_attention_bwd_sm100_[a-z0-9]+_d(192|256)`' docs/variants.md)")")
 for tool in memcheck racecheck synccheck; do
     run "attention_bwd_sanitizer_${tool}" env MGPU_TEST_QUICK=1 timeout 900 compute-sanitizer --tool $tool \
         --error-exitcode 9 "$B/tests/test_attention_bwd_gpu"

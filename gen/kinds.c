@@ -73,15 +73,6 @@ static const char *attention_bwd_check(const struct gen_variant *v)
     return NULL;
 }
 
-/* The sm_100a backward: the ABI's tile table, head dims 64..128 only (its
- * tensor-memory plan, kernels/blackwell/attention_bwd_sm100.cuh). */
-static const char *attention_bwd_sm100_check(const struct gen_variant *v)
-{
-    if (v->attention.head_dim > 128)
-        return "the sm_100a attention backward has head dims 64, 96, 128 only";
-    return attention_bwd_check(v);
-}
-
 /* sm_100a: no second Q buffer, the formula of the ABI's Blackwell paragraph. */
 static int attention_fwd_sm100_smem(const struct gen_variant *v)
 {
@@ -373,13 +364,13 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .unit = "\nusing Config@i@ = mgpu::sm100::AttnBwdSm100Config<@type@, @head_dim@>;\n"
                 "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_BWD_THREADS, "
                 "\"@name@: threads differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
-                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kAbiBlockN == @block_n@ && "
+                "Config@i@::kAbiStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
                 "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_bwd_params p)\n"
                 "{\n    mgpu::sm100::attention_bwd<Config@i@>(p);\n}\n",
         .smem_bytes = attention_bwd_smem,
-        .check = attention_bwd_sm100_check,
+        .check = attention_bwd_check,
     },
 };

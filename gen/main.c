@@ -432,9 +432,10 @@ static void emit_variants_doc(const char *outdir)
           "**No `sm100a` entry has run on hardware** (no Blackwell GPU has been available): they are\n"
           "compiled, their SASS instruction mix and descriptors are checked, and their selection is\n"
           "tested on a made-up compute capability 10.0 device; `bench/blackwell_first_run.sh` is\n"
-          "the first run. The sm_100a attention backward (`mgpu_attention_bwd_sm100_*`) has head\n"
-          "dims 64, 96 and 128 only; its preprocess / postprocess are the sm_90a ones compiled for\n"
-          "sm_100a. Attention tiles read block_m×block_n×head_dim.\n\n"
+          "the first run. The sm_100a attention backward (`mgpu_attention_bwd_sm100_*`) lists the\n"
+          "ABI's tiles; at head dims 192 and 256 each of its CTAs takes 128 keys (two 64-key blocks)\n"
+          "and one of two head-dim slices of dK, dV, dQ. Its preprocess / postprocess are the sm_90a\n"
+          "ones compiled for sm_100a. Attention tiles read block_m×block_n×head_dim.\n\n"
           "| entry | arch | group | dtype | index | tile (m×n×k) | stages | threads | dynamic smem |\n"
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
           f);

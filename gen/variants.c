@@ -154,13 +154,18 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
     SM90_ATTENTION_BWD(dt, 64, 128), SM90_ATTENTION_BWD(dt, 96, 128), SM90_ATTENTION_BWD(dt, 128, 128),         \
         SM90_ATTENTION_BWD(dt, 192, 64), SM90_ATTENTION_BWD(dt, 256, 64)
 
-/* Blackwell attention backward main kernel: the same tile table (64 query
- * rows x 128 keys, 2 stages), 384 threads (compute, dQ, TMA + MMA
- * warpgroups); head dims 64, 96, 128 only (192 and 256 do not fit its
- * tensor-memory plan; the runtime refuses them on cc 10.0). */
-#define SM100_ATTENTION_BWD(dt, d) \
-    {GEN_ATTENTION_BWD_SM100, GEN_SM100A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = 128, .stages = 2}}
-#define SM100_ATTENTION_BWD_FAMILY(dt) SM100_ATTENTION_BWD(dt, 64), SM100_ATTENTION_BWD(dt, 96), SM100_ATTENTION_BWD(dt, 128)
+/* Blackwell attention backward main kernel: the ABI's tile table (block_m x
+ * block_n, stages: the scratch, tensor-map boxes and pre/post it shares with
+ * Hopper), 384 threads (compute, dQ, TMA + MMA warpgroups). Head dims 64..128:
+ * 64 query rows x 128 keys per CTA, as on Hopper; 192 and 256: each CTA takes
+ * 128 keys (two ABI key blocks of 64) and one of two head-dim slices of dK,
+ * dV, dQ (kernels/blackwell/attention_bwd_sm100.cuh; grid:
+ * mgpu_attention_bwd_sm100_ctas). */
+#define SM100_ATTENTION_BWD(dt, d, bn) \
+    {GEN_ATTENTION_BWD_SM100, GEN_SM100A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = 2}}
+#define SM100_ATTENTION_BWD_FAMILY(dt)                                                                            \
+    SM100_ATTENTION_BWD(dt, 64, 128), SM100_ATTENTION_BWD(dt, 96, 128), SM100_ATTENTION_BWD(dt, 128, 128),      \
+        SM100_ATTENTION_BWD(dt, 192, 64), SM100_ATTENTION_BWD(dt, 256, 64)
 
 const struct gen_variant gen_variants[] = {
     PORTABLE_GEMM(GEN_SM90A),

@@ -40,12 +40,13 @@
  *                       Q/K/V with descales (d 128)
  *   mgpu_kv_cache_append  16-bit K/V rows into a     none yet (ARCH_MISMATCH)
  *                       paged or contiguous cache
- *   mgpu_attention_bwd  as the forward, plus a       head dims 64, 96, 128 only (192,
- *                       deterministic mode           256: NOT_SUPPORTED); all features
- *                                                    and the deterministic mode (FA4-style
- *                                                    tcgen05 kernel, S^T / dP^T / dK / dV in
- *                                                    tensor memory). NOT YET RUN ON
- *                                                    HARDWARE: compiled and SASS-checked only
+ *   mgpu_attention_bwd  as the forward, plus a       same head dims (64..256), all
+ *                       deterministic mode           features and the deterministic mode
+ *                                                    (FA4-style tcgen05 kernel, S^T / dP^T /
+ *                                                    dK / dV in tensor memory; 192, 256:
+ *                                                    head dim split over two CTAs). NOT YET
+ *                                                    RUN ON HARDWARE: compiled and
+ *                                                    SASS-checked only
  *
  * Other compute capabilities get MGPU_STATUS_ARCH_MISMATCH.
  */
@@ -845,9 +846,8 @@ MGPU_API mgpu_status mgpu_attention_bwd_workspace_size(mgpu_handle *handle, cons
  * workspace beyond SIZE_MAX), INVALID_LD (a negative stride, one >= 2^39
  * elements, or a zero stride along a dimension with more than one entry),
  * UNSUPPORTED_DTYPE (dtype not F16/BF16), NOT_SUPPORTED (head dim,
- * alignment or stride rules; head dim 192 or 256 on compute capability
- * 10.0; MGPU_FORCE_VARIANT naming an attention backward variant that cannot
- * do this call), INSUFFICIENT_WORKSPACE (the handle's workspace is smaller
+ * alignment or stride rules; MGPU_FORCE_VARIANT naming an attention backward
+ * variant that cannot do this call), INSUFFICIENT_WORKSPACE (the handle's workspace is smaller
  * than mgpu_attention_bwd_workspace_size; nothing is written), WRONG_DEVICE,
  * NO_DRIVER, NO_DEVICE, ARCH_MISMATCH (devices other than compute
  * capability 9.0 and 10.0, or one the build has no kernels for), DRIVER_ERROR or

@@ -4,9 +4,12 @@
  * strides and alignment, `deterministic`), the choice of the three kernels
  * with made-up devices (9.0 picks the sm_90a main variant of the call's
  * dtype and head dim and the dtype's preprocess / postprocess; 10.0 the
- * sm_100a ones for head dims 64, 96, 128 with the same launch plan, and
- * NOT_SUPPORTED for 192 / 256; an architecture the build lacks and 8.0 get
- * ARCH_MISMATCH), forcing, and the launch plan: grids, tensor-map shapes,
+ * sm_100a ones for every head dim with the same launch plan, except the main
+ * grid of head dims 192 / 256 (mgpu_attention_bwd_sm100_ctas: two head-dim
+ * slices per 128 keys); an architecture the build lacks and 8.0 get
+ * ARCH_MISMATCH), forcing, the sm_100a CTA map (every key and head-dim
+ * column of dK, dV, dQ covered once; deterministic waits point at smaller
+ * CTA indices), and the launch plan: grids, tensor-map shapes,
  * LSE layout, and the workspace size recomputed here from the scratch
  * layout the ABI describes (fixed length, varlen, GQA, deterministic), and
  * the order of dq_accum tiles: the offsets the main kernel writes
@@ -209,16 +212,24 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
           "helpers %s / %s for cc %d.%d", pre->name, post->name, caps->cc_major, caps->cc_minor);
 }
 
-/* Everything but the kernel indices: the sm_100a kernel takes the ABI's
- * arguments, maps, scratch and grids exactly as the sm_90a one. */
+/* Everything but the kernel indices: the sm_100a kernel (x) takes the ABI's
+ * arguments, maps, scratch and grids exactly as the sm_90a one (y), except
+ * the main grid of head dims 192 / 256 (the one documented exception, the
+ * ABI's mgpu_attention_bwd_sm100_ctas): round_up(n_blocks, 2) CTAs per query
+ * head instead of n_blocks. */
 static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgpu_attention_bwd_plan *y)
 {
+    const int64_t per_head = (int64_t)x->args.heads_q * x->args.batch;
+    const int64_t main90 = (int64_t)x->args.n_blocks * per_head;
+    const int64_t main100 =
+        x->args.head_dim > 128 ? ((int64_t)x->args.n_blocks + 1) / 2 * 2 * per_head : main90;
     return memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 && memcmp(&x->args, &y->args, sizeof x->args) == 0 &&
            memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
            memcmp(&x->v_map, &y->v_map, sizeof x->v_map) == 0 &&
            memcmp(&x->do_map, &y->do_map, sizeof x->do_map) == 0 &&
            memcmp(&x->scratch, &y->scratch, sizeof x->scratch) == 0 && x->workspace_bytes == y->workspace_bytes &&
-           x->pre_grid == y->pre_grid && x->main_grid == y->main_grid && x->post_grid == y->post_grid;
+           x->pre_grid == y->pre_grid && y->main_grid == (unsigned)main90 && x->main_grid == (unsigned)main100 &&
+           x->post_grid == y->post_grid;
 }
 
 static void test_selection(void)
@@ -282,16 +293,10 @@ static void test_selection(void)
                           "10.0 without sm_100a kernels must be ARCH_MISMATCH");
                     continue;
                 }
-                if (dims[i] > 128) { /* no sm_100a kernel for 192 / 256: refused, never another head dim's */
-                    CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) < 0 &&
-                              s == MGPU_STATUS_NOT_SUPPORTED &&
-                              strstr(mgpu_last_error_message(), "head dims 64, 96 and 128") != NULL,
-                          "10.0 d=%d must be NOT_SUPPORTED with the head dims named: %s", dims[i],
-                          mgpu_last_error_message());
+                if (dims[i] > 128) { /* never another head dim's kernel */
                     CHECK(mgpu_attention_bwd_plan(&p, &blackwell, "mgpu_attention_bwd_sm100_bf16_d128", &plan, &s) < 0 &&
                               s == MGPU_STATUS_NOT_SUPPORTED,
                           "10.0 d=%d forced to d128: NOT_SUPPORTED", dims[i]);
-                    continue;
                 }
                 CHECK(main_built(MGPU_KIND_ATTENTION_BWD_SM100, dims[i], dtypes[t]), "sm_100a d=%d built", dims[i]);
                 CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) == 0, "10.0 d=%d: %s", dims[i],
@@ -327,19 +332,23 @@ static void test_blackwell_features(void)
     struct mgpu_attention_bwd_plan plan, plan90;
     mgpu_status s;
     const int sm90 = main_built(MGPU_KIND_ATTENTION_BWD_SM90, 0, MGPU_DTYPE_BF16);
-    for (int c = 0; c < 6; c++) {
+    for (int c = 0; c < 12; c++) {
         mgpu_attention_bwd_desc d = base_desc();
-        d.head_dim = c % 3 == 0 ? 64 : c % 3 == 1 ? 96 : 128;
-        if (c == 0) { /* GQA 4:1, causal, window, soft-cap */
+        /* the six cases with head dims 64, 96, 128, then with 192, 256 */
+        d.head_dim = c < 6 ? (c % 3 == 0 ? 64 : c % 3 == 1 ? 96 : 128) : c % 2 == 0 ? 192 : 256;
+        switch (c % 6) {
+        case 0: /* GQA 4:1, causal, window, soft-cap */
             d.causal = 1;
             d.window_left = 256;
             d.softcap = 30.0f;
-        } else if (c == 1) { /* MHA, deterministic, sliding window both sides */
+            break;
+        case 1: /* MHA, deterministic, sliding window both sides */
             d.heads_kv = 16;
             d.deterministic = 1;
             d.window_left = 100;
             d.window_right = 50;
-        } else if (c == 2) { /* varlen MQA, causal, deterministic */
+            break;
+        case 2: /* varlen MQA, causal, deterministic */
             d.heads_kv = 1;
             d.causal = 1;
             d.deterministic = 1;
@@ -347,20 +356,24 @@ static void test_blackwell_features(void)
             d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
             d.total_q = 1800;
             d.total_k = 2500;
-        } else if (c == 3) { /* fp16, GQA 2:1, soft-cap */
+            break;
+        case 3: /* fp16, GQA 2:1, soft-cap */
             d.dtype = MGPU_DTYPE_F16;
             d.heads_kv = 8;
             d.softcap = 50.0f;
-        } else if (c == 4) { /* varlen GQA, window */
+            break;
+        case 4: /* varlen GQA, window */
             d.heads_kv = 4;
             d.window_left = 64;
             d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
             d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
             d.total_q = 1800;
             d.total_k = 2500;
-        } else { /* seqlen_q != seqlen_k, causal (bottom-right), one query */
+            break;
+        default: /* seqlen_q != seqlen_k, causal (bottom-right), one query */
             d.seqlen_q = 1;
             d.causal = 1;
+            break;
         }
         CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
         CHECK(mgpu_attention_bwd_plan(&p, &blackwell, NULL, &plan, &s) == 0, "10.0 case %d: %s", c,
@@ -370,8 +383,11 @@ static void test_blackwell_features(void)
         CHECK(plan.workspace_bytes == expected_workspace(d.batch, d.heads_q, d.heads_kv, d.seqlen_q, d.seqlen_k,
                                                          d.head_dim, varlen, d.total_q, d.total_k),
               "10.0 case %d workspace %zu", c, plan.workspace_bytes);
-        CHECK(plan.main_grid == (unsigned)((d.seqlen_k + 127) / 128 * d.heads_q * d.batch), "10.0 case %d main grid",
-              c);
+        /* 128 keys per CTA; head dims 192 / 256: 2 key blocks of 64 and 2 slices */
+        const int64_t ctas_per_head = d.head_dim <= 128 ? (d.seqlen_k + 127) / 128 : (d.seqlen_k + 127) / 128 * 2;
+        CHECK(plan.main_grid == (unsigned)(ctas_per_head * d.heads_q * d.batch) &&
+                  plan.args.n_blocks == (d.seqlen_k + plan.tile.block_n - 1) / plan.tile.block_n,
+              "10.0 case %d main grid %u", c, plan.main_grid);
         CHECK(plan.args.group_size == d.heads_q / d.heads_kv && plan.args.deterministic == d.deterministic &&
                   plan.args.causal == d.causal && plan.args.softcap == d.softcap &&
                   (plan.args.cu_seqlens_q != 0) == varlen,
@@ -530,9 +546,68 @@ static void test_dq_fragment_order(void)
     }
 }
 
+/* The sm_100a kernel's CTA map, as attention_bwd_sm100.cuh decodes blockIdx.x
+ * (slice fastest, then 128-key block, query head, sequence), over
+ * mgpu_attention_bwd_sm100_ctas(d, n_blocks) CTAs per query head: every key
+ * of every ABI key block and every head-dim column of dK / dV / dQ is owned
+ * by exactly one CTA per (query head, sequence); the dQ turns of a query
+ * block (key-block order) and the dK / dV turns of a key block (query-head
+ * order) wait only for CTAs of a smaller index (those the GPU started
+ * before), and the dQ columns the dQ warps add (slice start + lane) are each
+ * column's row-major dq_accum offset for d > 128. */
+static void test_sm100_cta_map(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    enum { HEADS = 3, MAX_KEYS = 128 * 9 };
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int d = dims[di];
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0};
+        CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
+        const int slices = mgpu_attention_bwd_sm100_slices(d);
+        const int keys_per_cta = 128, slice_cols = d > 128 ? 128 : d;
+        CHECK(slices == (d > 128 ? 2 : 1) && keys_per_cta % t.block_n == 0, "d%d: slices %d", d, slices);
+        for (int n_blocks = 1; n_blocks <= 9; n_blocks++) {
+            const int64_t per_head = mgpu_attention_bwd_sm100_ctas(d, n_blocks);
+            const int key_blocks = (n_blocks + keys_per_cta / t.block_n - 1) / (keys_per_cta / t.block_n);
+            CHECK(per_head == (int64_t)key_blocks * slices, "d%d n_blocks %d: %lld CTAs per head", d, n_blocks,
+                  (long long)per_head);
+            static unsigned char owned[HEADS][MAX_KEYS][256];
+            memset(owned, 0, sizeof owned);
+            int bad = 0;
+            for (int x = 0; x < per_head * HEADS; x++) {
+                const int slice = x % slices, tile = x / slices;
+                const int kb = tile % key_blocks, h = (tile / key_blocks) % HEADS;
+                const int col0 = slice * slice_cols, cols = slice == slices - 1 ? d - col0 : slice_cols;
+                if (cols <= 0 || cols > slice_cols || cols % 32 != 0)
+                    bad++;
+                for (int key = kb * keys_per_cta; key < (kb + 1) * keys_per_cta && key < n_blocks * t.block_n; key++)
+                    for (int c = col0; c < col0 + cols; c++)
+                        bad += owned[h][key][c]++ != 0;
+                /* dQ turn: every slice of key block kb - 1, same head; dK / dV turn: every slice
+                 * of key block kb of head h - 1 (the group's previous query head) */
+                for (int s2 = 0; s2 < slices; s2++) {
+                    if (kb > 0)
+                        bad += ((h * key_blocks + kb - 1) * slices + s2) >= x;
+                    if (h > 0)
+                        bad += (((h - 1) * key_blocks + kb) * slices + s2) >= x;
+                }
+                if (d > 128)
+                    for (int lane = 0; lane < cols; lane++)
+                        bad += mgpu_attention_bwd_dq_offset(&t, d, 5, col0 + lane) != (int64_t)5 * d + col0 + lane;
+            }
+            for (int h = 0; h < HEADS; h++)
+                for (int key = 0; key < n_blocks * t.block_n; key++)
+                    for (int c = 0; c < d; c++)
+                        bad += owned[h][key][c] != 1;
+            CHECK(bad == 0, "d%d n_blocks %d: sm_100a CTA map, %d errors", d, n_blocks, bad);
+        }
+    }
+}
+
 int main(void)
 {
     test_dq_fragment_order();
+    test_sm100_cta_map();
     test_validation();
     test_selection();
     test_blackwell_features();

@@ -84,6 +84,16 @@
  *           x % n_blocks of query head (x / n_blocks) % heads_q of sequence
  *           x / (n_blocks * heads_q). (Key blocks fastest: the deterministic
  *           mode's waits only ever point at CTAs with a smaller index.)
+ *           Exception, the sm_100a kernel for head dims 192 and 256: a CTA
+ *           covers 128 keys (key blocks 2 k and 2 k + 1) and one of two
+ *           head-dim slices of dK, dV and dQ (columns [0, 128) and [128,
+ *           head_dim)), so grid = {round_up(n_blocks, 2) * heads_q * batch}
+ *           (mgpu_attention_bwd_sm100_ctas() per query head and sequence):
+ *           CTA x handles slice x % 2 of the 128-key block k = (x / 2) %
+ *           (round_up(n_blocks, 2) / 2) of query head (x / round_up(n_blocks,
+ *           2)) % heads_q of sequence x / (round_up(n_blocks, 2) * heads_q).
+ *           Slices fastest, then keys: the waits below still point only at
+ *           CTAs with a smaller index.
  *   block = {MGPU_ATTENTION_BWD_THREADS, 1, 1}, no cluster
  *   dynamic shared memory = mgpu_attention_bwd_smem_bytes(head_dim)
  *           (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once).
@@ -93,7 +103,11 @@
  * adds into dk_accum / dv_accum of one key block in increasing query-head order
  * within the group (dkv_semaphore). Same inputs, same launch: bitwise-identical
  * dq_accum / dk_accum / dv_accum. The semaphores end non-zero; the next call's
- * preprocess zeroes them.
+ * preprocess zeroes them. The sm_100a kernel for head dims 192 / 256 counts
+ * both slices: the two CTAs of 128-key block k add (disjoint columns) to query
+ * block m once dq_semaphore[m] >= 2 (k - first 128-key block of m), and each
+ * adds 1 after its adds; dkv_semaphore of key block 2 k counts 2 per query
+ * head of the group alike (that of key block 2 k + 1 stays 0).
  *
  * Validation the runtime must do (the kernels trust these): everything the
  * forward ABI lists for Q, K, V (alignment, strides), the same for dO; dK, dV:
@@ -202,6 +216,23 @@ MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_dq_offset(const struct mgpu_att
     const int cc = c - c0;
     const int thread = 32 * (r / 16) + 4 * (r % 8) + (cc % 8) / 2;
     return (int64_t)t->block_m * c0 + (128 * (cc / 8) + thread) * 4 + 2 * ((r % 16) / 8) + (cc % 2);
+}
+
+/*
+ * The sm_100a main kernel's CTAs (see "Launch" above): head dims 192 and 256
+ * take 2 slices of the head dim per 128 keys (2 key blocks of block_n = 64),
+ * every other head dim 1 slice per key block. CTAs per (query head,
+ * sequence) for n_blocks = ceil(seqlen_k / block_n) key blocks.
+ */
+MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_sm100_slices(int head_dim)
+{
+    return head_dim > 128 ? 2 : 1;
+}
+
+MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_sm100_ctas(int head_dim, int64_t n_blocks)
+{
+    const int64_t blocks_per_cta = head_dim > 128 ? 2 : 1; /* 128 keys per CTA */
+    return (n_blocks + blocks_per_cta - 1) / blocks_per_cta * mgpu_attention_bwd_sm100_slices(head_dim);
 }
 
 /* First row of (sequence b, head h) in a query-side scratch array (h: query

@@ -17,21 +17,25 @@
  *   128-byte row of ds[i % 2] (128-byte swizzle: 16-byte chunk c at c ^ (t % 8),
  *   the B operand of dQ^T = K^T dS^T); fence.proxy.async, one arrival per
  *   warp on ds_full.
- *   After the last block: wait kv_done; dV and dK rows out of tensor memory,
- *   32 columns at a time: 16-bit stores (dK times softmax_scale) clipped to
- *   seqlen_k when group_size == 1, else fp32 vector reductions into
- *   dk_accum / dv_accum (deterministic: the query-head turn of dkv_semaphore).
- *   A key block without query blocks writes zeros (and still takes its turn).
+ *   After the last block: wait kv_done; dV and dK rows (the CTA's head-dim
+ *   slice: columns col0 .. col0 + cols - 1) out of tensor memory, 32 columns
+ *   at a time: 16-bit stores (dK times softmax_scale) clipped to seqlen_k
+ *   when group_size == 1, else fp32 vector reductions into dk_accum /
+ *   dv_accum (deterministic: the query-head turn of dkv_semaphore, shared by
+ *   the slices). A key block without query blocks writes zeros (and still
+ *   takes its turn).
  *
- * dQ warpgroup, one head-dim column per thread (dQ^T lane t): per query
- * block, wait dq_full, tcgen05.ld its 64 values (warps whose 32 columns are
- * past the head dim skip the load), arrive on dq_empty (the MMA may write
- * dQ^T again), then add them into dq_accum tile m at row q, column t
- * (element mgpu_attention_bwd_dq_offset(tile, head_dim, q, t) of the tile:
- * the Hopper dQ writer's fragment order for head dims <= 128, which the
- * shared postprocess reads): one red.global.add.f32 per value. Deterministic: thread 0 of the warpgroup waits for the key-block
- * turn of dq_semaphore (the Hopper kernel's turn), the warpgroup adds, and
- * thread 0 hands the turn on (release).
+ * dQ warpgroup, one head-dim column per thread (dQ^T lane t: column col0 +
+ * t): per query block, wait dq_full, tcgen05.ld its 64 values (warps whose
+ * 32 columns are past the slice skip the load), arrive on dq_empty (the MMA
+ * may write dQ^T again), then add them into dq_accum tile m at row q, column
+ * col0 + t (element mgpu_attention_bwd_dq_offset(tile, head_dim, q, col0 + t)
+ * of the tile: the Hopper dQ writer's fragment order for head dims <= 128,
+ * row-major for 192 / 256, which the shared postprocess reads): one
+ * red.global.add.f32 per value. Deterministic: thread 0 of the warpgroup
+ * waits for the key-block turn of dq_semaphore (the Hopper kernel's turn;
+ * counted per slice for 192 / 256), the warpgroup adds, and thread 0 hands
+ * the turn on (release).
  */
 #pragma once
 
@@ -85,6 +89,39 @@ __device__ __forceinline__ void wg_ordered_release(int *sem, int turn, int t, in
     }
 }
 
+/* The same turns shared by kSlices CTAs (the head-dim slices of one key block
+ * or query head, which add disjoint columns): *sem counts the finished
+ * (turn, slice) adds; turn k may start once all kSlices * k adds of the turns
+ * before it are done (>=: the slices of one turn in any order), and each CTA
+ * adds 1 after its adds. kSlices == 1: the two functions above. */
+template <int kSlices>
+__device__ __forceinline__ void wg_turn_acquire(const int *sem, int turn, int t, int barrier)
+{
+    if constexpr (kSlices == 1) {
+        wg_ordered_acquire(sem, turn, t, barrier);
+    } else {
+        if (t == 0) {
+            while (sm90::ld_acquire_s32(sem) < kSlices * turn) {
+            }
+        }
+        named_barrier_sync(barrier, 128);
+    }
+}
+
+template <int kSlices>
+__device__ __forceinline__ void wg_turn_release(int *sem, int turn, int t, int barrier)
+{
+    if constexpr (kSlices == 1) {
+        wg_ordered_release(sem, turn, t, barrier);
+    } else {
+        named_barrier_sync(barrier, 128);
+        if (t == 0) {
+            asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(sem) : "memory");
+        }
+    }
+}
+
 /* 64 fp32 columns of this warp's lanes, from column `col`. */
 __device__ __forceinline__ void tmem_load64(uint32_t addr, float (&v)[64])
 {
@@ -117,16 +154,16 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint32_t a, uint32_t
 }
 
 /* dK or dV of this thread's key out of tensor memory (zeros when the block
- * saw no query), 32 columns at a time. group_size == 1: 16-bit pairs times
- * `scale` into `row16` (0 for a key past seqlen_k); else fp32 adds into
- * `row32`. */
+ * saw no query), `cols` (the slice's width) columns, 32 at a time.
+ * group_size == 1: 16-bit pairs times `scale` into `row16` (0 for a key past
+ * seqlen_k); else fp32 adds into `row32` (both: the slice's first column). */
 template <class Cfg>
-__device__ __forceinline__ void bwd_drain_row(uint32_t addr, bool loaded, float scale, typename Cfg::T *row16,
-                                              float *row32)
+__device__ __forceinline__ void bwd_drain_row(uint32_t addr, int cols, bool loaded, float scale,
+                                              typename Cfg::T *row16, float *row32)
 {
     namespace ptx = cuda::ptx;
 #pragma unroll 1
-    for (int c = 0; c < Cfg::kHeadDim / kTmemLdCols; ++c) {
+    for (int c = 0; c < cols / kTmemLdCols; ++c) {
         uint32_t r[kTmemLdCols];
         if (loaded) { /* uniform: the whole warp loads (.sync.aligned) */
             ptx::tcgen05_ld_32x32b(r, addr + c * kTmemLdCols);
@@ -154,7 +191,7 @@ __device__ __forceinline__ void bwd_drain_row(uint32_t addr, bool loaded, float 
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_sm100_compute(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, uint32_t tmem,
-                                                       const sm90::AttnBwdWork &w)
+                                                       const sm90::AttnBwdWork &w, const BwdSlice &slice)
 {
     namespace ptx = cuda::ptx;
     using T = typename Cfg::T;
@@ -249,28 +286,33 @@ __device__ __forceinline__ void attn_bwd_sm100_compute(const mgpu_attention_bwd_
         const int64_t row = static_cast<int64_t>(w.k_offset) + key;
         const int64_t bk = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dk_batch_stride;
         const int64_t bv = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.dv_batch_stride;
-        T *dk = reinterpret_cast<T *>(a.dk) + bk + row * a.dk_seq_stride + static_cast<int64_t>(w.head_kv) * a.dk_head_stride;
-        T *dv = reinterpret_cast<T *>(a.dv) + bv + row * a.dv_seq_stride + static_cast<int64_t>(w.head_kv) * a.dv_head_stride;
-        bwd_drain_row<Cfg>(lanes + Cfg::kColDV, loaded, 1.f, valid ? dv : nullptr, nullptr);
-        bwd_drain_row<Cfg>(lanes + Cfg::kColDK, loaded, a.softmax_scale, valid ? dk : nullptr, nullptr);
+        T *dk = reinterpret_cast<T *>(a.dk) + bk + row * a.dk_seq_stride +
+                static_cast<int64_t>(w.head_kv) * a.dk_head_stride + slice.col0;
+        T *dv = reinterpret_cast<T *>(a.dv) + bv + row * a.dv_seq_stride +
+                static_cast<int64_t>(w.head_kv) * a.dv_head_stride + slice.col0;
+        bwd_drain_row<Cfg>(lanes + Cfg::kColDV, slice.cols, loaded, 1.f, valid ? dv : nullptr, nullptr);
+        bwd_drain_row<Cfg>(lanes + Cfg::kColDK, slice.cols, loaded, a.softmax_scale, valid ? dk : nullptr, nullptr);
         return;
     }
-    const int64_t elem = (w.k_row0 + key) * Cfg::kHeadDim;
+    const int64_t elem = (w.k_row0 + key) * Cfg::kHeadDim + slice.col0;
     float *dk32 = reinterpret_cast<float *>(a.dk_accum) + elem;
     float *dv32 = reinterpret_cast<float *>(a.dv_accum) + elem;
-    int *sem = reinterpret_cast<int *>(a.dkv_semaphore) + w.k_row0 / Cfg::kBlockN + w.n_block;
+    /* The semaphore of the ABI's key block (the first of the CTA's two for
+     * head dims 192 / 256, which always holds a key of the sequence). */
+    int *sem = reinterpret_cast<int *>(a.dkv_semaphore) + w.k_row0 / Cfg::kAbiBlockN +
+               w.n_block * (Cfg::kBlockN / Cfg::kAbiBlockN);
     const int turn = w.head_q - w.head_kv * a.group_size;
     if (a.deterministic)
-        wg_ordered_acquire(sem, turn, t, kBwd100BarrierDkv);
-    bwd_drain_row<Cfg>(lanes + Cfg::kColDV, loaded, 1.f, nullptr, valid ? dv32 : nullptr);
-    bwd_drain_row<Cfg>(lanes + Cfg::kColDK, loaded, a.softmax_scale, nullptr, valid ? dk32 : nullptr);
+        wg_turn_acquire<Cfg::kSlices>(sem, turn, t, kBwd100BarrierDkv);
+    bwd_drain_row<Cfg>(lanes + Cfg::kColDV, slice.cols, loaded, 1.f, nullptr, valid ? dv32 : nullptr);
+    bwd_drain_row<Cfg>(lanes + Cfg::kColDK, slice.cols, loaded, a.softmax_scale, nullptr, valid ? dk32 : nullptr);
     if (a.deterministic)
-        wg_ordered_release(sem, turn, t, kBwd100BarrierDkv);
+        wg_turn_release<Cfg::kSlices>(sem, turn, t, kBwd100BarrierDkv);
 }
 
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
-                                                  uint32_t tmem, const sm90::AttnBwdWork &w)
+                                                  uint32_t tmem, const sm90::AttnBwdWork &w, const BwdSlice &slice)
 {
     namespace ptx = cuda::ptx;
     constexpr int kM = Cfg::kBlockM;
@@ -281,7 +323,8 @@ __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args 
      * the shared postprocess reads: constants for a compile-time head dim */
     struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
     mgpu_attention_bwd_tile(Cfg::kHeadDim, &tile);
-    const bool has_column = warp < Cfg::kDqWarps; /* uniform per warp */
+    const bool has_column = warp < slice.cols / 32; /* uniform per warp */
+    const int column = slice.col0 + t;               /* lane t of dQ^T: this head-dim column */
 
     int i = 0;
     for (int m = w.m_block_end - 1; m >= w.m_block_begin; --m, ++i) {
@@ -299,14 +342,14 @@ __device__ __forceinline__ void attn_bwd_sm100_dq(const mgpu_attention_bwd_args 
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / kM + m;
         const int turn = w.n_block - sm90::attn_bwd_first_n_block<Cfg>(w, m);
         if (a.deterministic)
-            wg_ordered_acquire(sem, turn, t, kBwd100BarrierDq);
+            wg_turn_acquire<Cfg::kSlices>(sem, turn, t, kBwd100BarrierDq);
         if (has_column) {
 #pragma unroll
             for (int q = 0; q < kM; ++q)
-                red_add_f32(dq_tile + mgpu_attention_bwd_dq_offset(&tile, Cfg::kHeadDim, q, t), v[q]);
+                red_add_f32(dq_tile + mgpu_attention_bwd_dq_offset(&tile, Cfg::kHeadDim, q, column), v[q]);
         }
         if (a.deterministic)
-            wg_ordered_release(sem, turn, t, kBwd100BarrierDq);
+            wg_turn_release<Cfg::kSlices>(sem, turn, t, kBwd100BarrierDq);
     }
 }
 

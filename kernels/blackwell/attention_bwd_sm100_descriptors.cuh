@@ -7,19 +7,20 @@
  * configuration instantiates check_attention_bwd_descriptors<...>() in a
  * static_assert, so a wrong field breaks the build of that variant.
  *
- * The five MMAs of one query block (block_n = 128 keys, block_m = 64 queries,
- * head dim d in {64, 96, 128}):
+ * The five MMAs of one query block (128 keys, block_m = 64 queries, head dim
+ * d in {64, 96, 128, 192, 256}; n = the CTA's head-dim slice of dK, dV, dQ:
+ * d up to 128, else 128 or d - 128):
  *   S^T  = K Q^T      M = 128 (keys), N = 64 (queries), K = d;
  *                     A = K, B = Q: shared memory, both K-major (one row per
  *                     key / query, the head dim contiguous).
  *   dP^T = V dO^T     the same shapes and layouts.
- *   dV  += P^T dO     M = 128 (keys), N = d, K = 64 (queries);
+ *   dV  += P^T dO     M = 128 (keys), N = n, K = 64 (queries);
  *                     A = P^T in tensor memory (the [a-tmem] form: K-major by
  *                     definition, bit 15 = 0), B = dO in shared memory,
  *                     MN-major (one row per query, the head dim (N)
  *                     contiguous) -> bit 16 = 1.
  *   dK  += dS^T Q     the same shapes and layouts (A = dS^T in tensor memory).
- *   dQ^T = K^T dS^T   M = 128 (head dim, padded to 128), N = 64 (queries),
+ *   dQ^T = K^T dS^T   M = 128 (the slice, padded to 128), N = 64 (queries),
  *                     K = 128 (keys); A = K^T: the K tile read MN-major (the
  *                     head dim (M) contiguous) -> bit 15 = 1; B = dS^T: the
  *                     [key][query] buffer, queries (N) contiguous, MN-major
@@ -27,7 +28,7 @@
  *
  * Fields: attention_sm100_expected.cuh. The values:
  *   S^T, dP^T (N 64):         bf16 0x08100490, fp16 0x08100010
- *   dV, dK (N = d, B MN):     bf16 d 64 0x08110490, d 96 0x08190490, d 128 0x08210490
+ *   dV, dK (N = n, B MN):     bf16 n 64 0x08110490, n 96 0x08190490, n 128 0x08210490
  *   dQ^T (N 64, A, B MN):     bf16 0x08118490, fp16 0x08118010
  *
  * Shared memory descriptors (128-byte swizzle, 1024-byte aligned tiles;
@@ -85,7 +86,9 @@ constexpr uint32_t idesc_dqt()
 
 /* The checks of one backward configuration: the three instruction
  * descriptors and the four shared-memory descriptor forms (at address 0 and
- * at a non-zero address, which only changes the start field). */
+ * at a non-zero address, which only changes the start field). kHeadDim: the
+ * N of dV / dK, i.e. the width of a head-dim slice (the configuration checks
+ * each width it has). */
 template <class T, int kHeadDim, int kQBlockBytes, int kKVBlockBytes, int kDsBytes>
 constexpr bool check_attention_bwd_descriptors()
 {

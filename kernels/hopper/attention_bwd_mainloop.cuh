@@ -90,8 +90,17 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
         return; /* nothing to load; the consumers write zeros */
     const int k_row = w.k_offset + w.n_block * Cfg::kBlockN;
     mbar_arrive_expect_tx(&smem.kv_full, 2 * Cfg::kKVTileBytes);
-    bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k, &p.tmap_k, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
-    bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v, &p.tmap_v, &smem.kv_full, k_row, w.head_kv, w.tma_batch);
+    /* Boxes of Cfg::kKVBoxRows rows (the ABI's block_n), kBlockN / kKVBoxRows of
+     * them per 64-column block: one on sm_90a, two for the sm_100a kernel's
+     * 128-key CTAs of head dims 192 / 256 (rows r.. at byte r * 128 of the block). */
+    static_assert(Cfg::kBlockN % Cfg::kKVBoxRows == 0 && Cfg::kKVBoxRows % 8 == 0, "whole swizzle atoms per box");
+#pragma unroll
+    for (int r = 0; r < Cfg::kBlockN; r += Cfg::kKVBoxRows) {
+        bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k + r * Cfg::kSwizzleBytes, &p.tmap_k, &smem.kv_full, k_row + r,
+                                               w.head_kv, w.tma_batch);
+        bwd_load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v + r * Cfg::kSwizzleBytes, &p.tmap_v, &smem.kv_full, k_row + r,
+                                               w.head_kv, w.tma_batch);
+    }
     constexpr int kStageBytes = [] {
         if constexpr (kRowsOnStage)
             return Cfg::kQTileBytes + Cfg::kRowBytes;

@@ -90,6 +90,7 @@ struct AttnBwdConfig {
     static constexpr int kBlockM = AttnBwdTile<kHeadDim>::kBlockM;
     static constexpr int kBlockN = AttnBwdTile<kHeadDim>::kBlockN;
     static constexpr int kStages = AttnBwdTile<kHeadDim>::kStages;
+    static constexpr int kKVBoxRows = kBlockN; /* rows of one K / V tensor-map box (the producer) */
     static constexpr bool kSplitDim = AttnBwdTile<kHeadDim>::kSplitDim;
 
     static constexpr int kSwizzleBytes = 128;
@@ -194,13 +195,18 @@ struct AttnBwdWork {
     AttnMask mask;
 };
 
-template <class Cfg>
-__device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
+/* The work of key block n_block (Cfg::kBlockN keys) of query head head_q of
+ * sequence batch. kScratchBlockN: the ABI's block_n, whose multiples the
+ * key-side scratch rows of a varlen sequence start at (the sm_100a kernel's
+ * CTAs of head dims 192 / 256 cover two ABI key blocks of 64). */
+template <class Cfg, int kScratchBlockN = Cfg::kBlockN>
+__device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd_args &a, int n_block, int head_q,
+                                                        int batch)
 {
     AttnBwdWork w;
-    w.n_block = tile % a.n_blocks;
-    w.head_q = (tile / a.n_blocks) % a.heads_q;
-    w.batch = tile / (a.n_blocks * a.heads_q);
+    w.n_block = n_block;
+    w.head_q = head_q;
+    w.batch = batch;
     w.head_kv = w.head_q / a.group_size;
     if (a.cu_seqlens_q != 0) {
         const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
@@ -214,8 +220,8 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_ar
                    (static_cast<int64_t>(w.q_offset) + static_cast<int64_t>(w.batch) * Cfg::kBlockM) /
                        Cfg::kBlockM * Cfg::kBlockM;
         w.k_row0 = static_cast<int64_t>(w.head_kv) * a.k_rows_padded +
-                   (static_cast<int64_t>(w.k_offset) + static_cast<int64_t>(w.batch) * Cfg::kBlockN) /
-                       Cfg::kBlockN * Cfg::kBlockN;
+                   (static_cast<int64_t>(w.k_offset) + static_cast<int64_t>(w.batch) * kScratchBlockN) /
+                       kScratchBlockN * kScratchBlockN;
     } else {
         w.q_offset = 0;
         w.k_offset = 0;
@@ -241,6 +247,14 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_ar
         w.m_block_end = row_hi / Cfg::kBlockM + 1;
     }
     return w;
+}
+
+/* The work of CTA `tile` of the ABI's grid (key blocks fastest). */
+template <class Cfg>
+__device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
+{
+    return attn_bwd_work_at<Cfg>(a, tile % a.n_blocks, (tile / a.n_blocks) % a.heads_q,
+                                 tile / (a.n_blocks * a.heads_q));
 }
 
 /* The first key block that query block m sees (the deterministic dQ turn is

@@ -75,17 +75,12 @@ mgpu_status mgpu_attention_bwd_validate(const mgpu_attention_bwd_desc *desc, con
     return MGPU_STATUS_SUCCESS;
 }
 
-/* One main kernel per architecture: sm_90a (head dims 64..256) and sm_100a
- * (64, 96, 128). The pre- and postprocess kinds have a row per architecture. */
+/* One main kernel per architecture, head dims 64..256 on both. The pre- and
+ * postprocess kinds have a row per architecture. */
 static int is_main_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_ATTENTION_BWD_SM90 || k == MGPU_KIND_ATTENTION_BWD_SM100;
 }
-
-/* The head dims of the sm_100a main kernel: its tensor-memory plan holds dK
- * and dV of 128 keys (2 x head_dim columns) beside S^T, dP^T and dQ^T in 512
- * columns (kernels/blackwell/attention_bwd_sm100.cuh). */
-#define SM100_BWD_MAX_HEAD_DIM 128
 
 static int is_pre_kind(enum mgpu_kernel_kind k)
 {
@@ -154,10 +149,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     memset(plan, 0, sizeof *plan);
     const struct mgpu_lookup main_q = {
         .what = "attention backward", .of_op = is_main_kind, .caps = caps, .force = force, .fits = main_fits,
-        .ctx = p,
-        .refusal = caps->cc_major == 10 && p->head_dim > SM100_BWD_MAX_HEAD_DIM
-                       ? "the sm_100a attention backward has head dims 64, 96 and 128 (192 and 256: sm_90a only)"
-                       : NULL};
+        .ctx = p};
     plan->main = mgpu_registry_lookup(&main_q, NULL, status);
     if (plan->main < 0)
         return -1;
@@ -188,11 +180,17 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
 
     /* Grids (1-D, CTAs < 2^31): each product checked before it is formed;
      * heads_kv <= heads_q, so the key tiles of the postprocess are bounded
-     * by the main grid and their sum with the query tiles fits in int64. */
+     * by the main grid and their sum with the query tiles fits in int64.
+     * The sm_100a main kernel of head dims 192 / 256 has round_up(n_blocks,
+     * 2) CTAs per query head (two head-dim slices per 128 keys, the ABI's
+     * mgpu_attention_bwd_sm100_ctas); every other one n_blocks. */
     const int64_t m_blocks = mgpu_cdiv(p->seqlen_q, t->block_m), n_blocks = mgpu_cdiv(p->seqlen_k, t->block_n);
+    const int64_t main_blocks = v->kind == MGPU_KIND_ATTENTION_BWD_SM100
+                                    ? mgpu_attention_bwd_sm100_ctas((int)p->head_dim, n_blocks)
+                                    : n_blocks;
     const int64_t group = p->heads_q / p->heads_kv;
     if (mgpu_attention_product_exceeds(m_blocks, p->heads_q, p->batch, MGPU_ATTENTION_MAX_SIZE) ||
-        mgpu_attention_product_exceeds(n_blocks, p->heads_q, p->batch, MGPU_ATTENTION_MAX_SIZE) ||
+        mgpu_attention_product_exceeds(main_blocks, p->heads_q, p->batch, MGPU_ATTENTION_MAX_SIZE) ||
         m_blocks * p->heads_q * p->batch + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0) >
             MGPU_ATTENTION_MAX_SIZE) {
         *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
@@ -203,7 +201,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
         return -1;
     }
     const int64_t pre_ctas = m_blocks * p->heads_q * p->batch;
-    const int64_t main_ctas = n_blocks * p->heads_q * p->batch;
+    const int64_t main_ctas = main_blocks * p->heads_q * p->batch;
     const int64_t post_ctas = pre_ctas + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0);
     plan->pre_grid = (unsigned)pre_ctas;
     plan->main_grid = (unsigned)main_ctas;
