@@ -2,7 +2,8 @@
  * A fake CUDA driver for CPU tests: built as libcuda.so.1 in its own folder
  * and found first through LD_LIBRARY_PATH, so that the library's dlopen
  * picks it up on any machine. It answers the entry points the runtime
- * resolves with a make-believe device (compute capability 9.0, 132 SMs),
+ * resolves with a make-believe device (compute capability 9.0, or
+ * FAKE_CUDA_CC such as "10.0"; 132 SMs),
  * keeps a primary context with a reference count, hands out host memory as
  * device memory, runs no kernel (it counts launches and remembers the last
  * kernel's name), and can pretend a stream capture is under way: then what
@@ -15,6 +16,7 @@
  * (dlsym on the already loaded library).
  */
 #include <cuda.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,12 +102,22 @@ static CUresult fake_cuDeviceGetCount(int *count)
     return CUDA_SUCCESS;
 }
 
+/* The device's compute capability: FAKE_CUDA_CC ("9.0", "10.0") or 9.0. */
+static int fake_cc(void)
+{
+    const char *cc = getenv("FAKE_CUDA_CC");
+    int major = 0, minor = 0;
+    if (cc != NULL && sscanf(cc, "%d.%d", &major, &minor) == 2 && major > 0 && minor >= 0 && minor < 10)
+        return 10 * major + minor;
+    return 90;
+}
+
 static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
 {
     (void)dev;
     switch (attr) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = fake_cc() / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = fake_cc() % 10; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
     default: *value = 0; break;

@@ -252,12 +252,18 @@ static void test_selection(void)
                 CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
                 CHECK(mgpu_attention_bwd_plan(&p, &ampere, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
                       "8.0 must be ARCH_MISMATCH");
+                CHECK(strstr(mgpu_last_error_message(), "compute capability 8.0 (its ") != NULL &&
+                          strstr(mgpu_last_error_message(), sm90 ? "9.0" : "10.0") != NULL,
+                      "the message names the compute capabilities the build has: %s", mgpu_last_error_message());
                 int have90 = 0;
 
                 /* ---- 9.0 ---- */
                 if (!sm90) {
                     CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
                           "9.0 without sm_90a kernels must be ARCH_MISMATCH");
+                    CHECK(strstr(mgpu_last_error_message(), "compute capability 9.0 (its") != NULL &&
+                              strstr(mgpu_last_error_message(), "are for compute capability 10.0)") != NULL,
+                          "the message names what the build has: %s", mgpu_last_error_message());
                 } else if (!variant_built(dims[i], dtypes[t])) { /* a build without this head dim: refused cleanly */
                     CHECK(dims[i] != 128, "head dim 128 must always be built");
                     CHECK(mgpu_attention_bwd_plan(&p, &hopper, NULL, &plan, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,

@@ -7,6 +7,7 @@
 #include "dispatch.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,10 +122,24 @@ int mgpu_registry_lookup(const struct mgpu_lookup *q, int *forced, mgpu_status *
     for (int i = 0; i < mgpu_variant_count && !for_arch; i++)
         for_arch = q->of_op(mgpu_variants[i].kind) && same_cc(&mgpu_variants[i], caps);
     if (!for_arch) {
+        /* Name the compute capabilities this build does have kernels of the
+         * operation for (at most a few distinct ones exist). */
+        char have[64] = "";
+        size_t used = 0;
+        for (int i = 0; i < mgpu_variant_count; i++) {
+            const struct mgpu_variant *v = &mgpu_variants[i];
+            int seen = !q->of_op(v->kind);
+            for (int j = 0; j < i && !seen; j++)
+                seen = q->of_op(mgpu_variants[j].kind) && mgpu_variants[j].cc_major == v->cc_major &&
+                       mgpu_variants[j].cc_minor == v->cc_minor;
+            if (!seen && used + 16 < sizeof have)
+                used += (size_t)snprintf(have + used, sizeof have - used, "%s%d.%d", used ? ", " : "", v->cc_major,
+                                         v->cc_minor);
+        }
         *status = mgpu_fail(MGPU_STATUS_ARCH_MISMATCH,
-                            "this build has no %s kernel for compute capability %d.%d (it has sm_90a and/or "
-                            "sm_100a kernels: compute capability 9.0 and 10.0)",
-                            q->what, caps->cc_major, caps->cc_minor);
+                            "this build has no %s kernel for compute capability %d.%d (its %s kernels are for "
+                            "compute capability %s)",
+                            q->what, caps->cc_major, caps->cc_minor, q->what, used ? have : "none");
         return -1;
     }
     if (q->refusal) {
