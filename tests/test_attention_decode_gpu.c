@@ -37,7 +37,6 @@ struct dcase {
     int pack, splits;   /* forcing: MGPU_FORCE_PACK_GQA (1 / -1), MGPU_FORCE_NUM_SPLITS; 0: planner */
     int ragged;         /* seqused_k: lengths 0, 1, page_size + 1, random, sk (cycled) */
     int page_size;      /* > 0: paged cache */
-    int prefetch;       /* forcing: MGPU_FORCE_PAGED_PREFETCH (n > 0 blocks ahead, -1 none); 0: planner */
     int append;         /* > 0: append this many rows (= sq) with mgpu_kv_cache_append first */
     size_t workspace;   /* > 0: the handle's workspace for this case */
 };
@@ -83,18 +82,12 @@ static void force_case(const struct dcase *c)
         snprintf(n, sizeof n, "%d", c->splits);
         force_setenv("MGPU_FORCE_NUM_SPLITS", n);
     }
-    if (c->prefetch) {
-        char n[16];
-        snprintf(n, sizeof n, "%d", c->prefetch);
-        force_setenv("MGPU_FORCE_PAGED_PREFETCH", n);
-    }
 }
 
 static void unforce(void)
 {
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
-    force_unsetenv("MGPU_FORCE_PAGED_PREFETCH");
 }
 
 static void run_case(mgpu_handle *h, struct dcase c)
@@ -342,10 +335,10 @@ static void run_case(mgpu_handle *h, struct dcase c)
     const double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
     const int pass = s == MGPU_STATUS_SUCCESS && bad == 0 && rel <= MAX_REL_ERR && lse_err <= MAX_LSE_ERR;
     printf("%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g pack=%d splits=%d%s page=%d "
-           "prefetch=%d append=%d ws=%zu: rel=%.2e lse=%.2e bad=%ld\n",
+           "append=%d ws=%zu: rel=%.2e lse=%.2e bad=%ld\n",
            pass ? "PASS" : "FAIL", dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
            c.causal, wl, wr, (double)c.softcap, c.pack, c.splits, c.ragged ? " ragged" : "", c.page_size,
-           c.prefetch, c.append, c.workspace, rel, lse_err, bad);
+           c.append, c.workspace, rel, lse_err, bad);
     CHECK(pass, "case above failed");
 
     free(p);
@@ -380,7 +373,7 @@ static void quick_cases(mgpu_handle *h)
     CASE(.batch = 5, .sq = 1, .sk = 300, .hq = 4, .hkv = 4, .d = 256, .dtype = BF16, .ragged = 1, .page_size = 16,
          .splits = 2);
     CASE(.batch = 6, .sq = 1, .sk = 1100, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16,
-         .prefetch = 2, .splits = 3);
+         .splits = 3);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -419,11 +412,8 @@ static void full_cases(mgpu_handle *h)
              .page_size = page_sizes[i], .pack = -1, .splits = 3);
         CASE(.batch = 5, .sq = 1, .sk = 700, .hq = 8, .hkv = 1, .d = 256, .dtype = BF16, .ragged = 1,
              .page_size = page_sizes[i], .pack = 1, .splits = 2);
-        /* L2 prefetch off, and as far ahead as it goes (past a short sequence's first block). */
-        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1,
-             .page_size = page_sizes[i], .prefetch = -1);
         CASE(.batch = 5, .sq = 1, .sk = 900, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1,
-             .page_size = page_sizes[i], .prefetch = 4, .splits = 2);
+             .page_size = page_sizes[i], .splits = 2);
     }
     /* Append then attend: contiguous and paged caches. */
     CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);

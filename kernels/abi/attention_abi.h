@@ -112,12 +112,7 @@
  * {64, page_box_rows, 1, 1}; a key block is kBlockN / page_box_rows boxes.
  * Pages past the sequence's last (ceil(seqlen / page_size) - 1) are never
  * looked up: rows of the last block beyond the sequence come from its last
- * page again and are masked. The producer warp reads a key block's table
- * entries one block before its loads (one entry per lane); with
- * paged_prefetch = p > 0 it also prefetches into L2 the boxes of the block
- * p blocks after the one it loads (key blocks run downwards), so that a
- * block of many small pages arrives with fewer translation and DRAM
- * latencies exposed.
+ * page again and are masked.
  *
  * seqused_k (!= 0, not varlen): sequence b has seqused_k[b] keys (the mask's
  * seqlen_k of that sequence); seqlen_k is their upper bound.
@@ -264,7 +259,6 @@ struct mgpu_attention_fwd_args {
     int32_t page_size;         /* rows per page */
     int32_t page_box_rows;     /* rows per TMA box of a paged K / V load: gcd(page_size, kBlockN) */
     int32_t num_pages;         /* pages of the caches (the tensor maps' outer extent) */
-    int32_t paged_prefetch;    /* paged: key blocks ahead whose boxes the producer prefetches into L2 (0: none) */
 
     /* ---- fp8 inputs (the ATTENTION_FWD_FP8_SM90 kind, abi/attention_fwd_fp8_abi.h); 0 elsewhere. */
     uint64_t q_descale, k_descale, v_descale; /* fp32 device arrays, or 0 (factor 1) */
@@ -279,8 +273,6 @@ struct mgpu_attention_fwd_args {
 #define MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA 8
 /* Most splits of one work tile (the combine reads them all per row). */
 #define MGPU_ATTENTION_FWD_MAX_SPLITS 128
-/* Most key blocks a paged call prefetches ahead (paged_prefetch). */
-#define MGPU_ATTENTION_FWD_MAX_PAGED_PREFETCH 4
 
 /*
  * KV-cache append (hopper/attention_fwd_kv_append.cuh, mgpu_kv_cache_append):

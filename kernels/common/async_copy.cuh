@@ -113,16 +113,6 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
     asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }
 
-/* Prefetches the rank-4 box {c0, c1, c2, c3} of a tensor map into L2: no
- * shared memory, no barrier, nothing to wait for. */
-__device__ __forceinline__ void tma_prefetch_4d(const CUtensorMap *map, int32_t c0, int32_t c1, int32_t c2,
-                                                int32_t c3)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];" ::"l"(map), "r"(c0),
-                 "r"(c1), "r"(c2), "r"(c3)
-                 : "memory");
-}
-
 /* Orders this thread's ordinary shared-memory writes before later async-proxy
  * (TMA store, wgmma, tcgen05) reads of the same memory. */
 __device__ __forceinline__ void fence_smem_to_async()

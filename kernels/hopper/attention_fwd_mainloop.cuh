@@ -120,9 +120,8 @@ __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *m
     }
 }
 
-/* The boxes of one key block of a paged cache, by a whole warp: lane b holds
- * box b's page and row (page, within); the leader issues the loads, or with
- * bar == nullptr the L2 prefetches of the same boxes. */
+/* The loads of one key block of a paged cache by a whole warp: lane b holds
+ * box b's page and first row (page, within); the leader issues them. */
 template <class Cfg>
 __device__ __forceinline__ void issue_kv_boxes(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int box_rows,
                                                int head_kv, int page, int within, bool leader)
@@ -132,25 +131,19 @@ __device__ __forceinline__ void issue_kv_boxes(uint8_t *dst, const CUtensorMap *
         const int wi = __shfl_sync(0xffffffffu, within, b);
         if (leader) {
 #pragma unroll
-            for (int d = 0; d < Cfg::kDimBlocks; ++d) {
-                if (bar)
-                    tma_load_4d(dst + b * box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
-                                d * Cfg::kSwizzleElems, wi, head_kv, pg);
-                else
-                    tma_prefetch_4d(map, d * Cfg::kSwizzleElems, wi, head_kv, pg);
-            }
+            for (int d = 0; d < Cfg::kDimBlocks; ++d)
+                tma_load_4d(dst + b * box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                            d * Cfg::kSwizzleElems, wi, head_kv, pg);
         }
     }
 }
 
 /* The K and V loads of one tile of a paged cache by a whole warp, from its
  * last key block down to its first; returns the key-block count over all
- * tiles. Lane b looks up box b: the table entries of block n - 1 are read
- * while block n waits for its stages (the warp's reads in flight at once,
- * their latency behind the waits rather than before the next block's
- * loads), and with paged_prefetch = p > 0 the boxes of block n - p are
- * prefetched into L2 right after the K loads of block n (their entries read
- * one block before as well). */
+ * tiles. Lane b looks up box b, one block ahead: the table entries of block
+ * n - 1 are read while block n waits for its stages, so that the next
+ * block's K loads, which follow V[n]'s at once (K[n - 1]'s stage is free by
+ * then), do not wait for a table read first. */
 template <class Cfg>
 __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
                                                 const AttnFwdWork &w, int kv_iter, bool leader)
@@ -159,14 +152,11 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv, box_rows = a.page_box_rows;
     const int lane = static_cast<int>(threadIdx.x % 32);
-    const int ahead = a.paged_prefetch;
     const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
     const int last_entry = first_entry + udiv(max(0, w.seqlen_k - 1), a.page_size);
-    int page = 0, ahead_page = 0; /* this lane's pages of blocks n and n - ahead */
+    int page = 0; /* this lane's page of block n */
     if (count > 0)
         page = paged_table_page(a, first_entry, last_entry, paged_box_place<Cfg>(a, n_last, lane).page);
-    if (ahead > 0 && ahead < count)
-        ahead_page = paged_table_page(a, first_entry, last_entry, paged_box_place<Cfg>(a, n_last - ahead, lane).page);
     for (int i = 0; i < count; ++i, ++kv_iter) {
         const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
@@ -179,14 +169,6 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
         if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
         issue_kv_boxes<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], box_rows, head_kv, page, within, leader);
-        if (ahead > 0 && i + ahead < count) {
-            const int ahead_within = paged_box_place<Cfg>(a, n - ahead, lane).within;
-            issue_kv_boxes<Cfg>(nullptr, &p.tmap_k, nullptr, box_rows, head_kv, ahead_page, ahead_within, leader);
-            issue_kv_boxes<Cfg>(nullptr, &p.tmap_v, nullptr, box_rows, head_kv, ahead_page, ahead_within, leader);
-            if (i + ahead + 1 < count)
-                ahead_page = paged_table_page(a, first_entry, last_entry,
-                                              paged_box_place<Cfg>(a, n - ahead - 1, lane).page);
-        }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
@@ -221,22 +203,24 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        if (leader) {
+        if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-            if constexpr (kPaged)
+        if constexpr (kPaged) {
+            if (leader)
                 load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n);
-            else
-                load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage],
-                                                   a0 + n * Cfg::kBlockN, head_kv, a1);
+        } else if (leader) {
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
+                                               head_kv, a1);
         }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        if (leader) {
+        if (leader)
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-            if constexpr (kPaged)
+        if constexpr (kPaged) {
+            if (leader)
                 load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n);
-            else
-                load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage],
-                                                   a0 + n * Cfg::kBlockN, head_kv, a1);
+        } else if (leader) {
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
+                                               head_kv, a1);
         }
     }
     return kv_iter;
@@ -245,8 +229,10 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
 /* Called by a whole warp (the kernel's choice: its loop state is then
  * warp-uniform, which the compiler keeps in uniform registers, and the
  * producer fits kProducerRegisters) or by one thread; the first active lane
- * issues the loads and arrivals. */
-template <class Cfg, bool kInference = true>
+ * issues the loads and arrivals. kWarp: the caller is a whole warp, whose
+ * lanes then look up a paged block's boxes (produce_kv_paged); one thread
+ * reads them one by one. */
+template <class Cfg, bool kInference = true, bool kWarp = false>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
                                                   const AttnFwdScheduler<Cfg, kInference> &scheduler)
@@ -289,12 +275,14 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
             }
         }
         ++q_iter;
-        if (kInference && p.args.block_table && lanes == 0xffffffffu)
-            kv_iter = produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader);
-        else if (kInference && p.args.block_table)
-            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
-        else
+        if (kInference && p.args.block_table) {
+            if constexpr (kWarp)
+                kv_iter = produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader);
+            else
+                kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
+        } else {
             kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, leader);
+        }
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;

@@ -227,9 +227,6 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 #define SPLIT_WAVE_SLACK 0.85
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
-/* Paged calls whose key blocks span several pages (page_box_rows < block_n):
- * key blocks ahead whose boxes the producer prefetches into L2. */
-#define PAGED_PREFETCH_BLOCKS 1
 
 static int64_t round_up(int64_t x, int64_t to)
 {
@@ -315,7 +312,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -389,12 +386,6 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         a->page_size = (int32_t)p->page_size;
         a->page_box_rows = (int32_t)box;
         a->num_pages = (int32_t)p->num_pages;
-        const int force = choice->force_paged_prefetch;
-        a->paged_prefetch = force > 0   ? (force < MGPU_ATTENTION_FWD_MAX_PAGED_PREFETCH ? force
-                                                                                      : MGPU_ATTENTION_FWD_MAX_PAGED_PREFETCH)
-                            : force < 0 ? 0
-                            : box < block_n ? PAGED_PREFETCH_BLOCKS
-                                            : 0;
         struct mgpu_attention_problem pages = *p;
         pages.batch = p->num_pages;
         mgpu_attention_map_shape(&out->k_map, p->k, &pages, p->page_size, p->heads_kv, &p->k_strides, (int)box);

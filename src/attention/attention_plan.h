@@ -47,14 +47,11 @@ struct mgpu_attention_plan {
  * the forcing switches (MGPU_FORCE_PACK_GQA: 1 / -1 / 0 planner's choice;
  * MGPU_FORCE_NUM_SPLITS: n >= 1, 0 planner's choice; both still bounded by
  * what is valid: group sizes up to the query block, one split per key
- * block, 128 splits, the workspace; MGPU_FORCE_PAGED_PREFETCH, paged calls
- * only). */
+ * block, 128 splits, the workspace). */
 struct mgpu_attention_fwd_choice {
     size_t workspace_bytes;
     int force_pack;
     int force_splits;
-    int force_paged_prefetch; /* n > 0: n key blocks ahead (at most MGPU_ATTENTION_FWD_MAX_PAGED_PREFETCH),
-                                 < 0: none, 0: planner's choice */
 };
 
 /* Workspace bytes of the partial buffers of a call split num_splits ways. */

@@ -88,7 +88,6 @@ static void read_env(void)
     const char *pack = getenv("MGPU_FORCE_PACK_GQA");
     env_read.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
-    env_read.force_paged_prefetch = env_int("MGPU_FORCE_PAGED_PREFETCH");
 }
 
 const struct mgpu_env *mgpu_env(void)
