@@ -143,7 +143,9 @@ __device__ __forceinline__ void issue_kv_boxes(uint8_t *dst, const CUtensorMap *
  * tiles. Lane b looks up box b, one block ahead: the table entries of block
  * n - 1 are read while block n waits for its stages, so that the next
  * block's K loads, which follow V[n]'s at once (K[n - 1]'s stage is free by
- * then), do not wait for a table read first. */
+ * then), do not wait for a table read first. A lane's place moves down by
+ * kBlockN rows a block (whole pages and rows, with a borrow): one division
+ * per tile, none per block. */
 template <class Cfg>
 __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
                                                 const AttnFwdWork &w, int kv_iter, bool leader)
@@ -154,17 +156,29 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
     const int last_entry = first_entry + udiv(max(0, w.seqlen_k - 1), a.page_size);
-    int page = 0; /* this lane's page of block n */
+    /* kBlockN = step_pages * page_size + step_rows */
+    const int step_pages = udiv(Cfg::kBlockN, a.page_size);
+    const int step_rows = Cfg::kBlockN - step_pages * a.page_size;
+    const bool has_box = lane * box_rows < Cfg::kBlockN;
+    PagedBox at = paged_box_place<Cfg>(a, n_last, lane); /* this lane's box of the block looked up next */
+    int page = 0;                                        /* its cache page */
     if (count > 0)
-        page = paged_table_page(a, first_entry, last_entry, paged_box_place<Cfg>(a, n_last, lane).page);
+        page = paged_table_page(a, first_entry, last_entry, at.page);
     for (int i = 0; i < count; ++i, ++kv_iter) {
-        const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
-        const int within = paged_box_place<Cfg>(a, n, lane).within;
+        const int within = at.within;
+        if (has_box) {
+            at.page -= step_pages;
+            at.within -= step_rows;
+            if (at.within < 0) {
+                at.within += a.page_size;
+                at.page -= 1;
+            }
+        }
         int next_page = 0;
         if (i + 1 < count)
-            next_page = paged_table_page(a, first_entry, last_entry, paged_box_place<Cfg>(a, n - 1, lane).page);
+            next_page = paged_table_page(a, first_entry, last_entry, at.page);
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
