@@ -121,19 +121,35 @@ __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *m
 }
 
 /* The loads of one key block of a paged cache by a whole warp: lane b holds
- * box b's page and first row (page, within); the leader issues them. */
+ * box b's page; within0 is box 0's first row in its page (box b's follows by
+ * box_rows, modulo page_size, as box_rows divides page_size). Four boxes at
+ * a time: their pages gathered first (independent shuffles), then the
+ * leader issues their loads back to back. */
 template <class Cfg>
 __device__ __forceinline__ void issue_kv_boxes(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int box_rows,
-                                               int head_kv, int page, int within, bool leader)
+                                               int page_size, int head_kv, int page, int within0, bool leader)
 {
-    for (int b = 0; b * box_rows < Cfg::kBlockN; ++b) {
-        const int pg = __shfl_sync(0xffffffffu, page, b);
-        const int wi = __shfl_sync(0xffffffffu, within, b);
+    constexpr int kGroup = 4;
+    int within = within0;
+    for (int b0 = 0; b0 * box_rows < Cfg::kBlockN; b0 += kGroup) {
+        int pages[kGroup];
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g)
+            pages[g] = __shfl_sync(0xffffffffu, page, b0 + g);
         if (leader) {
 #pragma unroll
-            for (int d = 0; d < Cfg::kDimBlocks; ++d)
-                tma_load_4d(dst + b * box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
-                            d * Cfg::kSwizzleElems, wi, head_kv, pg);
+            for (int g = 0; g < kGroup; ++g) {
+                const int b = b0 + g;
+                if (b * box_rows < Cfg::kBlockN) {
+#pragma unroll
+                    for (int d = 0; d < Cfg::kDimBlocks; ++d)
+                        tma_load_4d(dst + b * box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                                    d * Cfg::kSwizzleElems, within, head_kv, pages[g]);
+                    within += box_rows;
+                    if (within >= page_size)
+                        within -= page_size;
+                }
+            }
         }
     }
 }
@@ -167,7 +183,7 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
     for (int i = 0; i < count; ++i, ++kv_iter) {
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
-        const int within = at.within;
+        const int within = __shfl_sync(0xffffffffu, at.within, 0); /* box 0's */
         if (has_box) {
             at.page -= step_pages;
             at.within -= step_rows;
@@ -182,11 +198,13 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        issue_kv_boxes<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], box_rows, head_kv, page, within, leader);
+        issue_kv_boxes<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], box_rows, a.page_size, head_kv, page, within,
+                            leader);
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        issue_kv_boxes<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], box_rows, head_kv, page, within, leader);
+        issue_kv_boxes<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], box_rows, a.page_size, head_kv, page, within,
+                            leader);
         page = next_page;
     }
     return kv_iter;
