@@ -372,6 +372,8 @@ static void quick_cases(mgpu_handle *h)
          .append = 2, .pack = 1, .splits = 2);
     CASE(.batch = 5, .sq = 1, .sk = 300, .hq = 4, .hkv = 4, .d = 256, .dtype = BF16, .ragged = 1, .page_size = 16,
          .splits = 2);
+    CASE(.batch = 6, .sq = 1, .sk = 1100, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16,
+         .splits = 3);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -410,6 +412,8 @@ static void full_cases(mgpu_handle *h)
              .page_size = page_sizes[i], .pack = -1, .splits = 3);
         CASE(.batch = 5, .sq = 1, .sk = 700, .hq = 8, .hkv = 1, .d = 256, .dtype = BF16, .ragged = 1,
              .page_size = page_sizes[i], .pack = 1, .splits = 2);
+        CASE(.batch = 5, .sq = 1, .sk = 900, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1,
+             .page_size = page_sizes[i], .splits = 2);
     }
     /* Append then attend: contiguous and paged caches. */
     CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);

@@ -62,63 +62,161 @@ __device__ __forceinline__ void load_q_packed(uint8_t *dst, const CUtensorMap *m
     }
 }
 
-/* One TMA box of a key block of a paged cache: its page (from the block
- * table) and its first row within that page. */
+/* One TMA box of a key block of a paged cache: its page and its first row
+ * within that page. */
 struct PagedBox {
     int page, within;
 };
 
 /* Box b of key block n (when the block has one: b < kBlockN / page_box_rows,
- * at most 8 as page_box_rows = gcd(page_size, kBlockN) >= 16); each box lies
- * inside one page. Table entries past the sequence's last page (last_entry)
- * are not read: rows of the last block past the sequence (masked) come from
- * the last page again. first_entry: the sequence's row of the table. */
+ * at most 8 as page_box_rows = gcd(page_size, kBlockN) >= 16; each box lies
+ * inside one page): `page` is the sequence's page index (its entry in the
+ * sequence's row of the block table), -1 where the block has no box b. */
 template <class Cfg>
-__device__ __forceinline__ PagedBox paged_box(const mgpu_attention_fwd_args &a, int first_entry, int last_entry, int n,
-                                              int b)
+__device__ __forceinline__ PagedBox paged_box_place(const mgpu_attention_fwd_args &a, int n, int b)
 {
-    PagedBox x{0, 0};
+    PagedBox x{-1, 0};
     if (b * a.page_box_rows < Cfg::kBlockN) {
         const int row = n * Cfg::kBlockN + b * a.page_box_rows;
-        const int page = udiv(row, a.page_size);
-        x.within = row - page * a.page_size;
-        x.page = __ldg(&reinterpret_cast<const int32_t *>(a.block_table)[min(first_entry + page, last_entry)]);
+        x.page = udiv(row, a.page_size);
+        x.within = row - x.page * a.page_size;
     }
     return x;
 }
 
-/* The boxes of one key block of a paged cache. With the whole warp, lane b
- * looked up box b beforehand (`mine`, all lanes' table reads in flight at
- * once, not one dependent read per box); called by one thread, it reads
- * them one by one. The leader issues the loads. */
+/* The cache page of the sequence's page index `page` (-1: none, 0). Entries
+ * past the sequence's last page (last_entry) are not read: rows of the last
+ * block past the sequence (masked) come from the last page again.
+ * first_entry: the sequence's row of the table. */
+__device__ __forceinline__ int paged_table_page(const mgpu_attention_fwd_args &a, int first_entry, int last_entry,
+                                                int page)
+{
+    return page < 0 ? 0 : __ldg(&reinterpret_cast<const int32_t *>(a.block_table)[min(first_entry + page, last_entry)]);
+}
+
+/* Box b of key block n with its cache page, read from the block table. */
+template <class Cfg>
+__device__ __forceinline__ PagedBox paged_box(const mgpu_attention_fwd_args &a, int first_entry, int last_entry, int n,
+                                              int b)
+{
+    PagedBox x = paged_box_place<Cfg>(a, n, b);
+    x.page = paged_table_page(a, first_entry, last_entry, x.page);
+    return x;
+}
+
+/* The boxes of one key block of a paged cache, by one thread: one table
+ * read per box. The paged loop of a whole warp is produce_kv_paged. */
 template <class Cfg>
 __device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
                                               const mgpu_attention_fwd_args &a, int first_entry, int last_entry,
-                                              int head_kv, int n, PagedBox mine, unsigned lanes, bool leader)
+                                              int head_kv, int n)
 {
     for (int b = 0; b * a.page_box_rows < Cfg::kBlockN; ++b) {
-        PagedBox x;
-        if (lanes == 0xffffffffu) {
-            x.page = __shfl_sync(lanes, mine.page, b);
-            x.within = __shfl_sync(lanes, mine.within, b);
-        } else {
-            x = paged_box<Cfg>(a, first_entry, last_entry, n, b);
-        }
+        const PagedBox x = paged_box<Cfg>(a, first_entry, last_entry, n, b);
+#pragma unroll
+        for (int d = 0; d < Cfg::kDimBlocks; ++d)
+            tma_load_4d(dst + b * a.page_box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                        d * Cfg::kSwizzleElems, x.within, head_kv, x.page);
+    }
+}
+
+/* The loads of one key block of a paged cache by a whole warp: lane b holds
+ * box b's page; within0 is box 0's first row in its page (box b's follows by
+ * box_rows, modulo page_size, as box_rows divides page_size). Four boxes at
+ * a time: their pages gathered first (independent shuffles), then the
+ * leader issues their loads back to back. */
+template <class Cfg>
+__device__ __forceinline__ void issue_kv_boxes(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int box_rows,
+                                               int page_size, int head_kv, int page, int within0, bool leader)
+{
+    constexpr int kGroup = 4;
+    int within = within0;
+    for (int b0 = 0; b0 * box_rows < Cfg::kBlockN; b0 += kGroup) {
+        int pages[kGroup];
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g)
+            pages[g] = __shfl_sync(0xffffffffu, page, b0 + g);
         if (leader) {
 #pragma unroll
-            for (int d = 0; d < Cfg::kDimBlocks; ++d)
-                tma_load_4d(dst + b * a.page_box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
-                            d * Cfg::kSwizzleElems, x.within, head_kv, x.page);
+            for (int g = 0; g < kGroup; ++g) {
+                const int b = b0 + g;
+                if (b * box_rows < Cfg::kBlockN) {
+#pragma unroll
+                    for (int d = 0; d < Cfg::kDimBlocks; ++d)
+                        tma_load_4d(dst + b * box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
+                                    d * Cfg::kSwizzleElems, within, head_kv, pages[g]);
+                    within += box_rows;
+                    if (within >= page_size)
+                        within -= page_size;
+                }
+            }
         }
     }
 }
 
+/* The K and V loads of one tile of a paged cache by a whole warp, from its
+ * last key block down to its first; returns the key-block count over all
+ * tiles. Lane b looks up box b, one block ahead: the table entries of block
+ * n - 1 are read while block n waits for its stages, so that the next
+ * block's K loads, which follow V[n]'s at once (K[n - 1]'s stage is free by
+ * then), do not wait for a table read first. A lane's place moves down by
+ * kBlockN rows a block (whole pages and rows, with a borrow): one division
+ * per tile, none per block. */
+template <class Cfg>
+__device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
+                                                const AttnFwdWork &w, int kv_iter, bool leader)
+{
+    const mgpu_attention_fwd_args &a = p.args;
+    const int count = w.n_block_end - w.n_block_begin;
+    const int n_last = w.n_block_end - 1, head_kv = w.head_kv, box_rows = a.page_box_rows;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
+    const int last_entry = first_entry + udiv(max(0, w.seqlen_k - 1), a.page_size);
+    /* kBlockN = step_pages * page_size + step_rows */
+    const int step_pages = udiv(Cfg::kBlockN, a.page_size);
+    const int step_rows = Cfg::kBlockN - step_pages * a.page_size;
+    const bool has_box = lane * box_rows < Cfg::kBlockN;
+    PagedBox at = paged_box_place<Cfg>(a, n_last, lane); /* this lane's box of the block looked up next */
+    int page = 0;                                        /* its cache page */
+    if (count > 0)
+        page = paged_table_page(a, first_entry, last_entry, at.page);
+    for (int i = 0; i < count; ++i, ++kv_iter) {
+        const int stage = kv_iter % Cfg::kStages;
+        const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+        const int within = __shfl_sync(0xffffffffu, at.within, 0); /* box 0's */
+        if (has_box) {
+            at.page -= step_pages;
+            at.within -= step_rows;
+            if (at.within < 0) {
+                at.within += a.page_size;
+                at.page -= 1;
+            }
+        }
+        int next_page = 0;
+        if (i + 1 < count)
+            next_page = paged_table_page(a, first_entry, last_entry, at.page);
+        mbar_wait(&smem.k_empty[stage], phase ^ 1);
+        if (leader)
+            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
+        issue_kv_boxes<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], box_rows, a.page_size, head_kv, page, within,
+                            leader);
+        mbar_wait(&smem.v_empty[stage], phase ^ 1);
+        if (leader)
+            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
+        issue_kv_boxes<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], box_rows, a.page_size, head_kv, page, within,
+                            leader);
+        page = next_page;
+    }
+    return kv_iter;
+}
+
 /* The K and V loads of one tile, from its last key block down to its first;
  * returns the key-block count over all tiles. Paged and contiguous caches
- * are separate loops so that each keeps only its own addressing live. */
+ * are separate loops so that each keeps only its own addressing live; this
+ * one runs the paged loop of a single thread (the leader). */
 template <class Cfg, bool kPaged>
 __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
-                                          const AttnFwdWork &w, int kv_iter, unsigned lanes, bool leader)
+                                          const AttnFwdWork &w, int kv_iter, bool leader)
 {
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
@@ -136,30 +234,26 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
-        /* Paged: this lane's box of block n, read before the wait. */
-        PagedBox mine{0, 0};
-        if constexpr (kPaged) {
-            if (lanes == 0xffffffffu)
-                mine = paged_box<Cfg>(p.args, a0, a1, n, static_cast<int>(threadIdx.x % 32));
-        }
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
-                               leader);
-        else if (leader)
+        if constexpr (kPaged) {
+            if (leader)
+                load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n);
+        } else if (leader) {
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
+        }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
         if (leader)
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged)
-            load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n, mine, lanes,
-                               leader);
-        else if (leader)
+        if constexpr (kPaged) {
+            if (leader)
+                load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n);
+        } else if (leader) {
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
                                                head_kv, a1);
+        }
     }
     return kv_iter;
 }
@@ -167,8 +261,10 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
 /* Called by a whole warp (the kernel's choice: its loop state is then
  * warp-uniform, which the compiler keeps in uniform registers, and the
  * producer fits kProducerRegisters) or by one thread; the first active lane
- * issues the loads and arrivals. */
-template <class Cfg, bool kInference = true>
+ * issues the loads and arrivals. kWarp: the caller is a whole warp, whose
+ * lanes then look up a paged block's boxes (produce_kv_paged); one thread
+ * reads them one by one. */
+template <class Cfg, bool kInference = true, bool kWarp = false>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
                                                   const AttnFwdScheduler<Cfg, kInference> &scheduler)
@@ -211,10 +307,14 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
             }
         }
         ++q_iter;
-        if (kInference && p.args.block_table)
-            kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, lanes, leader);
-        else
-            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, lanes, leader);
+        if (kInference && p.args.block_table) {
+            if constexpr (kWarp)
+                kv_iter = produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader);
+            else
+                kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
+        } else {
+            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, leader);
+        }
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;

@@ -237,9 +237,9 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (threadIdx.x < 32) {
             if (inference)
-                attn_fwd_producer<Cfg, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+                attn_fwd_producer<Cfg, true, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
             else
-                attn_fwd_producer<Cfg, false>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
+                attn_fwd_producer<Cfg, false, true>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
