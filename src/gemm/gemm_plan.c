@@ -11,7 +11,9 @@
  *                            (kernels/hopper/gemm_sm90_small_m.cuh; its own
  *                            split-K, plan_small_m);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
- *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
+ *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; with
+ *                            NARROW_BY_DEFAULT, TN on its 64 x 64 row,
+ *                            narrow_wanted, K split to fill all the SMs);
  *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
  *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
  *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
@@ -379,6 +381,13 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
     return 1;
 }
 
+/* Small m on 64 x 64 tiles (16-bit, TN: gen/variants.c, SM90_WS_NARROW):
+ * one consumer warpgroup per CTA, so m <= 128 with n = 4096 has 64-128
+ * tiles streaming B. NARROW_BY_DEFAULT says whether the planner takes them
+ * (narrow_wanted); otherwise MGPU_FORCE_VARIANT only. */
+#define NARROW_BY_DEFAULT 0
+#define NARROW_TILE_N 64
+
 /* What the lookup ranks GEMM variants by. */
 struct gemm_fit {
     const struct mgpu_gemm_problem *p;
@@ -387,6 +396,7 @@ struct gemm_fit {
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
+    int narrow;            /* small m on the 64-column tile (narrow_wanted) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -414,6 +424,8 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
+        if (v->gemm.tile_n == NARROW_TILE_N) /* only where narrow_wanted chose it, else forcible only */
+            return f->narrow && v->gemm.shape_class == f->want ? 5 : 1;
         if (v->gemm.shape_class == f->want)
             return 4;
         return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
@@ -439,6 +451,22 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
             return v;
     }
     return NULL;
+}
+
+/* Whether small-m p goes to the 64 x 64 tile (NARROW_BY_DEFAULT; a row of
+ * its dtype and layout on the device). */
+static int narrow_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
+{
+    if (!NARROW_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || p->m > SMALL_M || p->k > TINY_TILE_MAX_K)
+        return 0;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.tile_n == NARROW_TILE_N &&
+            v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->dtype == p->a_dtype &&
+            v->gemm.a_kmajor == (p->transa == MGPU_OP_T) && v->gemm.b_kmajor == (p->transb == MGPU_OP_N))
+            return 1;
+    }
+    return 0;
 }
 
 /* Whether p goes to the small-m kernel (sets f->want and f->decode_rows). */
@@ -496,6 +524,7 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return;
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+        f->narrow = f->want == MGPU_GEMM_TINY_M && narrow_wanted(p, caps);
         return;
     }
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
@@ -789,7 +818,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     /* Half the SMs for small m: B streams from memory there, half the SMs
      * already draw the bandwidth and each slice adds partials to move
      * (docs/decisions/003-split-k-in-one-launch.md). */
-    const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
+    const int64_t target = p->m <= SMALL_M && v->gemm.tile_n != NARROW_TILE_N ? sms / 2 : sms;
     int64_t splits = 1;
     if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
         splits = sm100_splits(units * cluster, k_tiles, target, force_splits);
@@ -977,7 +1006,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles;
+    int tma, decode_rows, few_tiles, narrow;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1027,6 +1056,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->tma = e->tma;
             fit->decode_rows = e->decode_rows;
             fit->few_tiles = e->few_tiles;
+            fit->narrow = e->narrow;
             return e->variant;
         }
     }
@@ -1044,6 +1074,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->tma = fit->tma;
     e->decode_rows = fit->decode_rows;
     e->few_tiles = fit->few_tiles;
+    e->narrow = fit->narrow;
 }
 
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
