@@ -212,10 +212,9 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .family = GEN_FAMILY_GEMM,
         .header = "hopper/gemm_sm90_persistent.cuh",
         .group = "gemm_sm90_ws",
-        .entry = "mgpu_gemm_sm90_@schedule@_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@"
-                 "@l2p_tag@",
+        .entry = "mgpu_gemm_sm90_@schedule@_@operands@_@layout@_@tile_m@x@tile_n@x@tile_k@_s@stages@_c@cluster@",
         .unit = "\nusing Config@i@ = mgpu::sm90::PersistentGemmConfig<@type@, @b_type@, @a_kmajor@, @b_kmajor@, "
-                "@tile_m@, @tile_n@, @stages@, @cluster_n@, @schedule_id@, @l2_prefetch@>;\n"
+                "@tile_m@, @tile_n@, @stages@, @cluster_n@, @schedule_id@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
                 "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"

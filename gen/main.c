@@ -189,13 +189,6 @@ static void field(char *out, size_t size, const char *key, const struct gen_vari
         else /* the kernel's schedule template argument */
             snprintf(out, size, "%d", (int)g->schedule);
     }
-    else if (IS("l2_prefetch") || IS("l2p_tag")) {
-        need_family(v, GEN_FAMILY_GEMM, key);
-        if (IS("l2_prefetch"))
-            snprintf(out, size, "%s", g->l2_prefetch ? "true" : "false");
-        else
-            snprintf(out, size, "%s", g->l2_prefetch ? "_l2p" : "");
-    }
     GEMM_INT("tile_m", g->tile_m)
     GEMM_INT("tile_n", g->tile_n)
     GEMM_INT("tile_k", g->tile_k)

@@ -62,14 +62,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * measured through MGPU_FORCE_VARIANT. */
 #define SM90_WS_NARROW(dt)                                                                                \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 256, .gemm = {TN, 64, 64, 64, 12, 1, 1, GEN_B_SAME, GEN_GEMM_TINY_M}}
-/* Twins of a cooperative row whose producer also prefetches into L2 the
- * k-tile `stages` beyond each one it loads (the next unit's first k-tiles
- * at the end of a unit): twice the bytes requested ahead of the tensor cores
- * without more shared memory. bf16 TN, after the rows of their class (so the
- * planner keeps those); there to be measured through MGPU_FORCE_VARIANT. */
-#define SM90_WS_L2P(dt, tm, tn, st, shape, thr) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, thr, \
-     .gemm = {TN, tm, tn, 64, st, 1, 1, GEN_B_SAME, shape, GEN_SCHEDULE_COOPERATIVE, 1}}
 /* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer
  * warpgroup (kernels/hopper/gemm_sm90_pingpong.cuh), 6 stages of 32 KB,
  * lone CTAs or 2-CTA clusters along N. */
@@ -186,8 +178,6 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     SM90_WS_FP8_128_CLUSTER,
     SM90_WS_NARROW(GEN_BF16), SM90_WS_NARROW(GEN_F16),
-    SM90_WS_L2P(GEN_BF16, 256, 128, 4, GEN_GEMM_LARGE, 384), SM90_WS_L2P(GEN_BF16, 64, 128, 8, GEN_GEMM_TINY_M, 384),
-    SM90_WS_L2P(GEN_BF16, 64, 64, 12, GEN_GEMM_TINY_M, 256),
     GEMM_PACK(GEN_SM90A),
     SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 

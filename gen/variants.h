@@ -60,8 +60,6 @@ struct gen_gemm {
     enum gen_b_dtype b_dtype;   /* B's element type when it is not `dtype` */
     enum gen_gemm_class shape;  /* the shapes the planner sends here */
     enum gen_gemm_schedule schedule; /* sm_90a persistent only; 0 (cooperative) elsewhere */
-    int l2_prefetch;            /* sm_90a cooperative only: 1 = the producer also prefetches into L2
-                                 * the k-tile `stages` beyond each one it loads (entry suffix _l2p) */
 };
 
 struct gen_attention {

@@ -227,20 +227,6 @@ static void check_persistent_paths(mgpu_dtype t)
         struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
         run_forced(&split16, name, "5");
         run_forced(&narrow[4], name, "2");
-        /* the L2-prefetching twins (bf16 TN): unit after unit, split-K, edges, batches */
-        const char *l2p[] = {"mgpu_gemm_sm90_ws_bf16_tn_256x128x64_s4_c1_l2p", "mgpu_gemm_sm90_ws_bf16_tn_64x128x64_s8_c1_l2p",
-                             "mgpu_gemm_sm90_ws_bf16_tn_64x64x64_s12_c1_l2p"};
-        struct gemm_case l2p_cases[] = {
-            {T, N, 1024, 1024, 1024, 8, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-            {T, N, 300, 1147, 1000, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
-            {T, N, 128, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-        };
-        for (unsigned v = 0; t == MGPU_DTYPE_BF16 && v < sizeof l2p / sizeof l2p[0]; v++) {
-            for (unsigned i = 0; i < sizeof l2p_cases / sizeof l2p_cases[0]; i++)
-                run_forced(&l2p_cases[i], l2p[v], NULL);
-            run_forced(&split, l2p[v], "3");
-            run_forced(&narrow[3], l2p[v], NULL);
-        }
     }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {

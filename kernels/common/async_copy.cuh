@@ -107,15 +107,6 @@ __device__ __forceinline__ void tma_store_drain()
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
-/* Prefetches the rank-3 box at {c0, c1, c2} of `map` into L2 (no shared
- * memory, no barrier): a later tma_load_3d of the same box hits L2. */
-__device__ __forceinline__ void tma_prefetch_l2_3d(const CUtensorMap *map, int32_t c0, int32_t c1, int32_t c2)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(map), "r"(c0),
-                 "r"(c1), "r"(c2)
-                 : "memory");
-}
-
 /* Hint the tensor map into the constant cache before the first load. */
 __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
 {

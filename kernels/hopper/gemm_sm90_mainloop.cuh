@@ -28,30 +28,6 @@ namespace mgpu {
 namespace sm90 {
 namespace persistent {
 
-/* L2 prefetch of k-tile kt of tile t (both operand boxes, as produce loads them). */
-template <class Cfg>
-__device__ __forceinline__ void prefetch_ktile(const CUtensorMap *tma_a, const CUtensorMap *tma_b, const GemmTile &t,
-                                               int kt, const mgpu_gemm_args &args)
-{
-    const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
-    const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
-    const int k0 = kt * Cfg::kBK;
-    if constexpr (Cfg::kBKMajor) {
-        tma_prefetch_l2_3d(tma_b, k0, n0, b_batch);
-    } else {
-#pragma unroll
-        for (int i = 0; i < Cfg::kBN / 64; ++i)
-            tma_prefetch_l2_3d(tma_b, n0 + 64 * i, k0, b_batch);
-    }
-    if constexpr (Cfg::kAKMajor) {
-        tma_prefetch_l2_3d(tma_a, k0, m0, a_batch);
-    } else {
-#pragma unroll
-        for (int i = 0; i < Cfg::kBM / 64; ++i)
-            tma_prefetch_l2_3d(tma_a, m0 + 64 * i, k0, a_batch);
-    }
-}
-
 template <class Cfg>
 __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensorMap *tma_b, uint8_t *a_tiles,
                                         uint8_t *b_tiles, uint64_t *full, uint64_t *empty,
@@ -101,21 +77,6 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
                     for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
                         tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
                                               m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
-                }
-            }
-            if constexpr (Cfg::kL2Prefetch) {
-                /* k-tile kt + kStages of this unit, or past its end the next unit's
-                 * first ones (that unit's tile found again here: no state is kept
-                 * across the loop, the producer has 40 registers) */
-                const int pk = kt + Cfg::kStages;
-                if (pk < kt1) {
-                    prefetch_ktile<Cfg>(tma_a, tma_b, t, pk, args);
-                } else if (u + sched.stride() < sched.total) {
-                    const GemmTile next = sched.tile(u + sched.stride());
-                    int nk0, nk1;
-                    sched.k_range(num_k_tiles, next.split, nk0, nk1);
-                    if (nk0 + (pk - kt1) < nk1)
-                        prefetch_ktile<Cfg>(tma_a, tma_b, next, nk0 + (pk - kt1), args);
                 }
             }
             if (++stage == Cfg::kStages) {

@@ -103,7 +103,7 @@ constexpr int kScheduleCooperative = 0; /* both consumers on each tile (entry na
 constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (_pp_) */
 
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
-          int kSchedule_ = kScheduleCooperative, bool kL2Prefetch_ = false>
+          int kSchedule_ = kScheduleCooperative>
 struct PersistentGemmConfig {
     using ElementA = TA;
     using ElementB = TB;
@@ -129,9 +129,6 @@ struct PersistentGemmConfig {
      * share each tile, 64 columns each) or ping-pong (kSchedulePingPong: each
      * consumer warpgroup owns whole tiles, gemm_sm90_pingpong.cuh). */
     static constexpr bool kPingPong = kSchedule_ == kSchedulePingPong;
-    /* The producer also prefetches into L2 the k-tile kStages beyond each one
-     * it loads (gemm_sm90_mainloop.cuh, produce): lone CTAs only. */
-    static constexpr bool kL2Prefetch = kL2Prefetch_;
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Arrivals that free a stage: every warp of the warpgroup(s) that read
@@ -140,12 +137,9 @@ struct PersistentGemmConfig {
     /* Register budgets after setmaxnreg: the producer only issues TMA; each
      * consumer thread holds 128 fp32 accumulators at most (cooperative:
      * kBM / 2, fp8 twice that, the promoted sum and the running chain;
-     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). With
-     * L2 prefetch the producer also finds the next unit's tile inside its
-     * k-tile loop: 40 registers spilled there (ptxas), 56 do not, and the
-     * consumers give up 8 (224: no spills either, tests/sass_sm90.sh). */
-    static constexpr int kProducerRegs = kL2Prefetch ? 56 : 40;
-    static constexpr int kConsumerRegs = kL2Prefetch ? 224 : 232;
+     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). */
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
     /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
      * hold 255 registers as launched: no register reallocation. */
     static constexpr bool kSetMaxNReg = kConsumers > 1;
@@ -169,7 +163,6 @@ struct PersistentGemmConfig {
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
     static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
-    static_assert(!kL2Prefetch || (kClusterN == 1 && !kPingPong), "L2 prefetch: cooperative lone CTAs");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
