@@ -11,9 +11,10 @@
  *                            (kernels/hopper/gemm_sm90_small_m.cuh; its own
  *                            split-K, plan_small_m);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
- *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; with
- *                            NARROW_BY_DEFAULT, TN on its 64 x 64 row,
- *                            narrow_wanted, K split to fill all the SMs);
+ *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; TN whose
+ *                            64 x 64 tiles make more than a quarter of a
+ *                            wave and at most one: the 64 x 64 row, no
+ *                            split, narrow_wanted);
  *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
  *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
  *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
@@ -383,10 +384,20 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
 
 /* Small m on 64 x 64 tiles (16-bit, TN: gen/variants.c, SM90_WS_NARROW):
  * one consumer warpgroup per CTA, so m <= 128 with n = 4096 has 64-128
- * tiles streaming B. NARROW_BY_DEFAULT says whether the planner takes them
- * (narrow_wanted); otherwise MGPU_FORCE_VARIANT only. */
-#define NARROW_BY_DEFAULT 0
+ * tiles streaming B, twice the CTAs of the 64 x 128 tile, without split-K.
+ * narrow_wanted takes them when they make more than a quarter of a wave
+ * and at most one wave: measured on H100 (2026-11-27, same process as cuBLAS, back to
+ * back device time per call) 64 x 4096^2 18.1 against 20.6 us (bf16), 18.4
+ * against 20.5 (f16), 128 x 4096^2 18.4 against 22.0 / 18.8 against 21.6,
+ * 64 x 8192^2 52.0 against 52.9 / 52.2 against 52.8; beyond one wave it
+ * lost (128 x 8192^2 56.8 against 53.6, 128 x 6144 x 4096 32.1 against
+ * 25.1, 128 x 14336 x 4096 59.3 against 50.4), and two K slices lost
+ * everywhere (docs/decisions/XXX-gemm-small-m-narrow-tile.md). From a
+ * quarter to half a wave (33-65 tiles on 132 SMs) is not measured: there
+ * the 64 x 128 plan runs about as many CTAs with 2 or 3 K slices. */
+#define NARROW_BY_DEFAULT 1
 #define NARROW_TILE_N 64
+#define NARROW_TILE_M 64
 
 /* What the lookup ranks GEMM variants by. */
 struct gemm_fit {
@@ -453,11 +464,17 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
     return NULL;
 }
 
-/* Whether small-m p goes to the 64 x 64 tile (NARROW_BY_DEFAULT; a row of
- * its dtype and layout on the device). */
+/* Whether small-m p goes to the 64 x 64 tile (NARROW_BY_DEFAULT; more than
+ * a quarter of a wave and at most one of its tiles; a row of its dtype and
+ * layout on the device). */
 static int narrow_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
 {
     if (!NARROW_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || p->m > SMALL_M || p->k > TINY_TILE_MAX_K)
+        return 0;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    /* bounded by validation: m <= 128 here, n * batch <= 2^56 */
+    const int64_t tiles = mgpu_cdiv(p->m, NARROW_TILE_M) * mgpu_cdiv(p->n, NARROW_TILE_N) * p->batch;
+    if (tiles * 4 <= sms || tiles > sms)
         return 0;
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
@@ -818,7 +835,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     /* Half the SMs for small m: B streams from memory there, half the SMs
      * already draw the bandwidth and each slice adds partials to move
      * (docs/decisions/003-split-k-in-one-launch.md). */
-    const int64_t target = p->m <= SMALL_M && v->gemm.tile_n != NARROW_TILE_N ? sms / 2 : sms;
+    const int64_t target = p->m <= SMALL_M ? sms / 2 : sms;
     int64_t splits = 1;
     if (v->kind == MGPU_KIND_GEMM_SM100_PERSISTENT) {
         splits = sm100_splits(units * cluster, k_tiles, target, force_splits);
