@@ -55,6 +55,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
         SM90_WS_GEMM(dt, 256, 4, 2, GEN_GEMM_LARGE_CLUSTER, __VA_ARGS__),                                  \
         SM90_WS_GEMM(dt, 128, 6, 1, GEN_GEMM_SMALL_M, __VA_ARGS__),                                        \
         SM90_WS_GEMM(dt, 64, 8, 1, GEN_GEMM_TINY_M, __VA_ARGS__), SM90_PP_FAMILY(dt, __VA_ARGS__)
+/* 64 x 64 tiles for small m (16-bit, TN): one consumer warpgroup (256
+ * threads), 12 stages of 16 KB, so that m <= 128 with n = 4096 has 64-128
+ * tiles (CTAs streaming B) without split-K. After the 64 x 128 TINY_M row
+ * of the same class: the planner takes it only where narrow_wanted says
+ * (src/gemm/gemm_plan.c; docs/decisions/XXX-gemm-small-m-narrow-tile.md). */
+#define SM90_WS_NARROW(dt)                                                                                \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 256, .gemm = {TN, 64, 64, 64, 12, 1, 1, GEN_B_SAME, GEN_GEMM_TINY_M}}
 /* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer
  * warpgroup (kernels/hopper/gemm_sm90_pingpong.cuh), 6 stages of 32 KB,
  * lone CTAs or 2-CTA clusters along N. */
@@ -175,6 +182,7 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_SAME), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_SAME),
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     SM90_WS_FP8_128_CLUSTER,
+    SM90_WS_NARROW(GEN_BF16), SM90_WS_NARROW(GEN_F16),
     GEMM_PACK(GEN_SM90A),
     SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 

@@ -270,12 +270,13 @@ int main(void)
     const mgpu_dtype F32 = MGPU_DTYPE_F32;
     for (int di = 0; di < (quick ? 1 : 2); di++) { /* under compute-sanitizer: bf16 inputs only */
         const mgpu_dtype t = ins[di];
-        char v256[96], v256c2[96], v128[96], vpp[96], vppc2[96];
+        char v256[96], v256c2[96], v128[96], vpp[96], vppc2[96], v64n[96];
         snprintf(v256, sizeof v256, "mgpu_gemm_sm90_ws_%s_tn_256x128x64_s4_c1", ref_dtype_name(t));
         snprintf(v256c2, sizeof v256c2, "mgpu_gemm_sm90_ws_%s_nt_256x128x64_s4_c2", ref_dtype_name(t));
         snprintf(v128, sizeof v128, "mgpu_gemm_sm90_ws_%s_nn_128x128x64_s6_c1", ref_dtype_name(t));
         snprintf(vpp, sizeof vpp, "mgpu_gemm_sm90_pp_%s_tn_128x128x64_s6_c1", ref_dtype_name(t));
         snprintf(vppc2, sizeof vppc2, "mgpu_gemm_sm90_pp_%s_nt_128x128x64_s6_c2", ref_dtype_name(t));
+        snprintf(v64n, sizeof v64n, "mgpu_gemm_sm90_ws_%s_tn_64x64x64_s12_c1", ref_dtype_name(t));
         struct epi_case cases[] = {
             /* persistent kernel, TMA stores (m * element size a multiple of 16 bytes) */
             {T, N, 264, 136, 200, 1, t, t, 0, 1.5f, 0.5f, ROW, F32, 0, RELU, 0, 0, 0, NULL, NULL},
@@ -300,6 +301,10 @@ int main(void)
             {T, N, 300, 1147, 200, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0, 0, 0, vpp, NULL},
             {N, T, 300, 1147, 200, 2, t, F32, 0, 0.5f, -1.0f, COL, F32, 1, RELU, 0.5f, 2.0f, 1.5f, vppc2, NULL},
             {T, N, 257, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, vpp, "3"},
+            /* the 64 x 64 tile (one consumer warpgroup, TN): row and column bias, scales, split-K */
+            {T, N, 100, 1147, 200, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0.5f, 2.0f, 1.5f, v64n, NULL},
+            {T, N, 128, 300, 520, 2, t, F32, 0, 0.5f, -1.0f, COL, t, 1, RELU, 0, 0, 0, v64n, NULL},
+            {T, N, 64, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, v64n, "3"},
             /* split-K: the reduction applies scales, beta, bias and activation */
             {T, N, 200, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, NULL, "3"},
             {N, T, 65, 300, 777, 3, t, t, 0, 2.0f, 0.0f, COL, t, 0, RELU, 0, 0, 0, NULL, "5"},

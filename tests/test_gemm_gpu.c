@@ -207,6 +207,27 @@ static void check_persistent_paths(mgpu_dtype t)
             struct gemm_case bcast = {ta, tb, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f};
             run_forced(&bcast, name, NULL);
         }
+    /* the 64 x 64 tile (one consumer warpgroup, TN only): edges, beta with fp32
+     * out, direct stores, split-K, broadcast B, and the small-m shapes it is for */
+    if (!blackwell) {
+        snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_64x64x64_s12_c1", t == MGPU_DTYPE_BF16 ? "bf16" : "f16");
+        const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
+        struct gemm_case narrow[] = {
+            {T, N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {T, N, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
+            {T, N, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f},
+            {T, N, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
+            {T, N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {T, N, 128, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        };
+        for (unsigned i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
+            run_forced(&narrow[i], name, NULL);
+        struct gemm_case split = {T, N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
+        run_forced(&split, name, "3");
+        struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
+        run_forced(&split16, name, "5");
+        run_forced(&narrow[4], name, "2");
+    }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {
         {MGPU_OP_T, MGPU_OP_N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},

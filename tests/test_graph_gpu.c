@@ -240,7 +240,7 @@ int main(void)
      * the small-m kernel (m <= 16: K slices summed by each column block's last CTA) */
     struct gemm_call gemms[N_GEMMS];
     make_gemm(&gemms[0], "plain", 512, 512, 512, 512, 1);
-    make_gemm(&gemms[1], "split-K", 64, 4096, 4096, 4096, 3);
+    make_gemm(&gemms[1], "split-K", 64, 2048, 4096, 4096, 3);
     make_gemm(&gemms[2], "packed", 1000, 1000, 1000, 1001, 5);
     make_gemm(&gemms[3], "small m", 16, 4096, 4096, 4096, 7);
     for (int i = 0; i < N_GEMMS; i++)

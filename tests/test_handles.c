@@ -159,7 +159,7 @@ static void check_graph_safe(void)
     const struct fake_cuda_stats before = stats();
     fake.set_capturing(1);
     CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &one), MGPU_STATUS_SUCCESS);   /* plain */
-    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
+    CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);   /* A packed */
     CHECK(ran_tensor_core_gemm(), "packed GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(fp8_gemm(h), MGPU_STATUS_SUCCESS);
@@ -246,20 +246,20 @@ static void check_workspace_query(void)
                  MGPU_STATUS_SUCCESS);
     CHECK(ran_tensor_core_gemm(), "8191^3 with its workspace ran %s", stats().last_kernel);
 
-    /* split-K (small m, long k): the partials; exactly that much keeps every
+    /* split-K (small m, long k; 64 x 2048: 16 tiles of 64 x 128, four slices): the partials; exactly that much keeps every
      * slice (the grid of an unlimited workspace), one byte less gives some up */
-    const size_t split = gemm_need(h, MGPU_OP_T, 64, 4096, 4096, 4096, 4096);
+    const size_t split = gemm_need(h, MGPU_OP_T, 64, 2048, 4096, 4096, 4096);
     CHECK(split > 0 && split % 256 == 0, "split-K need %zu", split);
     void *const ws = (void *)(uintptr_t)0x7e0000000000;
     CHECK_STATUS(mgpu_set_workspace(h, ws, (size_t)1 << 30), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
     const unsigned full_grid = stats().last_grid[0];
     CHECK_STATUS(mgpu_set_workspace(h, ws, split), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
     CHECK(stats().last_grid[0] == full_grid, "with the queried workspace: grid %u, not %u", stats().last_grid[0],
           full_grid);
     CHECK_STATUS(mgpu_set_workspace(h, ws, split - 1), MGPU_STATUS_SUCCESS);
-    CHECK_STATUS(gemm_tn(h, 64, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
     CHECK(stats().last_grid[0] < full_grid, "one byte short: grid %u, full %u", stats().last_grid[0], full_grid);
 
     /* the _ex query: batches, alpha == 0, and the same answer for batch 1 */

@@ -82,11 +82,16 @@ int main(void)
     force_unsetenv("MGPU_FORCE_BAND");
     force_unsetenv("MGPU_FORCE_SPLIT_K");
 
-    /* Small m: the 64-row tile with split-K. */
+    /* Small m: the 64-row tile with split-K (16 tiles of 64 x 128), and the 64 x 64 tile
+     * where its tiles make more than a quarter of a wave (64 of them) */
+    CHECK_STATUS(logged_gemm(h, 64, 2048, 4096, 4096, log), MGPU_STATUS_SUCCESS);
+    if (hopper)
+        CHECK(strstr(log, "mgpu_gemm_sm90_ws_bf16_tn_64x128x64_s8_c1 [small m, split-K; split-k 4,") != NULL,
+              "small-m plan not in: %s", log);
     CHECK_STATUS(logged_gemm(h, 64, 4096, 4096, 4096, log), MGPU_STATUS_SUCCESS);
     if (hopper)
-        CHECK(strstr(log, "mgpu_gemm_sm90_ws_bf16_tn_64x128x64_s8_c1 [small m, split-K; split-k 2,") != NULL,
-              "small-m plan not in: %s", log);
+        CHECK(strstr(log, "mgpu_gemm_sm90_ws_bf16_tn_64x64x64_s12_c1 [small m; split-k 1, grid 64,") != NULL,
+              "small-m 64 x 64 plan not in: %s", log);
     mgpu_destroy(h);
     return check_exit();
 }

@@ -181,10 +181,11 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {32768, 600, 4096, 1, 256, 1, 1, 8},  /* 5 tile columns: an odd cluster would idle a CTA */
         {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
         {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */
-        {64, 4096, 4096, 1, 64, 1, 2, 1},     /* m <= 64: 32 tiles of 64 x 128, split (132 / 2) / 32 */
-        {128, 4096, 4096, 1, 64, 1, 1, 2},    /* small m, k <= 8192: 64 tiles of 64 x 128, two tile rows */
+        {64, 4096, 4096, 1, 64, 1, 1, 1},     /* m <= 64: 64 tiles of 64 x 64 (narrow_wanted), no split */
+        {128, 4096, 4096, 1, 64, 1, 1, 2},    /* small m, k <= 8192: 128 tiles of 64 x 64, two tile rows */
         {65, 4096, 4096, 1, 64, 1, 1, 2},
-        {64, 8192, 8192, 1, 64, 1, 1, 1},     /* small m, 64 tiles: more than half the SMs already */
+        {64, 8192, 8192, 1, 64, 1, 1, 1},     /* 128 tiles of 64 x 64 */
+        {64, 2048, 4096, 1, 64, 1, 4, 1},     /* 32 tiles of 64 x 64 (a quarter wave): 16 of 64 x 128, split 4 */
         {128, 8192, 8192, 1, 64, 1, 1, 2},
         {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
@@ -214,14 +215,38 @@ static void check_plans(const struct mgpu_device_caps *caps)
               "%s: grid %lld on %d SMs", v->name, (long long)plan.grid, caps->sm_count);
         CHECK(!plan.pack_a && !plan.pack_b && plan.pack_variant < 0, "%s: aligned operands packed", v->name);
     }
+    /* small m: the 64 x 64 tile (one consumer warpgroup) only where its tiles make more than a
+     * quarter of a wave and at most one, 16-bit TN with k <= 8192; the 64 x 128 tile elsewhere */
+    const struct { int64_t m, n, k, batch; int tile_n; } narrow[] = {
+        {64, 4096, 4096, 1, 64},   {128, 4096, 4096, 1, 64},  {64, 8192, 8192, 1, 64},  {100, 4096, 4096, 1, 64},
+        {32, 1024, 4096, 4, 64},   {128, 8192, 8192, 1, 128}, {128, 6144, 4096, 1, 128}, {64, 2048, 4096, 1, 128},
+        {128, 4096, 14336, 1, 128}, {256, 256, 256, 1, 128},
+    };
+    for (unsigned i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
+        const struct mgpu_gemm_plan pn = plan_of(narrow[i].m, narrow[i].n, narrow[i].k, narrow[i].batch, caps, 0);
+        const struct mgpu_variant *v = &mgpu_variants[pn.variant];
+        CHECK(v->gemm.tile_n == narrow[i].tile_n && (narrow[i].tile_n == 128 || (pn.splits == 1 && v->threads == 256)),
+              "%lldx%lldx%lld batch %lld: got %s, split-k %d (want tile_n %d)", (long long)narrow[i].m,
+              (long long)narrow[i].n, (long long)narrow[i].k, (long long)narrow[i].batch, v->name, pn.splits,
+              narrow[i].tile_n);
+    }
+    {
+        struct mgpu_gemm_problem p = problem(MGPU_OP_N, MGPU_OP_N, MGPU_DTYPE_BF16);
+        p.m = 64, p.n = 4096, p.k = 4096, p.batch = 1, p.lda = 64, p.ldb = 4096, p.ldc = 64;
+        struct mgpu_gemm_plan pn = {0};
+        mgpu_status s = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &pn, &s) == 0 &&
+                  mgpu_variants[pn.variant].gemm.tile_n == 128 && mgpu_variants[pn.variant].gemm.tile_m == 64,
+              "NN 64x4096x4096: the 64 x 128 row (no 64 x 64 row for NN), got %s", mgpu_variants[pn.variant].name);
+    }
     /* the grid follows the device's SM count, never a constant */
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;
     struct mgpu_gemm_plan plan = plan_of(8192, 8192, 8192, 1, &fewer, 0);
     CHECK(plan.grid == 78, "8192^3 on 78 SMs: grid %lld", (long long)plan.grid);
     plan = plan_of(64, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.splits == 1 && plan.grid == 32, "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
-          (long long)plan.grid);
+    CHECK(plan.splits == 1 && plan.grid == 64 && mgpu_variants[plan.variant].gemm.tile_n == 64,
+          "64x4096x4096 on 78 SMs: split-k %d grid %lld", plan.splits, (long long)plan.grid);
     plan = plan_of(64, 1024, 4096, 1, &fewer, 0);
     CHECK(plan.splits == 4 && plan.grid == 32, "64x1024x4096 on 78 SMs: split-k %d grid %lld", plan.splits,
           (long long)plan.grid);

@@ -61,6 +61,9 @@
  * MN-major canonical wgmma layout with LBO = 8 KB. A k-tile is one 128-byte
  * row of K whatever the element size, so both kinds share the layout.
  *
+ * The 64-column tiles (kBN == 64, small m: more CTAs streaming B) have one
+ * consumer warpgroup (256 threads) and no register reallocation.
+ *
  * That is the cooperative schedule. With kPingPong each consumer warpgroup
  * owns whole 128 x 128 tiles instead and the two take turns on the tensor
  * cores (gemm_sm90_pingpong.cuh); the producer and the barriers are the same.
@@ -137,6 +140,9 @@ struct PersistentGemmConfig {
      * ping-pong: kBM / 2 for each of the tile's two 64-column parts). */
     static constexpr int kProducerRegs = 40;
     static constexpr int kConsumerRegs = 232;
+    /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
+     * hold 255 registers as launched: no register reallocation. */
+    static constexpr bool kSetMaxNReg = kConsumers > 1;
 
     static constexpr int kChunkBytes = 64 * kRowBytes; /* one 64-row box of 64 k (MN-major, 16-bit): 8 KB */
     static constexpr int kATileBytes = kBM * kRowBytes;
@@ -151,7 +157,8 @@ struct PersistentGemmConfig {
                                                                     std::is_same_v<TA, __nv_bfloat16>)),
                   "f16 or bf16 operands of one type, or fp8 operands");
     static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands must both be K-major (TN)");
-    static_assert(kBN == 128, "two consumer warpgroups of m64 (register budgets assume 384 threads)");
+    static_assert(kBN == 128 || (kBN == 64 && !kPingPong),
+                  "two consumer warpgroups of m64 (384 threads), or one (256 threads, cooperative only)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
@@ -263,11 +270,13 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         __syncthreads();
 
     if (warpgroup == 0) {
-        setmaxnreg_dec<Cfg::kProducerRegs>();
+        if constexpr (Cfg::kSetMaxNReg)
+            setmaxnreg_dec<Cfg::kProducerRegs>();
         if (threadIdx.x == 0)
             persistent::produce<Cfg>(tma_a, tma_b, a_tiles, b_tiles, full, empty, sched, args);
     } else {
-        setmaxnreg_inc<Cfg::kConsumerRegs>();
+        if constexpr (Cfg::kSetMaxNReg)
+            setmaxnreg_inc<Cfg::kConsumerRegs>();
         const int consumer = warpgroup - 1;
         if constexpr (Cfg::kPingPong)
             pingpong::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);

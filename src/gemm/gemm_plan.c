@@ -11,7 +11,10 @@
  *                            (kernels/hopper/gemm_sm90_small_m.cuh; its own
  *                            split-K, plan_small_m);
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
- *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M);
+ *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; TN whose
+ *                            64 x 64 tiles make more than a quarter of a
+ *                            wave and at most one: the 64 x 64 row, no
+ *                            split, narrow_wanted);
  *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
  *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
  *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
@@ -379,6 +382,23 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
     return 1;
 }
 
+/* Small m on 64 x 64 tiles (16-bit, TN: gen/variants.c, SM90_WS_NARROW):
+ * one consumer warpgroup per CTA, so m <= 128 with n = 4096 has 64-128
+ * tiles streaming B, twice the CTAs of the 64 x 128 tile, without split-K.
+ * narrow_wanted takes them when they make more than a quarter of a wave
+ * and at most one wave: measured on H100 (2026-11-27, same process as cuBLAS, back to
+ * back device time per call) 64 x 4096^2 18.1 against 20.6 us (bf16), 18.4
+ * against 20.5 (f16), 128 x 4096^2 18.4 against 22.0 / 18.8 against 21.6,
+ * 64 x 8192^2 52.0 against 52.9 / 52.2 against 52.8; beyond one wave it
+ * lost (128 x 8192^2 56.8 against 53.6, 128 x 6144 x 4096 32.1 against
+ * 25.1, 128 x 14336 x 4096 59.3 against 50.4), and two K slices lost
+ * everywhere (docs/decisions/XXX-gemm-small-m-narrow-tile.md). From a
+ * quarter to half a wave (33-65 tiles on 132 SMs) is not measured: there
+ * the 64 x 128 plan runs about as many CTAs with 2 or 3 K slices. */
+#define NARROW_BY_DEFAULT 1
+#define NARROW_TILE_N 64
+#define NARROW_TILE_M 64
+
 /* What the lookup ranks GEMM variants by. */
 struct gemm_fit {
     const struct mgpu_gemm_problem *p;
@@ -387,6 +407,7 @@ struct gemm_fit {
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
+    int narrow;            /* small m on the 64-column tile (narrow_wanted) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -414,6 +435,8 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
+        if (v->gemm.tile_n == NARROW_TILE_N) /* only where narrow_wanted chose it, else forcible only */
+            return f->narrow && v->gemm.shape_class == f->want ? 5 : 1;
         if (v->gemm.shape_class == f->want)
             return 4;
         return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
@@ -439,6 +462,28 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
             return v;
     }
     return NULL;
+}
+
+/* Whether small-m p goes to the 64 x 64 tile (NARROW_BY_DEFAULT; more than
+ * a quarter of a wave and at most one of its tiles; a row of its dtype and
+ * layout on the device). */
+static int narrow_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
+{
+    if (!NARROW_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || p->m > SMALL_M || p->k > TINY_TILE_MAX_K)
+        return 0;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    /* bounded by validation: m <= 128 here, n * batch <= 2^56 */
+    const int64_t tiles = mgpu_cdiv(p->m, NARROW_TILE_M) * mgpu_cdiv(p->n, NARROW_TILE_N) * p->batch;
+    if (tiles * 4 <= sms || tiles > sms)
+        return 0;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.tile_n == NARROW_TILE_N &&
+            v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->dtype == p->a_dtype &&
+            v->gemm.a_kmajor == (p->transa == MGPU_OP_T) && v->gemm.b_kmajor == (p->transb == MGPU_OP_N))
+            return 1;
+    }
+    return 0;
 }
 
 /* Whether p goes to the small-m kernel (sets f->want and f->decode_rows). */
@@ -496,6 +541,7 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return;
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+        f->narrow = f->want == MGPU_GEMM_TINY_M && narrow_wanted(p, caps);
         return;
     }
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
@@ -977,7 +1023,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles;
+    int tma, decode_rows, few_tiles, narrow;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1027,6 +1073,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->tma = e->tma;
             fit->decode_rows = e->decode_rows;
             fit->few_tiles = e->few_tiles;
+            fit->narrow = e->narrow;
             return e->variant;
         }
     }
@@ -1044,6 +1091,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->tma = fit->tma;
     e->decode_rows = fit->decode_rows;
     e->few_tiles = fit->few_tiles;
+    e->narrow = fit->narrow;
 }
 
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
