@@ -59,7 +59,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * threads), 12 stages of 16 KB, so that m <= 128 with n = 4096 has 64-128
  * tiles (CTAs streaming B) without split-K. After the 64 x 128 TINY_M row
  * of the same class: the planner takes it only where narrow_wanted says
- * (src/gemm/gemm_plan.c; docs/decisions/XXX-gemm-small-m-narrow-tile.md). */
+ * (src/gemm/gemm_plan.c; docs/decisions/021-gemm-small-m-narrow-tile.md). */
 #define SM90_WS_NARROW(dt)                                                                                \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 256, .gemm = {TN, 64, 64, 64, 12, 1, 1, GEN_B_SAME, GEN_GEMM_TINY_M}}
 /* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer

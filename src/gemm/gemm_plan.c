@@ -392,7 +392,7 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
  * 64 x 8192^2 52.0 against 52.9 / 52.2 against 52.8; beyond one wave it
  * lost (128 x 8192^2 56.8 against 53.6, 128 x 6144 x 4096 32.1 against
  * 25.1, 128 x 14336 x 4096 59.3 against 50.4), and two K slices lost
- * everywhere (docs/decisions/XXX-gemm-small-m-narrow-tile.md). From a
+ * everywhere (docs/decisions/021-gemm-small-m-narrow-tile.md). From a
  * quarter to half a wave (33-65 tiles on 132 SMs) is not measured: there
  * the 64 x 128 plan runs about as many CTAs with 2 or 3 K slices. */
 #define NARROW_BY_DEFAULT 1
