@@ -236,33 +236,46 @@ def bench_decode(mk, handle, copy_bw):
     return rows
 
 
+def paged_case(mk, handle, b, sk, hq, hkv, d, page, shuffled=True):
+    """One decode step twice over the same K, V: contiguous, and in a paged cache of
+    `page`-row pages (shuffled over the cache, or page i of sequence b at b * pages + i).
+    Returns the two prepared calls and their outputs, after one run of each."""
+    nb = sk // page
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    perm = torch.randperm(b * nb, device="cuda") if shuffled else torch.arange(b * nb, device="cuda")
+    k_cache, v_cache = torch.empty_like(k).view(b * nb, page, hkv, d), torch.empty_like(v).view(b * nb, page, hkv, d)
+    k_cache[perm] = k.view(b * nb, page, hkv, d)
+    v_cache[perm] = v.view(b * nb, page, hkv, d)
+    table = perm.view(b, nb).to(torch.int32)
+    used = torch.full((b,), sk, device="cuda", dtype=torch.int32)
+    o_c, o_p = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
+    run_c = mk.attention_fwd(q, k, v, o_c, handle=handle, prepare=True)
+    run_p = mk.attention_fwd(q, k_cache, v_cache, o_p, seqused_k=used, block_table=table, max_seqlen_k=sk,
+                             handle=handle, prepare=True)
+    run_c()
+    run_p()
+    torch.cuda.synchronize()
+    return run_c, run_p, o_c, o_p
+
+
+def paged_kv_tbps(b, sk, hkv, d, ms):
+    """K + V bytes (bf16) read per second, TB/s."""
+    return 2 * b * sk * hkv * d * 2 / (ms * 1e-3) / 1e12
+
+
 def bench_paged(mk, handle):
     """Paged decode (shuffled pages) against contiguous decode of the same shape, both mgpu."""
     rows = []
     for (b, sk, hq, hkv, d, page) in PAGED_SHAPES:
-        nb = sk // page
-        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        perm = torch.randperm(b * nb, device="cuda")
-        k_cache, v_cache = torch.empty_like(k).view(b * nb, page, hkv, d), torch.empty_like(v).view(b * nb, page, hkv, d)
-        k_cache[perm] = k.view(b * nb, page, hkv, d)
-        v_cache[perm] = v.view(b * nb, page, hkv, d)
-        table = perm.view(b, nb).to(torch.int32)
-        used = torch.full((b,), sk, device="cuda", dtype=torch.int32)
-        o_c, o_p = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
-        run_c = mk.attention_fwd(q, k, v, o_c, handle=handle, prepare=True)
-        run_p = mk.attention_fwd(q, k_cache, v_cache, o_p, seqused_k=used, block_table=table, max_seqlen_k=sk,
-                                 handle=handle, prepare=True)
-        run_c()
-        run_p()
-        torch.cuda.synchronize()
+        run_c, run_p, o_c, o_p = paged_case(mk, handle, b, sk, hq, hkv, d, page)
         row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "page": page, "rel_err": rel_err(o_p, o_c),
                "contiguous_ms": median_ms(run_c), "paged_ms": median_ms(run_p)}
         row["paged_cost"] = row["paged_ms"] / row["contiguous_ms"] - 1.0
-        row["paged_kv_tbps"] = 2 * b * sk * hkv * d * 2 / (row["paged_ms"] * 1e-3) / 1e12
+        row["paged_kv_tbps"] = paged_kv_tbps(b, sk, hkv, d, row["paged_ms"])
         rows.append(row)
-        del q, k, v, k_cache, v_cache, o_c, o_p, run_c, run_p
+        del run_c, run_p, o_c, o_p
         torch.cuda.empty_cache()
     return rows
 

@@ -28,23 +28,7 @@ PAGES = [16, 64, 256]
 
 
 def row(mk, handle, b, sk, hq, hkv, d, page, order):
-    nb = sk // page
-    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-    perm = torch.randperm(b * nb, device="cuda") if order == "shuffled" else torch.arange(b * nb, device="cuda")
-    k_cache, v_cache = torch.empty_like(k).view(b * nb, page, hkv, d), torch.empty_like(v).view(b * nb, page, hkv, d)
-    k_cache[perm] = k.view(b * nb, page, hkv, d)
-    v_cache[perm] = v.view(b * nb, page, hkv, d)
-    table = perm.view(b, nb).to(torch.int32)
-    used = torch.full((b,), sk, device="cuda", dtype=torch.int32)
-    o_c, o_p = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
-    run_c = mk.attention_fwd(q, k, v, o_c, handle=handle, prepare=True)
-    run_p = mk.attention_fwd(q, k_cache, v_cache, o_p, seqused_k=used, block_table=table, max_seqlen_k=sk,
-                             handle=handle, prepare=True)
-    run_c()
-    run_p()
-    torch.cuda.synchronize()
+    run_c, run_p, o_c, o_p = ab.paged_case(mk, handle, b, sk, hq, hkv, d, page, shuffled=order == "shuffled")
     r = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "page": page, "order": order, "rel_err": ab.rel_err(o_p, o_c)}
     # contiguous, paged, contiguous, paged: the medians of each pair, the cost from their sums
     c1 = ab.median_ms(run_c)
@@ -53,8 +37,8 @@ def row(mk, handle, b, sk, hq, hkv, d, page, order):
     p2 = ab.median_ms(run_p)
     r.update({"contiguous_ms": (c1 + c2) / 2, "paged_ms": (p1 + p2) / 2, "c_ms": [c1, c2], "p_ms": [p1, p2]})
     r["paged_cost"] = r["paged_ms"] / r["contiguous_ms"] - 1.0
-    r["paged_kv_tbps"] = 2 * b * sk * hkv * d * 2 / (r["paged_ms"] * 1e-3) / 1e12
-    del q, k, v, k_cache, v_cache, o_c, o_p, run_c, run_p
+    r["paged_kv_tbps"] = ab.paged_kv_tbps(b, sk, hkv, d, r["paged_ms"])
+    del run_c, run_p, o_c, o_p
     torch.cuda.empty_cache()
     return r
 
