@@ -60,9 +60,10 @@
  * Shared with the Hopper kernel (architecture-neutral): AttnMask
  * (hopper/attention_fwd_mask.cuh), the tile decode and per-tile work
  * (hopper/attention_fwd_tile_scheduler.cuh: seqused_k sets the sequence's
- * key count there), ex2 / tanh (hopper/attention_fwd_softmax.cuh), a paged
- * key block's box lookup (sm90::paged_box) and the zeroing of V rows past a
- * cached sequence (sm90::zero_rows, hopper/attention_fwd_mainloop.cuh).
+ * key count there), ex2 / tanh (hopper/attention_fwd_softmax.cuh), the
+ * paged K/V loop of the producer warp (sm90::produce_kv_paged) and the
+ * zeroing of V rows past a cached sequence (sm90::zero_rows,
+ * hopper/attention_fwd_mainloop.cuh).
  */
 #pragma once
 

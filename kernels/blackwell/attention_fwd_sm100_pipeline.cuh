@@ -5,12 +5,12 @@
  * TMA: Q once (q_full), then for i = 0 .. count-1 over the key blocks
  * n = end-1-i (the masked diagonal first, as on Hopper), stage i % kStages:
  * wait k_empty, K[n] on k_full; wait v_empty, V[n] on v_full.
- * Paged K/V (block_table != 0): the same loop run by the whole TMA warp;
- * a key block is kBlockN / page_box_rows boxes of the rank-4 page maps
- * ({head_dim, page_size, heads_kv, num_pages}, abi/attention_abi.h, "Paged
- * K/V"), lane b looks up box b (page from the block table, row within it:
- * the Hopper producer's sm90::paged_box) one key block ahead, and lane 0
- * issues every box from the lanes' values.
+ * Paged K/V (block_table != 0): the same loop run by the whole TMA warp,
+ * the Hopper producer's (sm90::produce_kv_paged): a key block is
+ * kBlockN / page_box_rows boxes of the rank-4 page maps ({head_dim,
+ * page_size, heads_kv, num_pages}, abi/attention_abi.h, "Paged K/V"), lane
+ * b looks up box b's page in the block table one key block ahead, and lane
+ * 0 issues every box.
  *
  * MMA, for block i and each Q tile q in turn:
  *   i >= 1: wait p_full[q] (P_q(i-1) stored over S_q and O_q rescaled);
@@ -34,7 +34,7 @@
 #include "abi/attention_abi.h"
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
-#include "hopper/attention_fwd_mainloop.cuh" /* sm90::PagedBox, sm90::paged_box */
+#include "hopper/attention_fwd_mainloop.cuh" /* sm90::produce_kv_paged */
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 
 namespace mgpu {
@@ -87,61 +87,23 @@ __device__ __forceinline__ void attn_fwd_tma(const mgpu_attention_fwd_params &p,
     }
 }
 
-/* The boxes of one key block of a paged cache, by the whole warp: lane b
- * holds box b (`mine`, from sm90::paged_box), lane 0 (`leader`) issues them,
- * box b landing box_rows rows below box b - 1 in every dim block. */
-template <class Cfg>
-__device__ __forceinline__ void attn_load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar, int box_rows,
-                                                   int head_kv, sm90::PagedBox mine, bool leader)
-{
-    for (int b = 0; b * box_rows < Cfg::kBlockN; ++b) {
-        const int page = __shfl_sync(0xffffffffu, mine.page, b);
-        const int within = __shfl_sync(0xffffffffu, mine.within, b);
-        if (leader)
-            attn_load_tile<Cfg>(dst + b * box_rows * Cfg::kSwizzleBytes, map, bar, within, head_kv, page,
-                                Cfg::kKVBlockBytes);
-    }
-}
-
-/* Paged K/V: the whole TMA warp (lane 0 issues the copies and arrivals). The
- * block table is read one key block ahead, so that the lookups of block
- * n - 1 are in flight while block n waits for its stages. Table entries past
- * the sequence's last page are never read (sm90::paged_box clamps them; the
- * rows they would hold are masked, and V's are zeroed by the correction
- * warpgroup). */
+/* Paged K/V: the whole TMA warp runs the Hopper producer's paged loop
+ * (sm90::produce_kv_paged: lane b looks up box b of a key block, one block
+ * ahead; lane 0 issues the boxes and the arrivals). That loop takes its
+ * stage and phase from a key-block count over the CTA's tiles, which here
+ * starts at 0 for the CTA's one tile: block i in stage i % kStages, the
+ * schedule above; its barriers and buffers are this kernel's of the same
+ * names (k / v, k_full / k_empty, v_full / v_empty). */
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_tma_paged(const mgpu_attention_fwd_params &p,
                                                    typename Cfg::SharedStorage &smem, const sm90::AttnFwdWork &w)
 {
-    const mgpu_attention_fwd_args &a = p.args;
-    const int count = w.n_block_end - w.n_block_begin;
-    if (count <= 0)
+    if (w.n_block_end - w.n_block_begin <= 0)
         return;
-    const int lane = static_cast<int>(threadIdx.x % 32);
-    const bool leader = lane == 0;
+    const bool leader = threadIdx.x % 32 == 0;
     if (leader)
         attn_fwd_tma_q<Cfg>(p, smem, w);
-    const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
-    const int last_entry = first_entry + sm90::udiv(max(0, w.seqlen_k - 1), a.page_size);
-    sm90::PagedBox next = sm90::paged_box<Cfg>(a, first_entry, last_entry, w.n_block_end - 1, lane);
-    for (int i = 0; i < count; ++i) {
-        const int n = w.n_block_end - 1 - i;
-        const int stage = i % Cfg::kStages;
-        const uint32_t phase = (i / Cfg::kStages) & 1;
-        const sm90::PagedBox mine = next;
-        if (i + 1 < count)
-            next = sm90::paged_box<Cfg>(a, first_entry, last_entry, n - 1, lane);
-        mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        if (leader)
-            mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        attn_load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a.page_box_rows, w.head_kv, mine,
-                                leader);
-        mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        if (leader)
-            mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        attn_load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a.page_box_rows, w.head_kv, mine,
-                                leader);
-    }
+    sm90::produce_kv_paged<Cfg>(p, smem, w, 0, leader);
 }
 
 /* S_q = Q_q K^T into tile q's S columns: kQkSteps MMAs of K = 16, both
