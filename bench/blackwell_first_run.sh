@@ -24,6 +24,15 @@
 #      (mgpu_attention_fwd_sm100_*, the only ones for that device); the log
 #      shows which ran, counted against docs/variants.md. Then
 #      compute-sanitizer memcheck, racecheck, synccheck on it (quick cases).
+#   3c. the forward's serving paths: test_attention_decode_gpu with MGPU_LOG=1
+#      under a time limit. On 10.0 its paged caches (pages of 16 ... 256 rows,
+#      shuffled, NaN past each sequence), seqused_k lengths (0, 1,
+#      page_size + 1, ...) and mgpu_kv_cache_append run the sm_100a forward
+#      (its paged TMA warp and the V-row zeroing have never run) and
+#      mgpu_kv_cache_append_sm100; its forced GQA packing and key splits are
+#      the sm_90a planner's and do nothing on 10.0 (one unsplit, unpacked
+#      call each). Then compute-sanitizer memcheck, racecheck, synccheck on
+#      its quick cases.
 #   4. every GPU test. test_gemm_gpu runs the planner's own picks and, on
 #      compute capability 10.0, forces every sm_100a GEMM variant through
 #      MGPU_FORCE_VARIANT (both dtypes, all four layouts, lone CTAs and CTA
@@ -104,7 +113,17 @@ for tool in memcheck racecheck synccheck; do
         --error-exitcode 9 "$B/tests/test_attention_gpu"
 done
 
-for t in gemm_gpu gemm_epilogue_gpu gemm_fp8_gpu gather_gpu attention_gpu graph_gpu threads_gpu log_gpu context_gpu; do
+# The forward's serving paths (paged K/V, seqused_k, KV-cache append), with a
+# time limit as above.
+run attention_decode_gpu_sm100 env MGPU_LOG=1 timeout 600 "$B/tests/test_attention_decode_gpu"
+summary+=("$(printf '%-44s %s' "  paged / seqused_k: sm_100a entries that ran" \
+    "$(grep -oE 'mgpu_attention_fwd_sm100_[a-z0-9_]+' "$OUT/attention_decode_gpu_sm100.log" | sort -u | wc -l) (append: $(grep -c 'mgpu_kv_cache_append_sm100' "$OUT/attention_decode_gpu_sm100.log") calls)")")
+for tool in memcheck racecheck synccheck; do
+    run "attention_decode_sanitizer_${tool}" env MGPU_TEST_QUICK=1 timeout 900 compute-sanitizer --tool $tool \
+        --error-exitcode 9 "$B/tests/test_attention_decode_gpu"
+done
+
+for t in gemm_gpu gemm_epilogue_gpu gemm_fp8_gpu gather_gpu attention_gpu attention_decode_gpu graph_gpu threads_gpu log_gpu context_gpu; do
     [ -x "$B/tests/test_$t" ] && run "$t" "$B/tests/test_$t"
 done
 

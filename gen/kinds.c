@@ -339,13 +339,15 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .smem_bytes = attention_fwd_fp8_smem,
         .check = attention_fwd_fp8_check,
     },
-    [GEN_KV_CACHE_APPEND_SM90] = {
-        .name = "KV_CACHE_APPEND_SM90",
+    /* architecture-neutral CUDA: one row per architecture, in the group of
+     * that architecture's forward kernel */
+    [GEN_KV_CACHE_APPEND] = {
+        .name = "KV_CACHE_APPEND",
         .doc = "writes new K / V rows into a (paged) KV cache; 16-bit elements, head dim at run time",
         .family = GEN_FAMILY_HELPER,
         .header = "hopper/attention_fwd_kv_append.cuh",
-        .group = "attention_fwd_sm90",
-        .entry = "mgpu_kv_cache_append_sm90",
+        .group = "attention_fwd_@arch@",
+        .entry = "mgpu_kv_cache_append_@arch@",
         .unit = "\nstatic_assert(@threads@ == MGPU_KV_APPEND_THREADS, \"@name@: threads differ from "
                 "gen/variants.c\");\n"
                 "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"

@@ -207,8 +207,11 @@ const struct gen_variant gen_variants[] = {
     ATTENTION_BWD_PREPOST(GEN_SM100A, GEN_BF16), ATTENTION_BWD_PREPOST(GEN_SM100A, GEN_F16),
     SM100_ATTENTION_BWD_FAMILY(GEN_BF16), SM100_ATTENTION_BWD_FAMILY(GEN_F16),
     SM90_ATTENTION_FWD_COMBINE(GEN_BF16), SM90_ATTENTION_FWD_COMBINE(GEN_F16),
-    {GEN_KV_CACHE_APPEND_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
+    {GEN_KV_CACHE_APPEND, GEN_SM90A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
     SM90_ATTENTION_FWD_FP8(GEN_BF16), SM90_ATTENTION_FWD_FP8(GEN_F16),
+    /* the KV-cache append of 10.0 (the kernel of the sm_90a row above; last, so
+     * that the units of the rows before it are unchanged) */
+    {GEN_KV_CACHE_APPEND, GEN_SM100A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

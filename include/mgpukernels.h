@@ -31,15 +31,16 @@
  *                                                    yet run on hardware
  *   mgpu_scatter_add    fp32/bf16/fp16, atomic or    same kernels
  *                       deterministic (sorted)
- *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features except decode
- *                       128, 192, 256; causal,       and paged K/V (FA4-style tcgen05
- *                       windows, soft-cap, GQA,      kernel, S / P / O in tensor memory).
- *                       varlen, LSE; decode (GQA     NOT YET RUN ON HARDWARE: compiled
- *                       packing, key splits),        and SASS-checked only
- *                       paged K/V cache; e4m3
- *                       Q/K/V with descales (d 128)
- *   mgpu_kv_cache_append  16-bit K/V rows into a     none yet (ARCH_MISMATCH)
- *                       paged or contiguous cache
+ *   mgpu_attention_fwd  fp16/bf16, head dim 64, 96,  same features, paged K/V cache and
+ *                       128, 192, 256; causal,       seqused_k included (FA4-style tcgen05
+ *                       windows, soft-cap, GQA,      kernel, S / P / O in tensor memory),
+ *                       varlen, LSE; decode (GQA     except the decode planning (no GQA
+ *                       packing, key splits),        packing, no key splits: one unsplit
+ *                       paged K/V cache,             CTA per query tile) and e4m3 Q/K/V
+ *                       seqused_k; e4m3 Q/K/V        (NOT_SUPPORTED). NOT YET RUN ON
+ *                       with descales (d 128)        HARDWARE: compiled and SASS-checked only
+ *   mgpu_kv_cache_append  16-bit K/V rows into a     same kernel (architecture-neutral).
+ *                       paged or contiguous cache    NOT YET RUN ON HARDWARE
  *   mgpu_attention_bwd  as the forward, plus a       same head dims (64..256), all
  *                       deterministic mode           features and the deterministic mode
  *                                                    (FA4-style tcgen05 kernel, S^T / dP^T /
@@ -598,9 +599,11 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * them (batch * max_blocks_per_seq). Rows of a cache past a sequence's
  * length may hold anything (NaN included): they are masked, and their V
  * rows zeroed in shared memory before use.
- * mgpu_kv_cache_append writes new rows into such caches. seqused_k and
- * paged caches run on compute capability 9.0 (10.0: NOT_SUPPORTED), and
- * the decode planning (packing, splits) is 9.0's.
+ * mgpu_kv_cache_append writes new rows into such caches. seqused_k, paged
+ * caches and mgpu_kv_cache_append run on compute capability 9.0 and 10.0
+ * (10.0 not yet run on hardware); the decode planning (packing, splits) is
+ * 9.0's only: on 10.0 a decode step runs unpacked and unsplit, one CTA per
+ * query tile (same results, no workspace used).
  *
  * fp8 (qkv_fp8 = 1; compute capability 9.0): Q, K and V hold e4m3
  * (MGPU_DTYPE_E4M3, one byte per element), O holds dtype (F16 or BF16), the

@@ -13,7 +13,11 @@
 #                       exactly 2 * q_tiles * block_n / 16 (in the loop and
 #                       after it)
 #   no .2CTA form       one CTA per MMA
-#   UTMALDG             exactly 3 * dim_blocks: the Q, K and V boxes
+#   UTMALDG             exactly 12 * dim_blocks (one per dim block of each
+#                       box): the contiguous loop's Q, K and V (3), and the
+#                       paged path's Q (1) and K and V (8: the Hopper producer's
+#                       paged loop, sm90::produce_kv_paged, issues a key
+#                       block's boxes four at a time, unrolled)
 #   UTCBAR              tcgen05.commit, at least 5 (S, P V, the stages)
 #   LDTM / STTM         tcgen05.ld (S, O) and tcgen05.st (P, O rescale), >= 3 each
 #   LDL / STL           none, and cuobjdump -res-usage LOCAL:0
@@ -49,7 +53,7 @@ for e in $entries; do
     (( ss == q_tiles * d / 16 )) || bad+=("S = Q K^T MMAs $ss, want $(( q_tiles * d / 16 ))")
     (( ts == 2 * q_tiles * block_n / 16 )) || bad+=("P V MMAs (A in TMEM) $ts, want $(( 2 * q_tiles * block_n / 16 ))")
     (( two == 0 )) || bad+=("2CTA MMA forms ($two)")
-    (( ldg == 3 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 3 * dim_blocks ))")
+    (( ldg == 12 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 12 * dim_blocks ))")
     (( bar >= 5 )) || bad+=("UTCBAR $bar, want >= 5")
     (( ldtm >= 3 )) || bad+=("LDTM $ldtm, want >= 3")
     (( sttm >= 3 )) || bad+=("STTM $sttm, want >= 3")

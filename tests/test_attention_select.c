@@ -6,7 +6,9 @@
  * shapes, LSE layout, grid) for fixed-length and varlen calls. With sm_100a
  * kernels in the build, a made-up 10.0 device picks the Blackwell variant for
  * every feature (masks, soft-cap, GQA, varlen, LSE, both dtypes, every head
- * dim) and plans one CTA per 128- or 256-row tile; without them 10.0 gets
+ * dim) and plans one CTA per 128- or 256-row tile, and for serving
+ * (paged K/V, seqused_k, the KV-cache append) the same kernels with the page
+ * maps and none of the decode planning; without them 10.0 gets
  * ARCH_MISMATCH. Each architecture's checks run when the build has it.
  */
 #include <math.h>
@@ -430,9 +432,6 @@ static void test_inference_plan(void)
     CHECK(plan.k_map.dims[1] == 256 && plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 &&
               plan.k_map.box[1] == 128 && plan.k_map.byte_strides[2] == 256 * 8 * 128 * 2,
           "paged k map");
-    if (has_attention_cc(10, 0))
-        CHECK(mgpu_select_attention_fwd(&p, &blackwell, NULL, &s) < 0 && s == MGPU_STATUS_NOT_SUPPORTED,
-              "10.0 has no paged kernel");
     d.page_size = 48;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE); /* 12 * 48 < 3000 */
     d.max_blocks_per_seq = 63;
@@ -499,7 +498,9 @@ static void test_inference_plan(void)
               mgpu_select_attention_fwd_combine(MGPU_DTYPE_F16, &hopper, &s) >= 0 &&
               mgpu_select_kv_cache_append(&hopper, &s) >= 0,
           "helper variants");
-    CHECK(mgpu_select_kv_cache_append(&blackwell, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.0");
+    const int append = mgpu_select_kv_cache_append(&hopper, &s);
+    CHECK(append >= 0 && strcmp(mgpu_variants[append].name, "mgpu_kv_cache_append_sm90") == 0,
+          "append on 9.0: the sm_90a kernel");
 }
 
 /* ---- Blackwell (made-up cc 10.0 device) ---------------------------------- */
@@ -642,6 +643,122 @@ static void test_selection_sm100(void)
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_NOT_SUPPORTED);
 }
 
+/* Serving on 10.0: paged K/V, seqused_k and the KV-cache append take the
+ * sm_100a kernels (every head dim, both dtypes, with masks, soft-cap, MQA);
+ * the plan has the page maps with boxes of gcd(page_size, block_n) rows and
+ * none of the decode planning (no GQA packing, no key splits). */
+static void test_serving_sm100(void)
+{
+    static const int dims[] = {64, 96, 128, 192, 256};
+    static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
+    const int32_t *table = (const int32_t *)(uintptr_t)0x5000, *used = (const int32_t *)(uintptr_t)0x6000;
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    mgpu_status s;
+    const int append = mgpu_select_kv_cache_append(&blackwell, &s);
+    if (!has_attention_cc(10, 0)) {
+        CHECK(append < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.0 without sm_100a kernels");
+        return;
+    }
+    CHECK(append >= 0 && mgpu_variants[append].kind == MGPU_KIND_KV_CACHE_APPEND &&
+              mgpu_variants[append].cc_major == 10 && mgpu_variants[append].cc_minor == 0 &&
+              strcmp(mgpu_variants[append].name, "mgpu_kv_cache_append_sm100") == 0 &&
+              mgpu_variants[append].threads == MGPU_KV_APPEND_THREADS,
+          "append on 10.0: %s", append >= 0 ? mgpu_variants[append].name : mgpu_last_error_message());
+    const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448};
+    CHECK(mgpu_select_kv_cache_append(&blackwell_b, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.3");
+    CHECK(mgpu_select_attention_fwd_combine(MGPU_DTYPE_BF16, &blackwell, &s) < 0, "no split combine on 10.0");
+
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 5; i++) {
+            mgpu_attention_fwd_desc d = base_desc();
+            d.dtype = dtypes[t];
+            d.head_dim = dims[i];
+            d.batch = 4;
+            d.seqlen_q = 1;
+            d.seqlen_k = 3000;
+            d.heads_q = 32;
+            d.heads_kv = 8;
+            d.seqused_k = used;
+            d.block_table = table;
+            d.max_blocks_per_seq = 12;
+            d.page_size = 256;
+            d.num_pages = 100;
+            const struct mgpu_variant *v = select_sm100(&d, &p, "paged");
+            if (!v)
+                continue;
+            const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
+            /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0};
+            mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
+            const struct mgpu_attention_fwd_args *a = &plan.args;
+            CHECK(a->block_table == 0x5000 && a->seqused_k == 0x6000 && a->page_size == 256 &&
+                      a->block_table_stride == 12 && a->num_pages == 100 && a->page_box_rows == bn,
+                  "%s paged args: box %d", v->name, a->page_box_rows);
+            CHECK(plan.k_map.rank == 4 && plan.k_map.dims[0] == (uint64_t)hd && plan.k_map.dims[1] == 256 &&
+                      plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 && plan.k_map.box[0] == 64 &&
+                      plan.k_map.box[1] == (uint32_t)bn && plan.k_map.box[2] == 1 && plan.k_map.box[3] == 1 &&
+                      plan.k_map.byte_strides[0] == (uint64_t)8 * hd * 2 &&
+                      plan.k_map.byte_strides[1] == (uint64_t)hd * 2 &&
+                      plan.k_map.byte_strides[2] == (uint64_t)256 * 8 * hd * 2,
+                  "%s paged k map", v->name);
+            CHECK(memcmp(plan.v_map.dims, plan.k_map.dims, sizeof plan.k_map.dims) == 0 &&
+                      memcmp(plan.v_map.box, plan.k_map.box, sizeof plan.k_map.box) == 0,
+                  "%s paged v map", v->name);
+            CHECK(plan.q_map.rank == 4 && plan.q_map.box[1] == (uint32_t)bm, "%s q map unpacked", v->name);
+            CHECK(a->pack_gqa == 0 && a->num_splits == 1 && a->tile_heads == 32 && a->tile_queries == bm &&
+                      plan.workspace_bytes == 0 && plan.grid == 32 * 4 && !plan.dynamic && a->lpt_group == 0,
+                  "%s: pack %d splits %d grid %u", v->name, a->pack_gqa, a->num_splits, plan.grid);
+            /* pages smaller than a key block, and not dividing it */
+            d.page_size = 16;
+            d.max_blocks_per_seq = 200;
+            CHECK(select_sm100(&d, &p, "paged 16") == v, "page 16");
+            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+            CHECK(a->page_box_rows == 16 && plan.k_map.box[1] == 16 && plan.v_map.dims[1] == 16,
+                  "%s page 16: box %d", v->name, a->page_box_rows);
+            d.page_size = 48;
+            d.max_blocks_per_seq = 63;
+            CHECK(select_sm100(&d, &p, "paged 48") == v, "page 48");
+            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+            CHECK(a->page_box_rows == 16 && plan.k_map.box[1] == 16, "%s page 48: box %d", v->name,
+                  a->page_box_rows);
+            d.page_size = 96;
+            d.max_blocks_per_seq = 32;
+            CHECK(select_sm100(&d, &p, "paged 96") == v, "page 96");
+            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+            CHECK(a->page_box_rows == 32 && plan.k_map.box[1] == 32, "%s page 96: box %d", v->name,
+                  a->page_box_rows);
+            /* masks, soft-cap, MQA and prefill-length queries with pages */
+            d.page_size = 256;
+            d.max_blocks_per_seq = 12;
+            d.seqlen_q = 700;
+            d.causal = 1;
+            d.window_left = 512;
+            d.softcap = 30.f;
+            d.heads_kv = 1;
+            CHECK(select_sm100(&d, &p, "paged causal window soft-cap MQA") == v, "paged features");
+            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+            CHECK(a->causal == 1 && a->window_left == 512 && a->softcap == 30.f && a->group_size == 32 &&
+                      plan.k_map.dims[2] == 1 && a->page_box_rows == bn &&
+                      plan.grid == (unsigned)((700 + bm - 1) / bm) * 32 * 4 && !plan.dynamic,
+                  "%s paged features: grid %u", v->name, plan.grid);
+            /* seqused_k alone: the contiguous maps, per-sequence key counts */
+            d = base_desc();
+            d.dtype = dtypes[t];
+            d.head_dim = dims[i];
+            d.seqused_k = used;
+            CHECK(select_sm100(&d, &p, "seqused_k") == v, "seqused_k");
+            mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
+            CHECK(a->seqused_k == 0x6000 && a->block_table == 0 && a->page_box_rows == 0 &&
+                      plan.k_map.dims[1] == 1500 && plan.k_map.dims[3] == 2 && plan.k_map.box[1] == (uint32_t)bn &&
+                      a->num_splits == 1 && a->pack_gqa == 0,
+                  "%s seqused_k plan", v->name);
+            /* fp8 inputs take no cache on any device (the fp8 kernel is sm_90a's: test_fp8) */
+            d.qkv_fp8 = 1;
+            CHECK_STATUS(validate(&d, &p), MGPU_STATUS_NOT_SUPPORTED);
+        }
+}
+
 /* ---- fp8 inputs (qkv_fp8) ------------------------------------------------ */
 
 #define DESCALE_ADDR ((const float *)(uintptr_t)0x7f6000000000)
@@ -743,6 +860,7 @@ int main(void)
     test_plan();
     test_inference_plan();
     test_selection_sm100();
+    test_serving_sm100();
     test_fp8();
     return check_exit();
 }

@@ -8,7 +8,9 @@
  *     point, nothing freed;
  *   - graph safety: under a pretended stream capture every operation
  *     (plain, split-K, packed and fp8 GEMM, gather, scatter-add, causal
- *     attention) is queued without an allocation or a synchronisation;
+ *     attention, KV-cache append, paged decode attention: the kernels of
+ *     the fake device's architecture) is queued without an allocation or a
+ *     synchronisation;
  *   - the workspace calls, and a GEMM that degrades instead of failing when
  *     the workspace is too small;
  *   - the GEMM workspace queries: their exact needs, the plan they restore,
@@ -18,6 +20,7 @@
  * Kernels do not run: the fake records what was launched.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +99,40 @@ static mgpu_status causal_attention(mgpu_handle *h)
     return mgpu_attention_fwd(h, &d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, NULL);
 }
 
+/* The serving calls (include/mgpukernels.h, "Paged K/V"): a decode step over
+ * a paged cache, and the append into it. */
+#define TABLE_ADDR ((const int32_t *)(uintptr_t)0x7f8000000000)
+#define LENS_ADDR ((const int32_t *)(uintptr_t)0x7f9000000000)
+
+static mgpu_status paged_decode_attention(mgpu_handle *h)
+{
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = 8, d.seqlen_q = 1, d.seqlen_k = 4096, d.heads_q = 32, d.heads_kv = 8, d.head_dim = 128;
+    d.causal = 1;
+    d.seqused_k = LENS_ADDR, d.block_table = TABLE_ADDR;
+    d.page_size = 64, d.max_blocks_per_seq = 64, d.num_pages = 1024;
+    return mgpu_attention_fwd(h, &d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, NULL);
+}
+
+static mgpu_status paged_append(mgpu_handle *h)
+{
+    mgpu_kv_cache_append_desc a = MGPU_KV_CACHE_APPEND_DESC_INIT;
+    a.batch = 8, a.seqlen_new = 1, a.heads_kv = 8, a.head_dim = 128;
+    a.cache_seqlens = LENS_ADDR, a.block_table = TABLE_ADDR;
+    a.page_size = 64, a.max_blocks_per_seq = 64, a.num_pages = 1024;
+    return mgpu_kv_cache_append(h, &a, Q_ADDR, A_ADDR, C_ADDR, O_ADDR);
+}
+
+/* Whether the last launch was a kernel of the fake device's architecture
+ * whose name starts with `what` (followed by _sm90 or _sm100). */
+static int ran_arch_kernel(const char *what)
+{
+    const char *cc = getenv("FAKE_CUDA_CC");
+    char want[96];
+    snprintf(want, sizeof want, "%s_%s", what, cc != NULL && strcmp(cc, "10.0") == 0 ? "sm100" : "sm90");
+    return strncmp(stats().last_kernel, want, strlen(want)) == 0;
+}
+
 /* The issue's order: a handle that retained the primary context is
  * destroyed; the next one on the same thread must not work in a dead context. */
 static void check_create_destroy_create(void)
@@ -166,6 +203,12 @@ static void check_graph_safe(void)
     CHECK_STATUS(mgpu_gather(h, &g), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_scatter_add(h, &s), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(causal_attention(h), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(paged_append(h), MGPU_STATUS_SUCCESS);
+    CHECK(ran_arch_kernel("mgpu_kv_cache_append"), "KV-cache append ran %s", stats().last_kernel);
+    CHECK_STATUS(paged_decode_attention(h), MGPU_STATUS_SUCCESS);
+    /* on 9.0 a split call ends with the combine, mgpu_attention_fwd_combine_sm90_* */
+    CHECK(ran_arch_kernel("mgpu_attention_fwd") || ran_arch_kernel("mgpu_attention_fwd_combine"),
+          "paged decode attention ran %s", stats().last_kernel);
     fake.set_capturing(0);
     const struct fake_cuda_stats after = stats();
     CHECK(after.allocations == before.allocations && after.synchronizations == before.synchronizations,

@@ -192,10 +192,12 @@ MGPU_ABI_FN int mgpu_attention_fwd_q_stages(int block_m, int block_n, int head_d
  * holding the TMA warp and the MMA warp. One work tile (block_m rows of one
  * head of one sequence) per CTA: the runtime launches grid = {tiles, 1, 1}
  * with tiles = ceil(seqlen_q / block_m) * heads_q * batch and leaves
- * tile_counter and lpt_group 0; of the inference fields it sets only
+ * tile_counter and lpt_group 0; of the inference fields it sets
  * tile_heads = heads_q, tile_queries = block_m, num_splits = 1 (no GQA
- * packing, no splits, no seqused_k or paged K/V: calls with those do not
- * select an sm_100a variant). The Q tensor map's box is {64, block_m, 1, 1}.
+ * packing, no splits), and seqused_k and the paged K/V fields as above
+ * (page_box_rows = gcd(page_size, block_n) of this kernel's block_n; the
+ * TMA warp then looks up a key block's boxes with all its lanes). The Q
+ * tensor map's box is {64, block_m, 1, 1}.
  * Shared memory: Q (block_m rows), `stages` K and V tiles (block_n rows), every
  * tile's head dim padded to whole 128-byte swizzle rows, plus 5 KiB (barriers,
  * per-row softmax messages, base alignment). */

@@ -13,7 +13,10 @@
  * Same call as the Hopper forward: struct mgpu_attention_fwd_params of
  * abi/attention_abi.h (its "Blackwell" paragraph: tiles, threads, grid). All
  * features: causal / sliding-window masks, soft-cap, GQA / MQA, varlen, LSE,
- * head dims 64, 96, 128, 192, 256, fp16 / bf16.
+ * head dims 64, 96, 128, 192, 256, fp16 / bf16; for serving, per-sequence
+ * key counts (seqused_k) and paged K/V caches (block_table). Not the
+ * decode planning of the Hopper kernel (GQA packing, key splits: the
+ * runtime sets pack_gqa 0, num_splits 1) and not fp8.
  *
  * Work: one CTA per work tile (kBlockM query rows of one head of one
  * sequence, decoded by the Hopper tile scheduler from blockIdx.x), split into
@@ -30,8 +33,9 @@
  * Warps (kThreads = 128 (kQTiles + 2)):
  *   warpgroups 0 .. kQTiles-1   softmax of Q tile q (one row per thread)
  *   warpgroup kQTiles           correction (O rescale, normalisation, store, LSE)
- *   warpgroup kQTiles + 1       warp 0: TMA (one lane); warp 1: TMEM allocation
- *                               and the MMA (one lane); warps 2, 3 idle
+ *   warpgroup kQTiles + 1       warp 0: TMA (one lane; the whole warp with a
+ *                               paged cache); warp 1: TMEM allocation and the
+ *                               MMA (one lane); warps 2, 3 idle
  * With two Q tiles the register file is split by setmaxnreg: softmax 192,
  * correction 80, TMA / MMA 48 (128 x (2 x 192 + 80 + 48) = 65536).
  *
@@ -55,8 +59,11 @@
  * attention_fwd_sm100_descriptors.cuh (descriptor checks); tcgen05.cuh.
  * Shared with the Hopper kernel (architecture-neutral): AttnMask
  * (hopper/attention_fwd_mask.cuh), the tile decode and per-tile work
- * (hopper/attention_fwd_tile_scheduler.cuh), ex2 / tanh
- * (hopper/attention_fwd_softmax.cuh).
+ * (hopper/attention_fwd_tile_scheduler.cuh: seqused_k sets the sequence's
+ * key count there), ex2 / tanh (hopper/attention_fwd_softmax.cuh), the
+ * paged K/V loop of the producer warp (sm90::produce_kv_paged) and the
+ * zeroing of V rows past a cached sequence (sm90::zero_rows,
+ * hopper/attention_fwd_mainloop.cuh).
  */
 #pragma once
 
@@ -214,7 +221,9 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     } else {
         if constexpr (Cfg::kQTiles > 1)
             sm90::setmaxnreg_dec<Cfg::kPipeRegisters>();
-        if (warp == Cfg::kTmaWarp && lane == 0)
+        if (warp == Cfg::kTmaWarp && p.args.block_table != 0)
+            attn_fwd_tma_paged<Cfg>(p, smem, w); /* the whole warp looks up the pages */
+        else if (warp == Cfg::kTmaWarp && lane == 0)
             attn_fwd_tma<Cfg>(p, smem, w);
         else if (warp == Cfg::kMmaWarp && lane == 0)
             attn_fwd_mma<Cfg>(smem, tmem, w);

@@ -5,6 +5,12 @@
  * TMA: Q once (q_full), then for i = 0 .. count-1 over the key blocks
  * n = end-1-i (the masked diagonal first, as on Hopper), stage i % kStages:
  * wait k_empty, K[n] on k_full; wait v_empty, V[n] on v_full.
+ * Paged K/V (block_table != 0): the same loop run by the whole TMA warp,
+ * the Hopper producer's (sm90::produce_kv_paged): a key block is
+ * kBlockN / page_box_rows boxes of the rank-4 page maps ({head_dim,
+ * page_size, heads_kv, num_pages}, abi/attention_abi.h, "Paged K/V"), lane
+ * b looks up box b's page in the block table one key block ahead, and lane
+ * 0 issues every box.
  *
  * MMA, for block i and each Q tile q in turn:
  *   i >= 1: wait p_full[q] (P_q(i-1) stored over S_q and O_q rescaled);
@@ -28,6 +34,7 @@
 #include "abi/attention_abi.h"
 #include "blackwell/tcgen05.cuh"
 #include "common/async_copy.cuh"
+#include "hopper/attention_fwd_mainloop.cuh" /* sm90::produce_kv_paged */
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 
 namespace mgpu {
@@ -42,6 +49,20 @@ __device__ __forceinline__ void attn_load_tile(uint8_t *dst, const CUtensorMap *
         tma_load_4d(dst + d * block_bytes, map, bar, d * Cfg::kSwizzleElems, row, head, tma_batch);
 }
 
+/* The tensor maps' descriptors into the cache, and Q on q_full (one thread). */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_tma_q(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
+                                               const sm90::AttnFwdWork &w)
+{
+    tma_prefetch_map(&p.tmap_q);
+    tma_prefetch_map(&p.tmap_k);
+    tma_prefetch_map(&p.tmap_v);
+    mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
+    attn_load_tile<Cfg>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM, w.head_q,
+                        w.tma_batch, Cfg::kQBlockBytes);
+}
+
+/* Contiguous K/V: one thread. */
 template <class Cfg>
 __device__ __forceinline__ void attn_fwd_tma(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
                                              const sm90::AttnFwdWork &w)
@@ -49,12 +70,7 @@ __device__ __forceinline__ void attn_fwd_tma(const mgpu_attention_fwd_params &p,
     const int count = w.n_block_end - w.n_block_begin;
     if (count <= 0)
         return;
-    tma_prefetch_map(&p.tmap_q);
-    tma_prefetch_map(&p.tmap_k);
-    tma_prefetch_map(&p.tmap_v);
-    mbar_arrive_expect_tx(&smem.q_full, Cfg::kQTileBytes);
-    attn_load_tile<Cfg>(smem.q, &p.tmap_q, &smem.q_full, w.q_offset + w.m_block * Cfg::kBlockM, w.head_q,
-                        w.tma_batch, Cfg::kQBlockBytes);
+    attn_fwd_tma_q<Cfg>(p, smem, w);
     for (int i = 0; i < count; ++i) {
         const int n = w.n_block_end - 1 - i;
         const int stage = i % Cfg::kStages;
@@ -69,6 +85,25 @@ __device__ __forceinline__ void attn_fwd_tma(const mgpu_attention_fwd_params &p,
         attn_load_tile<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], row, w.head_kv, w.tma_batch,
                             Cfg::kKVBlockBytes);
     }
+}
+
+/* Paged K/V: the whole TMA warp runs the Hopper producer's paged loop
+ * (sm90::produce_kv_paged: lane b looks up box b of a key block, one block
+ * ahead; lane 0 issues the boxes and the arrivals). That loop takes its
+ * stage and phase from a key-block count over the CTA's tiles, which here
+ * starts at 0 for the CTA's one tile: block i in stage i % kStages, the
+ * schedule above; its barriers and buffers are this kernel's of the same
+ * names (k / v, k_full / k_empty, v_full / v_empty). */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_tma_paged(const mgpu_attention_fwd_params &p,
+                                                   typename Cfg::SharedStorage &smem, const sm90::AttnFwdWork &w)
+{
+    if (w.n_block_end - w.n_block_begin <= 0)
+        return;
+    const bool leader = threadIdx.x % 32 == 0;
+    if (leader)
+        attn_fwd_tma_q<Cfg>(p, smem, w);
+    sm90::produce_kv_paged<Cfg>(p, smem, w, 0, leader);
 }
 
 /* S_q = Q_q K^T into tile q's S columns: kQkSteps MMAs of K = 16, both

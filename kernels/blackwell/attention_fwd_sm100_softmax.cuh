@@ -21,7 +21,14 @@
  *   one arrival per warp on p_full[q].
  *   After the last block: the row's sum and maximum -> final_sum / final_max,
  *   arrival on final_ready[q].
- * Correction warpgroup, per key block j, per tile q:
+ * Correction warpgroup, first, with keys from a cache (seqused_k, paged or
+ * not): the rows of the first key block (the last keys) past the sequence
+ * hold whatever the cache holds there; their P is 0, but 0 * NaN is NaN, so
+ * it waits v_full of that block, zeroes those rows of V (sm90::zero_rows,
+ * as the Hopper consumers do) and fences them for the async proxy before
+ * its first arrivals on p_full, which the MMA warp waits for before that
+ * block's P V.
+ * Then per key block j, per tile q:
  *   wait scale_ready[q]; j >= 1: wait o_done[q] (P V of block j-1 has
  *   landed in O_q), and when any row of the warp has a factor != 1, O_q's row
  *   *= factor in tensor memory (ld, multiply, st, 32 columns at a time);
@@ -42,6 +49,7 @@
 #include "blackwell/tmem_warp.cuh" /* kTmemLdCols, warp_arrive_after_tmem */
 #include "common/async_copy.cuh"
 #include "common/numeric.cuh"
+#include "hopper/attention_fwd_mainloop.cuh" /* sm90::zero_rows */
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
@@ -165,6 +173,14 @@ __device__ __forceinline__ void attn_fwd_correction(const mgpu_attention_fwd_arg
     const int count = w.n_block_end - w.n_block_begin;
     const uint32_t lanes = tmem_addr(tmem, 32 * (t / 32), 0);
 
+    if (a.seqused_k != 0 && count > 0) {
+        const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
+        if (valid < Cfg::kBlockN) { /* uniform over the warpgroup */
+            mbar_wait(&smem.v_full[0], 0); /* block 0 is stage 0, phase 0 */
+            sm90::zero_rows<Cfg>(smem.v[0], valid, t);
+            fence_smem_to_async();
+        }
+    }
     for (int j = 0; j < count; ++j) {
 #pragma unroll 1
         for (int q = 0; q < Cfg::kQTiles; ++q) {

@@ -155,11 +155,13 @@ static int variant_takes_persistent_grid(const struct mgpu_variant *v)
     return v->kind == MGPU_KIND_ATTENTION_FWD_SM90 || v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90;
 }
 
-/* Per-sequence key counts and paged caches are read by the sm_90a kernel only. */
+/* Per-sequence key counts and paged caches are read by the sm_90a and the
+ * sm_100a 16-bit kernels (not by the fp8 one). */
 static int attention_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_attention_problem *p = ctx;
-    if ((p->seqused_k || p->block_table) && v->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+    if ((p->seqused_k || p->block_table) && v->kind != MGPU_KIND_ATTENTION_FWD_SM90 &&
+        v->kind != MGPU_KIND_ATTENTION_FWD_SM100)
         return 0;
     if (p->qkv_fp8 != (v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90))
         return 0; /* fp8 inputs: the fp8 kind, whose dtype is O's */
@@ -181,7 +183,7 @@ static int is_combine_kind(enum mgpu_kernel_kind k)
 
 static int is_append_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_KV_CACHE_APPEND_SM90;
+    return k == MGPU_KIND_KV_CACHE_APPEND;
 }
 
 static int dtype_fits(const struct mgpu_variant *v, const void *ctx)
@@ -346,7 +348,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
 
     const int block_m = v->attention.block_m, block_n = v->attention.block_n;
     const int64_t group = p->heads_q / p->heads_kv;
-    /* The decode features are the sm_90a kernel's (abi/attention_abi.h). */
+    /* The decode planning (GQA packing, key splits) is the sm_90a kernel's
+     * (abi/attention_abi.h); seqused_k and the paged maps below are every
+     * 16-bit kernel's, with the variant's key block. */
     const int decode_features = v->kind == MGPU_KIND_ATTENTION_FWD_SM90;
     a->pack_gqa = decode_features && choose_pack(p, block_m, choice->force_pack);
     a->tile_heads = (int32_t)(a->pack_gqa ? p->heads_kv : p->heads_q);
