@@ -113,7 +113,8 @@
  * Pages past the sequence's last (ceil(seqlen / page_size) - 1) are never
  * looked up: rows of the last block beyond the sequence come from its last
  * page again and are masked.
- * With paged_gather = 1 (16-bit sm_90a forward) the producer warpgroup's 128
+ * With paged_gather = 1 (16-bit sm_90a forward, head dims 64 and 128; the
+ * other variants ignore it) the producer warpgroup's 128
  * threads load a key block instead as 16-byte cp.async copies from paged_k /
  * paged_v (k_* / v_* strides, batch stride = page stride) into the same
  * 128-byte-swizzled tiles, rows past the sequence zero-filled; k_full and
