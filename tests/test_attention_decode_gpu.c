@@ -35,6 +35,7 @@ struct dcase {
     int window;         /* > 0: window_left (right of the diagonal: causal or unbounded) */
     float softcap;
     int pack, splits;   /* forcing: MGPU_FORCE_PACK_GQA (1 / -1), MGPU_FORCE_NUM_SPLITS; 0: planner */
+    int gather;         /* forcing: MGPU_FORCE_PAGED_GATHER (1 / -1); 0: planner (or the environment's) */
     int ragged;         /* seqused_k: lengths 0, 1, page_size + 1, random, sk (cycled) */
     int page_size;      /* > 0: paged cache */
     int append;         /* > 0: append this many rows (= sq) with mgpu_kv_cache_append first */
@@ -82,12 +83,28 @@ static void force_case(const struct dcase *c)
         snprintf(n, sizeof n, "%d", c->splits);
         force_setenv("MGPU_FORCE_NUM_SPLITS", n);
     }
+    if (c->gather)
+        force_setenv("MGPU_FORCE_PAGED_GATHER", c->gather > 0 ? "1" : "0");
 }
 
 static void unforce(void)
 {
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
+}
+
+/* Unforces the gather only where the case forced it, so that a run under
+ * MGPU_FORCE_PAGED_GATHER keeps it for the other cases. */
+static char env_gather[16]; /* MGPU_FORCE_PAGED_GATHER of the environment ("": unset) */
+
+static void unforce_gather(const struct dcase *c)
+{
+    if (!c->gather)
+        return;
+    if (env_gather[0])
+        force_setenv("MGPU_FORCE_PAGED_GATHER", env_gather);
+    else
+        force_unsetenv("MGPU_FORCE_PAGED_GATHER");
 }
 
 static void run_case(mgpu_handle *h, struct dcase c)
@@ -257,6 +274,7 @@ static void run_case(mgpu_handle *h, struct dcase c)
     force_case(&c);
     mgpu_status s = mgpu_attention_fwd(h, &desc, q_dev, k_dev, v_dev, o_dev, lse_dev);
     unforce();
+    unforce_gather(&c);
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
           mgpu_last_error_message(), cudaGetErrorString(ce));
@@ -374,6 +392,9 @@ static void quick_cases(mgpu_handle *h)
          .splits = 2);
     CASE(.batch = 6, .sq = 1, .sk = 1100, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16,
          .splits = 3);
+    /* The cp.async gather forced on pages of 64 rows, with queries of 3 rows (causal, several tiles). */
+    CASE(.batch = 3, .sq = 3, .sk = 500, .hq = 8, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .ragged = 1,
+         .page_size = 64, .gather = 1);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -414,6 +435,15 @@ static void full_cases(mgpu_handle *h)
              .page_size = page_sizes[i], .pack = 1, .splits = 2);
         CASE(.batch = 5, .sq = 1, .sk = 900, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1,
              .page_size = page_sizes[i], .splits = 2);
+        /* Both paged loads at every page size: TMA boxes and the cp.async gather. */
+        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1,
+             .page_size = page_sizes[i], .gather = 1);
+        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1,
+             .page_size = page_sizes[i], .gather = -1);
+        CASE(.batch = 5, .sq = 2, .sk = 700, .hq = 8, .hkv = 1, .d = 256, .dtype = BF16, .ragged = 1, .causal = 1,
+             .page_size = page_sizes[i], .gather = 1, .splits = 3);
+        CASE(.batch = 5, .sq = 1, .sk = 900, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1,
+             .page_size = page_sizes[i], .gather = 1, .splits = 2);
     }
     /* Append then attend: contiguous and paged caches. */
     CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);
@@ -437,6 +467,8 @@ int main(void)
     CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
     if (!h)
         return check_exit();
+    const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
+    snprintf(env_gather, sizeof env_gather, "%s", gather ? gather : "");
     const char *quick = getenv("MGPU_TEST_QUICK");
     if (quick && quick[0] == '1')
         quick_cases(h);

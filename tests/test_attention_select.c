@@ -310,7 +310,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -427,8 +427,8 @@ static void test_inference_plan(void)
     CHECK(p.k_strides.seq == 8 * 128 && p.k_strides.batch == 256 * 8 * 128, "dense page strides");
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(a->block_table == 0x5000 && a->seqused_k == 0x6000 && a->page_size == 256 && a->block_table_stride == 12 &&
-              a->page_box_rows == 128 && a->num_pages == 100,
-          "paged args: box %d", a->page_box_rows);
+              a->page_box_rows == 128 && a->num_pages == 100 && a->paged_gather == 0,
+          "paged args: box %d gather %d", a->page_box_rows, a->paged_gather);
     CHECK(plan.k_map.dims[1] == 256 && plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 &&
               plan.k_map.box[1] == 128 && plan.k_map.byte_strides[2] == 256 * 8 * 128 * 2,
           "paged k map");
@@ -438,6 +438,22 @@ static void test_inference_plan(void)
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(a->page_box_rows == 16 && plan.v_map.box[1] == 16, "page 48: boxes of 16 rows (%d)", a->page_box_rows);
+    CHECK(a->paged_gather == 1 && a->paged_k == (uint64_t)(uintptr_t)p.k && a->paged_v == (uint64_t)(uintptr_t)p.v,
+          "page 48: cp.async gather (%d)", a->paged_gather);
+    {
+        struct mgpu_attention_fwd_choice off = choice;
+        off.force_gather = -1;
+        mgpu_attention_make_plan_ex(&p, v, &hopper, &off, &plan);
+        CHECK(a->paged_gather == 0, "page 48, gather forced off");
+        off.force_gather = 1;
+        d.page_size = 256;
+        d.max_blocks_per_seq = 12;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        mgpu_attention_make_plan_ex(&p, v, &hopper, &off, &plan);
+        CHECK(a->paged_gather == 1, "page 256, gather forced on");
+        d.page_size = 48;
+        d.max_blocks_per_seq = 63;
+    }
     d.page_size = 40;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_INVALID_SIZE);
     d.page_size = 48;
@@ -814,7 +830,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");

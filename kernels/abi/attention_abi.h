@@ -113,6 +113,16 @@
  * Pages past the sequence's last (ceil(seqlen / page_size) - 1) are never
  * looked up: rows of the last block beyond the sequence come from its last
  * page again and are masked.
+ * With paged_gather = 1 (16-bit sm_90a forward, head dims 64 and 128; the
+ * other variants ignore it) the producer warpgroup's 128
+ * threads load a key block instead as 16-byte cp.async copies from paged_k /
+ * paged_v (k_* / v_* strides, batch stride = page stride) into the same
+ * 128-byte-swizzled tiles, rows past the sequence zero-filled; k_full and
+ * v_full then count 128 arrivals (cp.async.mbarrier.arrive.noinc, no
+ * transaction bytes), and the consumers fence the generic-proxy writes
+ * before their wgmma reads. The tensor maps of K and V are then unused.
+ * paged_gather calls launch one CTA per tile and split (no persistent grid,
+ * tile_counter 0), as every paged call does.
  *
  * seqused_k (!= 0, not varlen): sequence b has seqused_k[b] keys (the mask's
  * seqlen_k of that sequence); seqlen_k is their upper bound.
@@ -261,6 +271,10 @@ struct mgpu_attention_fwd_args {
     int32_t page_size;         /* rows per page */
     int32_t page_box_rows;     /* rows per TMA box of a paged K / V load: gcd(page_size, kBlockN) */
     int32_t num_pages;         /* pages of the caches (the tensor maps' outer extent) */
+    int32_t paged_gather;      /* 1: the producer warpgroup gathers paged K / V rows with cp.async
+                                  (sm_90a 16-bit forward; "Paged K/V" above); 0: TMA boxes */
+    int32_t paged_reserved;    /* 0 */
+    uint64_t paged_k, paged_v; /* paged_gather: device addresses of the K and V caches */
 
     /* ---- fp8 inputs (the ATTENTION_FWD_FP8_SM90 kind, abi/attention_fwd_fp8_abi.h); 0 elsewhere. */
     uint64_t q_descale, k_descale, v_descale; /* fp32 device arrays, or 0 (factor 1) */

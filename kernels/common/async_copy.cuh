@@ -120,6 +120,31 @@ __device__ __forceinline__ void fence_smem_to_async()
     ptx::fence_proxy_async(ptx::space_shared);
 }
 
+/* One 16-byte copy from global to shared memory (cp.async, L2 only) of
+ * which src_bytes (16 or 0) are read, the rest zero-filled. The writes are
+ * the generic proxy's: an async-proxy reader fences after it has seen them
+ * complete. */
+__device__ __forceinline__ void cp_async_16(uint32_t smem_dst, uint64_t src, uint32_t src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_dst), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+
+/* One arrival on bar once all of this thread's earlier cp.async copies have
+ * completed; the barrier's expected arrival count includes it (.noinc). */
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t *bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                     static_cast<uint32_t>(__cvta_generic_to_shared(bar)))
+                 : "memory");
+}
+
+/* Waits for all of this thread's cp.async copies. */
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 /* Shared-memory address as the 32-bit value PTX instructions take. */
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {

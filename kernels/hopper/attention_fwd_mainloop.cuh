@@ -210,6 +210,135 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
     return kv_iter;
 }
 
+/* A 32-bit shared-memory load that the compiler keeps where it is written
+ * (volatile): the paged gather's producer reads its loop constants back
+ * from shared memory where used instead of holding them in registers. */
+__device__ __forceinline__ int ld_shared_s32_volatile(uint32_t addr)
+{
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+/* One K or V tile of a key block of a paged cache gathered by the producer
+ * warpgroup's 128 threads (paged_gather): thread t copies the 16-byte chunk
+ * t % 8 of rows t / 8 + 16 g (g < kBlockN / 16) in every 64-column block, to
+ * where the 128-byte swizzle of the TMA boxes puts it (chunk c of tile row r
+ * at chunk c ^ (r % 8) of the row, rows 128 bytes apart, tiles 1024-byte
+ * aligned). A 16-row group lies in one page (page_size is a multiple of 16):
+ * `pages` (shared memory) holds group g's cache page at 4 g; `within` is group 0's
+ * first row in its page. Rows from `valid` on (past the sequence) and columns
+ * past the head dim are zero-filled. head: the cache's address of row 0 of
+ * page 0 of the block's KV head (warp-uniform); strides in elements. The
+ * copies' completion arrives on bar (128 arrivals a phase). */
+template <class Cfg>
+__device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uint64_t head, int64_t page_stride,
+                                               int64_t row_stride, uint32_t pages, int within, int page_size, int valid)
+{
+    constexpr int kChunks = Cfg::kSwizzleBytes / 16;
+    constexpr int kRowStep = Cfg::kWarpgroupThreads / kChunks;
+    constexpr int kGroups = Cfg::kBlockN / kRowStep;
+    static_assert(Cfg::kBlockN % kRowStep == 0 && kGroups <= 32, "one lane per 16-row group");
+    /* The thread index read here (volatile: not hoisted), so that what
+     * derives from it is not held in registers across the producer's loops
+     * (24 registers). */
+    uint32_t tid;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    const int thread = static_cast<int>(tid % Cfg::kWarpgroupThreads);
+    const int chunk = thread % kChunks, row = thread / kChunks;
+    uint32_t dst = smem_u32(tile) + row * Cfg::kSwizzleBytes + ((chunk ^ (row % 8)) * 16);
+    valid -= row;
+    within += row;
+    head += static_cast<uint32_t>(chunk * 16);
+#pragma unroll 1
+    for (int g = 0; g < kGroups; ++g) {
+        const int pg = ld_shared_s32_volatile(pages + 4 * g);
+        const uint64_t at = head + static_cast<uint64_t>(static_cast<int64_t>(pg) * page_stride +
+                                                         static_cast<int64_t>(within) * row_stride) *
+                                       Cfg::kElementBytes;
+        const uint32_t bytes = g * kRowStep < valid ? 16u : 0u;
+#pragma unroll
+        for (int d = 0; d < Cfg::kDimBlocks; ++d) {
+            const bool in_dim = d * Cfg::kSwizzleElems + chunk * 8 < Cfg::kHeadDim;
+            cp_async_16(dst + d * Cfg::kKVBlockBytes, at + d * Cfg::kSwizzleBytes, in_dim ? bytes : 0u);
+        }
+        dst += kRowStep * Cfg::kSwizzleBytes;
+        within += kRowStep; /* the thread's row in the next group's page */
+        if (within >= page_size)
+            within -= page_size;
+    }
+    cp_async_arrive_noinc(bar);
+}
+
+/* The K and V loads of one tile of a paged cache by the producer warpgroup
+ * (paged_gather, all 128 threads), from its last key block down to its
+ * first; returns the key-block count over all tiles. As produce_kv_paged,
+ * lane g of each warp looks up 16-row group g of the next block one block
+ * ahead (the four warps read the same entries). */
+template <class Cfg>
+__device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
+                                                 const AttnFwdWork &w, int kv_iter)
+{
+    constexpr int kRowStep = Cfg::kWarpgroupThreads * 16 / Cfg::kSwizzleBytes;
+    const mgpu_attention_fwd_args &a = p.args;
+    const int lane = static_cast<int>(threadIdx.x % 32);
+    /* The tile's constants go to the warp's slot of shared memory and are
+     * read back where used (volatile loads, not hoisted), not held in
+     * registers through the key loop: the producer has 24 registers. */
+    const uint32_t slot = smem_u32(smem.gather_state[threadIdx.x / 32 % 4]);
+    enum { kFirstEntry, kLastEntry, kSeqlenK, kHeadKv, kEnd };
+    auto state = [&](int i) { return ld_shared_s32_volatile(slot + 4 * i); };
+    if (lane == 0) {
+        const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
+        st_shared_u32(slot + 4 * kFirstEntry, first_entry);
+        st_shared_u32(slot + 4 * kLastEntry, first_entry + udiv(max(0, w.seqlen_k - 1), a.page_size));
+        st_shared_u32(slot + 4 * kSeqlenK, w.seqlen_k);
+        st_shared_u32(slot + 4 * kHeadKv, w.head_kv);
+        st_shared_u32(slot + 4 * kEnd, kv_iter + w.n_block_end - w.n_block_begin);
+    }
+    __syncwarp();
+    /* The page of this lane's 16-row group of key block n (lanes past the
+     * block's groups look up entries nobody reads). */
+    auto group_page = [&](int n) {
+        return paged_table_page(a, state(kFirstEntry), state(kLastEntry),
+                                udiv(n * Cfg::kBlockN + lane * kRowStep, a.page_size));
+    };
+    int n = w.n_block_end - 1;
+    int page = 0;
+    if (kv_iter < state(kEnd))
+        page = group_page(n);
+    const uint32_t pages = slot + 4 * 8; /* the block's page of group g at 4 g */
+    for (; kv_iter < state(kEnd); ++kv_iter, --n) {
+        /* The pages of this block to the warp's slot (lane g: group g's), so
+         * that none is held in a register through the copies. */
+        __syncwarp();
+        if (lane * kRowStep < Cfg::kBlockN)
+            st_shared_u32(pages + 4 * lane, static_cast<uint32_t>(page));
+        __syncwarp();
+        const int stage = kv_iter % Cfg::kStages;
+        const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
+        int next_page = 0;
+        if (kv_iter + 1 < state(kEnd))
+            next_page = group_page(n - 1);
+        const int row0 = n * Cfg::kBlockN;
+        const int within = row0 - udiv(row0, a.page_size) * a.page_size; /* group 0's row in its page */
+        mbar_wait(&smem.k_empty[stage], phase ^ 1);
+        gather_kv_tile<Cfg>(smem.k[stage], &smem.k_full[stage],
+                            a.paged_k + static_cast<uint64_t>(state(kHeadKv) * a.k_head_stride) * Cfg::kElementBytes,
+                            a.k_batch_stride, a.k_seq_stride, pages, within, a.page_size, state(kSeqlenK) - row0);
+        /* Stage and phase again from kv_iter (opaque here): not held
+         * through the K copies. */
+        asm volatile("" : "+r"(kv_iter));
+        mbar_wait(&smem.v_empty[kv_iter % Cfg::kStages], ((kv_iter / Cfg::kStages) & 1) ^ 1);
+        gather_kv_tile<Cfg>(smem.v[kv_iter % Cfg::kStages], &smem.v_full[kv_iter % Cfg::kStages],
+                            a.paged_v + static_cast<uint64_t>(state(kHeadKv) * a.v_head_stride) * Cfg::kElementBytes,
+                            a.v_batch_stride, a.v_seq_stride, pages, within, a.page_size, state(kSeqlenK) - row0);
+        page = next_page;
+    }
+    __syncwarp(); /* the slot's next write follows every lane's last read */
+    return kv_iter;
+}
+
 /* The K and V loads of one tile, from its last key block down to its first;
  * returns the key-block count over all tiles. Paged and contiguous caches
  * are separate loops so that each keeps only its own addressing live; this
@@ -325,6 +454,52 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
     }
 }
 
+/* The producer of paged_gather calls, the whole producer warpgroup. Such
+ * calls run one CTA per tile (abi/attention_abi.h; a second tile traps):
+ * the first thread loads Q and publishes the tile as attn_fwd_producer
+ * does, all 128 threads gather its K and V (produce_kv_gather), then the
+ * next Q buffer carries -1. No tile loop: its state would not fit the
+ * producer's 24 registers beside the gather's. */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_producer_gather(const mgpu_attention_fwd_params &p,
+                                                         typename Cfg::SharedStorage &smem,
+                                                         const AttnFwdScheduler<Cfg, true> &scheduler)
+{
+    const bool leader = threadIdx.x == 0;
+    int q_iter = 0; /* tiles loaded: the Q buffer of the closing -1 */
+    const int t = scheduler.first();
+    if (scheduler.valid(scheduler.next(t)))
+        __trap(); /* more than one tile: not a paged_gather launch */
+    if (scheduler.valid(t)) {
+        const AttnFwdWork w = attn_fwd_work<Cfg, true>(p.args, scheduler.decode(t));
+        if (attn_fwd_tile_active(w)) {
+            /* The first use of Q buffer 0: free. */
+            if (leader) {
+                st_shared_u32(smem_u32(&smem.q_tile[0]), static_cast<uint32_t>(t));
+                if (p.args.pack_gqa) {
+                    mbar_arrive_expect_tx(&smem.q_full[0], Cfg::kDimBlocks * w.tile_rows * Cfg::kSwizzleBytes);
+                    load_q_packed<Cfg>(smem.q[0], &p.tmap_q, &smem.q_full[0], w.q_offset + w.q_row0, w.head_kv,
+                                       w.tma_batch);
+                } else {
+                    mbar_arrive_expect_tx(&smem.q_full[0], Cfg::kQTileBytes);
+                    load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[0], &p.tmap_q, &smem.q_full[0], w.q_offset + w.q_row0,
+                                                      w.head_q, w.tma_batch);
+                }
+            }
+            produce_kv_gather<Cfg>(p, smem, w, 0);
+            q_iter = 1;
+        }
+    }
+    /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
+    const int q_stage = q_iter % Cfg::kQStages;
+    mbar_wait(&smem.q_empty[q_stage], ((q_iter / Cfg::kQStages) & 1) ^ 1);
+    if (leader) {
+        st_shared_u32(smem_u32(&smem.q_tile[q_stage]), static_cast<uint32_t>(-1));
+        mbar_arrive(&smem.q_full[q_stage]);
+    }
+    cp_async_wait_all(); /* no copy outlives its thread */
+}
+
 /* A reader of the producer's tiles (consumer or transposer warp): the tile
  * published with Q buffer q_stage, the warp's q_iter-th (-1: no more tiles),
  * once q_full says it is there. Lane 0 reads it for its warp: the thread that
@@ -433,7 +608,8 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
                                                   int n_block_end, float (&s)[Cfg::kBlockN / 2],
                                                   float (&o)[Cfg::kHeadDim / 2], const IssueQk &issue_qk_at,
                                                   const IssuePv &issue_pv_at, const ToProbs &scores_to_probs,
-                                                  const Rescale &rescale, const Convert &convert)
+                                                  const Rescale &rescale, const Convert &convert,
+                                                  bool fence_loads = false)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
@@ -443,10 +619,18 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
         if (lane == 0)
             mbar_arrive(bar);
     };
+    /* fence_loads: the stages were written by cp.async (generic proxy, paged
+     * gather); each thread orders them before its wgmma reads once it has
+     * seen them complete. */
+    auto wait_full = [&](uint64_t *bar, uint32_t phase) {
+        mbar_wait(bar, phase);
+        if (fence_loads)
+            fence_smem_to_async();
+    };
     /* Block 0: scores only. */
     {
         const int g = kv_iter;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+        wait_full(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
         named_barrier_sync(my_turn, kTurnThreads);
         issue_qk_at(g);
         named_barrier_arrive(other_turn, kTurnThreads);
@@ -458,10 +642,10 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     }
     for (int i = 1; i < count; ++i) {
         const int gk = kv_iter + i, gv = gk - 1;
-        mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
+        wait_full(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
         named_barrier_sync(my_turn, kTurnThreads);
         issue_qk_at(gk);
-        mbar_wait(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        wait_full(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
         issue_pv_at(gv, i > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
         wgmma_wait_group<1>();
@@ -477,7 +661,7 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     /* Last block: O += P V only. */
     {
         const int gv = kv_iter + count - 1;
-        mbar_wait(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        wait_full(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
         named_barrier_sync(my_turn, kTurnThreads);
         issue_pv_at(gv, count > 1);
         named_barrier_arrive(other_turn, kTurnThreads);
@@ -554,7 +738,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
                 scale_rows(o, correction);
             }
         },
-        [&] { convert_p<Cfg>(pr, s); });
+        [&] { convert_p<Cfg>(pr, s); }, Cfg::kPagedGather && kInference && a.paged_gather);
 }
 
 } // namespace sm90

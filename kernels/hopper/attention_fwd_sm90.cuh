@@ -141,6 +141,7 @@ struct AttnFwdConfig {
         uint64_t k_empty[kStages];
         uint64_t v_full[kStages];
         uint64_t v_empty[kStages];
+        int gather_state[4][16]; /* paged_gather: each producer warp's tile constants and pages */
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
@@ -149,6 +150,12 @@ struct AttnFwdConfig {
     /* Named barrier ids (0 is __syncthreads). */
     static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */
     static constexpr int kBarrierEpilogueFirst = 3; /* ids 3, 4: one per consumer warpgroup */
+    /* The producer warpgroup's cp.async gather of paged K/V (paged_gather)
+     * is compiled into head dims 64 and 128 only: at the others its loop
+     * does not fit the producer's registers, and their key blocks (80 and
+     * 112 rows at 256 and 192) move more bytes per TMA box (decision 020);
+     * the runtime sets paged_gather for these head dims only. */
+    static constexpr bool kPagedGather = kHeadDim == 64 || kHeadDim == 128;
 };
 
 /* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
@@ -208,6 +215,11 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
     Smem &smem = *reinterpret_cast<Smem *>((base + kSwizzleAtomBytes - 1) & ~uintptr_t(kSwizzleAtomBytes - 1));
 
+    /* Paged K/V gathered by the producer warpgroup's cp.async copies: 128
+     * arrivals complete a K / V stage instead of one arrival and its bytes
+     * (one tile per CTA: abi/attention_abi.h). */
+    const bool gather = Cfg::kPagedGather && attn_fwd_inference(p.args) && p.args.block_table && p.args.paged_gather &&
+                        !p.args.tile_counter;
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
@@ -217,8 +229,8 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
             mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
         }
         for (int s = 0; s < Cfg::kStages; ++s) {
-            mbar_init(&smem.k_full[s], 1);
-            mbar_init(&smem.v_full[s], 1);
+            mbar_init(&smem.k_full[s], gather ? Cfg::kWarpgroupThreads : 1);
+            mbar_init(&smem.v_full[s], gather ? Cfg::kWarpgroupThreads : 1);
             mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
             mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
         }
@@ -235,7 +247,9 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads, 0);
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
-        if (threadIdx.x < 32) {
+        if (gather) { /* false at compile time where !kPagedGather */
+            attn_fwd_producer_gather<Cfg>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+        } else if (threadIdx.x < 32) {
             if (inference)
                 attn_fwd_producer<Cfg, true, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
             else

@@ -37,7 +37,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (variant < 0)
         return s;
     const struct mgpu_variant *v = &mgpu_variants[variant];
-    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits};
+    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
+                                                      env->force_paged_gather};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
     int combine = -1;

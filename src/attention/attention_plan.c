@@ -219,6 +219,10 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * of the static round-robin stay in lockstep on the same K/V blocks, while
  * one-tile CTAs start staggered. */
 #define PERSISTENT_MAX_KEY_BLOCKS 32
+/* Paged calls with pages under this many rows gather K / V with the
+ * producer warpgroup's cp.async copies (args.paged_gather) rather than one
+ * TMA box per page and 64 columns (decision 020). */
+#define PAGED_GATHER_BELOW_ROWS 64
 /* K and V bytes of the (batch, head) pairs whose causal tiles are ordered
  * heaviest first together: well inside the L2 of an H100 (50 MiB) or H200. */
 #define LPT_GROUP_KV_BYTES ((int64_t)24 << 20)
@@ -314,7 +318,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -390,6 +394,18 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         a->page_size = (int32_t)p->page_size;
         a->page_box_rows = (int32_t)box;
         a->num_pages = (int32_t)p->num_pages;
+        /* Pages under 64 rows: the producer warpgroup gathers rows with
+         * cp.async rather than one TMA box per page and 64 columns (decision
+         * 020: the per-box issue, not the bytes, costs there). The sm_90a
+         * 16-bit forward at head dims 64 and 128 only. */
+        const int gather_dims = p->head_dim == 64 || p->head_dim == 128; /* the kernel's kPagedGather */
+        const int gather_default = p->page_size < PAGED_GATHER_BELOW_ROWS;
+        a->paged_gather = decode_features && gather_dims &&
+                          (choice->force_gather ? choice->force_gather > 0 : gather_default);
+        if (a->paged_gather) {
+            a->paged_k = (uint64_t)p->k;
+            a->paged_v = (uint64_t)p->v;
+        }
         struct mgpu_attention_problem pages = *p;
         pages.batch = p->num_pages;
         mgpu_attention_map_shape(&out->k_map, p->k, &pages, p->page_size, p->heads_kv, &p->k_strides, (int)box);

@@ -47,11 +47,13 @@ struct mgpu_attention_plan {
  * the forcing switches (MGPU_FORCE_PACK_GQA: 1 / -1 / 0 planner's choice;
  * MGPU_FORCE_NUM_SPLITS: n >= 1, 0 planner's choice; both still bounded by
  * what is valid: group sizes up to the query block, one split per key
- * block, 128 splits, the workspace). */
+ * block, 128 splits, the workspace; MGPU_FORCE_PAGED_GATHER: 1 / -1 / 0
+ * planner's choice, paged calls of the sm_90a 16-bit forward only). */
 struct mgpu_attention_fwd_choice {
     size_t workspace_bytes;
     int force_pack;
     int force_splits;
+    int force_gather;
 };
 
 /* Workspace bytes of the partial buffers of a call split num_splits ways. */

@@ -89,6 +89,8 @@ static void read_env(void)
     const char *pack = getenv("MGPU_FORCE_PACK_GQA");
     env_read.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
+    const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
+    env_read.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
 }
 
 const struct mgpu_env *mgpu_env(void)
