@@ -92,6 +92,10 @@ static inline void *upload_bf16(const float *x, size_t n)
         h[i] = f32_to_bf16(x[i]);
     CUDA_CHECK(cudaMalloc(&d, n * sizeof *h));
     CUDA_CHECK(cudaMemcpy(d, h, n * sizeof *h, cudaMemcpyHostToDevice));
+    /* From pageable memory cudaMemcpy may return before the data has landed,
+     * and work on a non-blocking stream (stream_graph.c) is not ordered after
+     * the legacy default stream's copy: wait for it. */
+    CUDA_CHECK(cudaDeviceSynchronize());
     free(h);
     return d;
 }

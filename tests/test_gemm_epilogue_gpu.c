@@ -303,7 +303,7 @@ int main(void)
             {T, N, 257, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, vpp, "3"},
             /* the 64 x 64 tile (one consumer warpgroup, TN): row and column bias, scales, split-K */
             {T, N, 100, 1147, 200, 1, t, t, 0, 1.0f, 0.5f, ROW, F32, 0, GELU, 0.5f, 2.0f, 1.5f, v64n, NULL},
-            {T, N, 128, 300, 520, 2, t, F32, 0, 0.5f, -1.0f, COL, t, 1, RELU, 0, 0, 0, v64n, NULL},
+            {T, N, 128, 300, 520, 2, t, t, 0, 0.5f, -1.0f, COL, t, 1, RELU, 0, 0, 0, v64n, NULL},
             {T, N, 64, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, v64n, "3"},
             /* split-K: the reduction applies scales, beta, bias and activation */
             {T, N, 200, 136, 1000, 2, t, F32, 4, 1.0f, 0.5f, ROW, F32, 1, GELU, 0.5f, 2.0f, 1.5f, NULL, "3"},

@@ -714,8 +714,10 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
      * block (the last keys) past the sequence hold whatever the cache holds
      * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
      * (while S and P are not live yet). Both consumers write the same zeros;
-     * each fences and syncs its own warpgroup before its P V reads them. */
-    if (kInference && a.seqused_k != 0) {
+     * each fences and syncs its own warpgroup before its P V reads them.
+     * The paged gather writes those zeros itself (cp.async with no source
+     * bytes), so its rows are not written twice. */
+    if (kInference && a.seqused_k != 0 && !(Cfg::kPagedGather && a.paged_gather)) {
         const int valid = w.seqlen_k - (w.n_block_end - 1) * Cfg::kBlockN;
         if (valid < Cfg::kBlockN) {
             const int g = kv_iter;
