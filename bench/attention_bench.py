@@ -236,6 +236,13 @@ def bench_decode(mk, handle, copy_bw):
     return rows
 
 
+def write_json(path, results):
+    """The rows of every pass run so far, with the device, to path (None: nothing)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, **results}, f, indent=1)
+
+
 def paged_case(mk, handle, b, sk, hq, hkv, d, page, shuffled=True):
     """One decode step twice over the same K, V: contiguous, and in a paged cache of
     `page`-row pages (shuffled over the cache, or page i of sequence b at b * pages + i).
@@ -389,6 +396,7 @@ def main():
     ap.add_argument("--fp8-alone", action="store_true", help="fp8 pass: time the fp8 calls only")
     args = ap.parse_args()
     passes = set(args.passes.split(","))
+    results = {}  # every pass's rows, written once to --json at the end of each pass
     torch.manual_seed(0)
     torch.zeros(1, device="cuda")  # the primary context is now current: the handle binds to it
     mk = import_mgpukernels(args.lib)
@@ -402,10 +410,8 @@ def main():
         bad = [r for r in fp8_rows if not r["rel_err_vs_bf16"] <= 0.05]
         print("fp8 cross-check: %d of %d rows within 5e-2 of the bf16 forward" % (len(fp8_rows) - len(bad),
                                                                                   len(fp8_rows)))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "fp8": fp8_rows}, f,
-                          indent=1)
+        results["fp8"] = fp8_rows
+        write_json(args.json, results)
         if not passes - {"fp8"}:
             handle.close()
             return 1 if bad else 0
@@ -418,10 +424,8 @@ def main():
         bad += [r for r in paged_rows if not r["rel_err"] <= 1e-3]
         print("decode cross-check: %d of %d rows within tolerance" % (len(decode_rows) + len(paged_rows) - len(bad),
                                                                       len(decode_rows) + len(paged_rows)))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                           "copy_bandwidth": copy_bw, "decode": decode_rows, "paged": paged_rows}, f, indent=1)
+        results.update({"copy_bandwidth": copy_bw, "decode": decode_rows, "paged": paged_rows})
+        write_json(args.json, results)
         if not passes & {"fwd", "bwd"}:
             handle.close()
             return 1 if bad else 0
@@ -490,10 +494,8 @@ def main():
     print("cross-check: %d of %d configs within 1e-2 (O) / 2e-2 (dQ, dK, dV) of SDPA" % (len(rows) - len(bad),
                                                                                          len(rows)))
     handle.close()
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "passes": sorted(passes),
-                       "rows": rows}, f, indent=1)
+    results.update({"passes": sorted(passes), "rows": rows})
+    write_json(args.json, results)
     return 1 if bad else 0
 
 
