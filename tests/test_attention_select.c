@@ -53,6 +53,27 @@ static mgpu_attention_fwd_desc base_desc(void)
     return d;
 }
 
+/* A decode step over a paged cache (GQA 32 / 8, 3000 keys in pages of 256
+ * rows, 12 table entries per sequence) with the made-up table and seqused_k
+ * addresses PAGED_TABLE / PAGED_USED. */
+#define PAGED_TABLE 0x5000
+#define PAGED_USED 0x6000
+static mgpu_attention_fwd_desc paged_desc(void)
+{
+    mgpu_attention_fwd_desc d = base_desc();
+    d.batch = 4;
+    d.seqlen_q = 1;
+    d.seqlen_k = 3000;
+    d.heads_q = 32;
+    d.heads_kv = 8;
+    d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
+    d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
+    d.max_blocks_per_seq = 12;
+    d.page_size = 256;
+    d.num_pages = 100;
+    return d;
+}
+
 static mgpu_status validate(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
 {
     return mgpu_attention_fwd_validate(d, Q_ADDR, K_ADDR, V_ADDR, O_ADDR, LSE_ADDR, p);
@@ -411,22 +432,12 @@ static void test_inference_plan(void)
     }
 
     /* Paged K/V. */
-    const int32_t *table = (const int32_t *)(uintptr_t)0x5000, *used = (const int32_t *)(uintptr_t)0x6000;
-    d = base_desc();
-    d.batch = 4;
-    d.seqlen_q = 1;
-    d.seqlen_k = 3000;
-    d.heads_q = 32;
-    d.heads_kv = 8;
-    d.seqused_k = used;
-    d.block_table = table;
-    d.max_blocks_per_seq = 12;
-    d.page_size = 256;
-    d.num_pages = 100;
+    const int32_t *table = (const int32_t *)(uintptr_t)PAGED_TABLE, *used = (const int32_t *)(uintptr_t)PAGED_USED;
+    d = paged_desc();
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     CHECK(p.k_strides.seq == 8 * 128 && p.k_strides.batch == 256 * 8 * 128, "dense page strides");
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->block_table == 0x5000 && a->seqused_k == 0x6000 && a->page_size == 256 && a->block_table_stride == 12 &&
+    CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 && a->block_table_stride == 12 &&
               a->page_box_rows == 128 && a->num_pages == 100 && a->paged_gather == 0,
           "paged args: box %d gather %d", a->page_box_rows, a->paged_gather);
     CHECK(plan.k_map.dims[1] == 256 && plan.k_map.dims[2] == 8 && plan.k_map.dims[3] == 100 &&
@@ -667,7 +678,7 @@ static void test_serving_sm100(void)
 {
     static const int dims[] = {64, 96, 128, 192, 256};
     static const mgpu_dtype dtypes[] = {MGPU_DTYPE_F16, MGPU_DTYPE_BF16};
-    const int32_t *table = (const int32_t *)(uintptr_t)0x5000, *used = (const int32_t *)(uintptr_t)0x6000;
+    const int32_t *used = (const int32_t *)(uintptr_t)PAGED_USED;
     struct mgpu_attention_problem p;
     struct mgpu_attention_plan plan;
     mgpu_status s;
@@ -687,19 +698,9 @@ static void test_serving_sm100(void)
 
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < 5; i++) {
-            mgpu_attention_fwd_desc d = base_desc();
+            mgpu_attention_fwd_desc d = paged_desc();
             d.dtype = dtypes[t];
             d.head_dim = dims[i];
-            d.batch = 4;
-            d.seqlen_q = 1;
-            d.seqlen_k = 3000;
-            d.heads_q = 32;
-            d.heads_kv = 8;
-            d.seqused_k = used;
-            d.block_table = table;
-            d.max_blocks_per_seq = 12;
-            d.page_size = 256;
-            d.num_pages = 100;
             const struct mgpu_variant *v = select_sm100(&d, &p, "paged");
             if (!v)
                 continue;
@@ -708,7 +709,7 @@ static void test_serving_sm100(void)
             const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
-            CHECK(a->block_table == 0x5000 && a->seqused_k == 0x6000 && a->page_size == 256 &&
+            CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
                       a->block_table_stride == 12 && a->num_pages == 100 && a->page_box_rows == bn,
                   "%s paged args: box %d", v->name, a->page_box_rows);
             CHECK(plan.k_map.rank == 4 && plan.k_map.dims[0] == (uint64_t)hd && plan.k_map.dims[1] == 256 &&
@@ -765,7 +766,7 @@ static void test_serving_sm100(void)
             d.seqused_k = used;
             CHECK(select_sm100(&d, &p, "seqused_k") == v, "seqused_k");
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
-            CHECK(a->seqused_k == 0x6000 && a->block_table == 0 && a->page_box_rows == 0 &&
+            CHECK(a->seqused_k == PAGED_USED && a->block_table == 0 && a->page_box_rows == 0 &&
                       plan.k_map.dims[1] == 1500 && plan.k_map.dims[3] == 2 && plan.k_map.box[1] == (uint32_t)bn &&
                       a->num_splits == 1 && a->pack_gqa == 0,
                   "%s seqused_k plan", v->name);
