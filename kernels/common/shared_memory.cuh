@@ -15,6 +15,16 @@ __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t v)
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
+/* Volatile like the others: the compiler keeps the load where it is written
+ * (the paged gather's producer re-reads its loop constants from shared
+ * memory where used rather than holding them in registers). */
+__device__ __forceinline__ int ld_shared_s32(uint32_t addr)
+{
+    int v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr)
 {
     uint4 v;

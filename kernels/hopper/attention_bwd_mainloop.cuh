@@ -8,7 +8,7 @@
  * Q[m] on q_full[s]; wait do_empty[s], dO[m] on do_full[s]. Empty barriers
  * start "free" (the first round waits for the parity before the first phase).
  * The lse_log2 / dpsum rows of block i are staged by the consumers in row
- * buffer i % 2 (attn_bwd_rows_issue / attn_bwd_rows_wait).
+ * buffer i % 2 (attn_bwd_rows_issue, then cp_async_wait_all).
  *
  * Query blocks go from last to first: every key block's CTA then meets a
  * given query block after the same number of steps from its own start (the
@@ -155,12 +155,6 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
         const uint32_t dst = smem_u32(consumer == 0 ? &smem.lse[b][2 * thread] : &smem.dpsum[b][2 * thread]);
         asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(rows) : "memory");
     }
-}
-
-/* This thread's row copies have landed in shared memory. */
-__device__ __forceinline__ void attn_bwd_rows_wait()
-{
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
@@ -335,7 +329,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
     if (w.m_block_begin < w.m_block_end) {
         /* The first block's rows, published by one bar(ds) before the loop. */
         attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
-        attn_bwd_rows_wait();
+        cp_async_wait_all(); /* this thread's row copies have landed */
         __syncwarp();
         bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
@@ -454,7 +448,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dk);
                 wgmma_fence_operands(dsr);
             }
-            attn_bwd_rows_wait();
+            cp_async_wait_all(); /* this thread's row copies have landed */
             fence_smem_to_async();
             __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
             bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);

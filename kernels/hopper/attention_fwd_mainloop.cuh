@@ -94,32 +94,6 @@ __device__ __forceinline__ int paged_table_page(const mgpu_attention_fwd_args &a
     return page < 0 ? 0 : __ldg(&reinterpret_cast<const int32_t *>(a.block_table)[min(first_entry + page, last_entry)]);
 }
 
-/* Box b of key block n with its cache page, read from the block table. */
-template <class Cfg>
-__device__ __forceinline__ PagedBox paged_box(const mgpu_attention_fwd_args &a, int first_entry, int last_entry, int n,
-                                              int b)
-{
-    PagedBox x = paged_box_place<Cfg>(a, n, b);
-    x.page = paged_table_page(a, first_entry, last_entry, x.page);
-    return x;
-}
-
-/* The boxes of one key block of a paged cache, by one thread: one table
- * read per box. The paged loop of a whole warp is produce_kv_paged. */
-template <class Cfg>
-__device__ __forceinline__ void load_kv_paged(uint8_t *dst, const CUtensorMap *map, uint64_t *bar,
-                                              const mgpu_attention_fwd_args &a, int first_entry, int last_entry,
-                                              int head_kv, int n)
-{
-    for (int b = 0; b * a.page_box_rows < Cfg::kBlockN; ++b) {
-        const PagedBox x = paged_box<Cfg>(a, first_entry, last_entry, n, b);
-#pragma unroll
-        for (int d = 0; d < Cfg::kDimBlocks; ++d)
-            tma_load_4d(dst + b * a.page_box_rows * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes, map, bar,
-                        d * Cfg::kSwizzleElems, x.within, head_kv, x.page);
-    }
-}
-
 /* The loads of one key block of a paged cache by a whole warp: lane b holds
  * box b's page; within0 is box 0's first row in its page (box b's follows by
  * box_rows, modulo page_size, as box_rows divides page_size). Four boxes at
@@ -210,16 +184,6 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
     return kv_iter;
 }
 
-/* A 32-bit shared-memory load that the compiler keeps where it is written
- * (volatile): the paged gather's producer reads its loop constants back
- * from shared memory where used instead of holding them in registers. */
-__device__ __forceinline__ int ld_shared_s32_volatile(uint32_t addr)
-{
-    int v;
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-    return v;
-}
-
 /* One K or V tile of a key block of a paged cache gathered by the producer
  * warpgroup's 128 threads (paged_gather): thread t copies the 16-byte chunk
  * t % 8 of rows t / 8 + 16 g (g < kBlockN / 16) in every 64-column block, to
@@ -252,7 +216,7 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
     head += static_cast<uint32_t>(chunk * 16);
 #pragma unroll 1
     for (int g = 0; g < kGroups; ++g) {
-        const int pg = ld_shared_s32_volatile(pages + 4 * g);
+        const int pg = ld_shared_s32(pages + 4 * g);
         const uint64_t at = head + static_cast<uint64_t>(static_cast<int64_t>(pg) * page_stride +
                                                          static_cast<int64_t>(within) * row_stride) *
                                        Cfg::kElementBytes;
@@ -287,7 +251,7 @@ __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params
      * registers through the key loop: the producer has 24 registers. */
     const uint32_t slot = smem_u32(smem.gather_state[threadIdx.x / 32 % 4]);
     enum { kFirstEntry, kLastEntry, kSeqlenK, kHeadKv, kEnd };
-    auto state = [&](int i) { return ld_shared_s32_volatile(slot + 4 * i); };
+    auto state = [&](int i) { return ld_shared_s32(slot + 4 * i); };
     if (lane == 0) {
         const int first_entry = w.batch * a.block_table_stride; /* < 2^31: the runtime checks */
         st_shared_u32(slot + 4 * kFirstEntry, first_entry);
@@ -339,49 +303,30 @@ __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params
     return kv_iter;
 }
 
-/* The K and V loads of one tile, from its last key block down to its first;
- * returns the key-block count over all tiles. Paged and contiguous caches
- * are separate loops so that each keeps only its own addressing live; this
- * one runs the paged loop of a single thread (the leader). */
-template <class Cfg, bool kPaged>
+/* The K and V loads of one tile of a contiguous cache by one thread (the
+ * leader), from its last key block down to its first; returns the key-block
+ * count over all tiles. */
+template <class Cfg>
 __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
                                           const AttnFwdWork &w, int kv_iter, bool leader)
 {
     const int count = w.n_block_end - w.n_block_begin;
     const int n_last = w.n_block_end - 1, head_kv = w.head_kv;
-    /* Paged: the sequence's row of the block table and the entry of its last
-     * page; contiguous: the first row of the sequence and the maps' batch. */
-    int a0, a1;
-    if constexpr (kPaged) {
-        a0 = w.batch * p.args.block_table_stride; /* < 2^31: the runtime checks */
-        a1 = a0 + udiv(max(0, w.seqlen_k - 1), p.args.page_size);
-    } else {
-        a0 = w.k_offset;
-        a1 = w.tma_batch;
-    }
     for (int i = 0; i < count; ++i, ++kv_iter) {
         const int n = n_last - i;
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        if (leader)
+        if (leader) {
             mbar_arrive_expect_tx(&smem.k_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged) {
-            if (leader)
-                load_kv_paged<Cfg>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], p.args, a0, a1, head_kv, n);
-        } else if (leader) {
-            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage], a0 + n * Cfg::kBlockN,
-                                               head_kv, a1);
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.k[stage], &p.tmap_k, &smem.k_full[stage],
+                                               w.k_offset + n * Cfg::kBlockN, head_kv, w.tma_batch);
         }
         mbar_wait(&smem.v_empty[stage], phase ^ 1);
-        if (leader)
+        if (leader) {
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
-        if constexpr (kPaged) {
-            if (leader)
-                load_kv_paged<Cfg>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], p.args, a0, a1, head_kv, n);
-        } else if (leader) {
-            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage], a0 + n * Cfg::kBlockN,
-                                               head_kv, a1);
+            load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage],
+                                               w.k_offset + n * Cfg::kBlockN, head_kv, w.tma_batch);
         }
     }
     return kv_iter;
@@ -392,7 +337,7 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
  * producer fits kProducerRegisters) or by one thread; the first active lane
  * issues the loads and arrivals. kWarp: the caller is a whole warp, whose
  * lanes then look up a paged block's boxes (produce_kv_paged); one thread
- * reads them one by one. */
+ * loads contiguous caches only. */
 template <class Cfg, bool kInference = true, bool kWarp = false>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
@@ -436,13 +381,13 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
             }
         }
         ++q_iter;
-        if (kInference && p.args.block_table) {
-            if constexpr (kWarp)
-                kv_iter = produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader);
-            else
-                kv_iter = produce_kv<Cfg, true>(p, smem, w, kv_iter, leader);
+        if constexpr (kWarp) {
+            kv_iter = kInference && p.args.block_table ? produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader)
+                                                       : produce_kv<Cfg>(p, smem, w, kv_iter, leader);
         } else {
-            kv_iter = produce_kv<Cfg, false>(p, smem, w, kv_iter, leader);
+            /* One thread (the fp8 kernel): contiguous caches only, the
+             * runtime refuses paged ones there. */
+            kv_iter = produce_kv<Cfg>(p, smem, w, kv_iter, leader);
         }
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
