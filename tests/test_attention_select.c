@@ -726,25 +726,17 @@ static void test_serving_sm100(void)
             CHECK(a->pack_gqa == 0 && a->num_splits == 1 && a->tile_heads == 32 && a->tile_queries == bm &&
                       plan.workspace_bytes == 0 && plan.grid == 32 * 4 && !plan.dynamic && a->lpt_group == 0,
                   "%s: pack %d splits %d grid %u", v->name, a->pack_gqa, a->num_splits, plan.grid);
-            /* pages smaller than a key block, and not dividing it */
-            d.page_size = 16;
-            d.max_blocks_per_seq = 200;
-            CHECK(select_sm100(&d, &p, "paged 16") == v, "page 16");
-            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
-            CHECK(a->page_box_rows == 16 && plan.k_map.box[1] == 16 && plan.v_map.dims[1] == 16,
-                  "%s page 16: box %d", v->name, a->page_box_rows);
-            d.page_size = 48;
-            d.max_blocks_per_seq = 63;
-            CHECK(select_sm100(&d, &p, "paged 48") == v, "page 48");
-            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
-            CHECK(a->page_box_rows == 16 && plan.k_map.box[1] == 16, "%s page 48: box %d", v->name,
-                  a->page_box_rows);
-            d.page_size = 96;
-            d.max_blocks_per_seq = 32;
-            CHECK(select_sm100(&d, &p, "paged 96") == v, "page 96");
-            mgpu_attention_make_plan(&p, v, &blackwell, &plan);
-            CHECK(a->page_box_rows == 32 && plan.k_map.box[1] == 32, "%s page 96: box %d", v->name,
-                  a->page_box_rows);
+            /* pages smaller than a key block, and not dividing it: boxes of gcd(page, block_n) rows */
+            static const struct { int page, entries; unsigned box; } small_pages[] = {{16, 200, 16}, {48, 63, 16}, {96, 32, 32}};
+            for (unsigned j = 0; j < sizeof small_pages / sizeof small_pages[0]; j++) {
+                d.page_size = small_pages[j].page;
+                d.max_blocks_per_seq = small_pages[j].entries;
+                CHECK(select_sm100(&d, &p, "paged, small pages") == v, "page %d", small_pages[j].page);
+                mgpu_attention_make_plan(&p, v, &blackwell, &plan);
+                CHECK(a->page_box_rows == (int32_t)small_pages[j].box && plan.k_map.box[1] == small_pages[j].box &&
+                          plan.v_map.box[1] == small_pages[j].box && plan.v_map.dims[1] == (uint64_t)small_pages[j].page,
+                      "%s page %d: box %d", v->name, small_pages[j].page, a->page_box_rows);
+            }
             /* masks, soft-cap, MQA and prefill-length queries with pages */
             d.page_size = 256;
             d.max_blocks_per_seq = 12;
