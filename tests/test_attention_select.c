@@ -347,7 +347,8 @@ static void test_inference_plan(void)
           "packed q box");
     /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best last wave (14: 112 CTAs). */
     CHECK(a->num_splits == 14 && plan.grid == 8 * 14, "splits %d grid %u", a->num_splits, plan.grid);
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 8, "partial rows %lld, combine grid %u",
+    /* 14 splits: two combine warps per row, four rows per CTA */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 16, "partial rows %lld, combine grid %u",
           (long long)a->partial_rows, plan.combine_grid);
     CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 14) && plan.workspace_bytes >= 14 * 64 * 129 * 4,
           "workspace %zu", plan.workspace_bytes);
@@ -560,6 +561,25 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
     /* TMEM: S and O of every 128-row Q tile in 512 columns */
     CHECK(v->attention.block_m / 128 * (hd + v->attention.block_n) <= 512, "%s: TMEM budget", v->name);
     return v;
+}
+
+/* The combine's warps per row: the fewest (a power of two, at most 8) that
+ * leave each warp at most 8 splits; a CTA's rows fill its 8 warps. */
+static void test_combine_warps(void)
+{
+    for (int splits = 1; splits <= MGPU_ATTENTION_FWD_MAX_SPLITS; splits++) {
+        const int w = mgpu_attention_fwd_combine_warps(splits);
+        const int per = (splits + w - 1) / w;
+        CHECK((w & (w - 1)) == 0 && w >= 1 && w <= 8, "splits %d: %d warps", splits, w);
+        CHECK(per <= 8 || w == 8, "splits %d: %d per warp of %d", splits, per, w);
+        CHECK(w == 1 || (splits + w / 2 - 1) / (w / 2) > 8, "splits %d: %d warps, fewer would do", splits, w);
+        CHECK(w * per >= splits, "splits %d: %d warps of %d miss splits", splits, w, per);
+        CHECK(mgpu_attention_fwd_combine_rows_per_cta(splits) * w == MGPU_ATTENTION_FWD_COMBINE_THREADS / 32,
+              "splits %d: rows per CTA", splits);
+    }
+    CHECK(mgpu_attention_fwd_combine_warps(8) == 1 && mgpu_attention_fwd_combine_warps(9) == 2 &&
+              mgpu_attention_fwd_combine_warps(33) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
+          "combine warps at 8 / 9 / 33 / 128 splits");
 }
 
 static void test_selection_sm100(void)
@@ -868,6 +888,7 @@ int main(void)
     test_selection();
     test_plan();
     test_inference_plan();
+    test_combine_warps();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

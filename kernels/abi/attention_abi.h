@@ -100,9 +100,9 @@
  *     o_partial[(split * partial_rows + row) * head_dim + d], lse_partial[split * partial_rows + row]
  * with row the LSE index of the query row (the layout above, lse_*_stride),
  * and writes nothing to O or lse. The combine kernel
- * (hopper/attention_fwd_combine.cuh, same args, grid ceil(partial_rows / 8),
- * 256 threads) then merges the splits of each row in split order
- * (deterministic) into O (dtype) and LSE (when lse != 0).
+ * (hopper/attention_fwd_combine.cuh, same args, grid below) then merges the
+ * splits of each row in a fixed order (deterministic) into O (dtype) and LSE
+ * (when lse != 0).
  *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
@@ -283,10 +283,28 @@ struct mgpu_attention_fwd_args {
 };
 
 /* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes
- * struct mgpu_attention_fwd_args itself: grid {ceil(partial_rows / 8), 1, 1},
- * block {MGPU_ATTENTION_FWD_COMBINE_THREADS, 1, 1}, no shared memory. */
+ * struct mgpu_attention_fwd_args itself: block {MGPU_ATTENTION_FWD_COMBINE_THREADS,
+ * 1, 1}, no dynamic shared memory, grid {ceil(partial_rows / rows per CTA), 1, 1}.
+ * A row's splits are shared by mgpu_attention_fwd_combine_warps(num_splits)
+ * warps (at most 8 splits each, up to 8 warps), so a CTA merges 8 / warps
+ * rows: a call with few rows and many splits (batch-1 decode) still reads its
+ * partials with many loads in flight. */
 #define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
-#define MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA 8
+#define MGPU_ATTENTION_FWD_COMBINE_WARPS (MGPU_ATTENTION_FWD_COMBINE_THREADS / 32)
+
+MGPU_ABI_FN int mgpu_attention_fwd_combine_warps(int num_splits)
+{
+    int warps = 1;
+    while (warps < MGPU_ATTENTION_FWD_COMBINE_WARPS && num_splits > 8 * warps)
+        warps *= 2;
+    return warps;
+}
+
+MGPU_ABI_FN int mgpu_attention_fwd_combine_rows_per_cta(int num_splits)
+{
+    return MGPU_ATTENTION_FWD_COMBINE_WARPS / mgpu_attention_fwd_combine_warps(num_splits);
+}
+
 /* Most splits of one work tile (the combine reads them all per row). */
 #define MGPU_ATTENTION_FWD_MAX_SPLITS 128
 

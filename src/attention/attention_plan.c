@@ -288,7 +288,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
     if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
         limit = MGPU_ATTENTION_MAX_SIZE / tiles;
-    /* the combine's grid: rows / 8 CTAs */
+    /* the combine's grid: up to one CTA per row */
     if (partial_rows(p) > MGPU_ATTENTION_MAX_SIZE)
         limit = 1;
     int splits = 1;
@@ -422,7 +422,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
-    out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, MGPU_ATTENTION_FWD_COMBINE_ROWS_PER_CTA);
+    out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, mgpu_attention_fwd_combine_rows_per_cta(a->num_splits));
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
