@@ -26,7 +26,9 @@ GQA 8:1, MHA and MQA, head dims 64 / 128 / 256, against SDPA cuDNN and flash, wi
 and their share of the device-to-device copy bandwidth measured in the same process; and paged
 decode (shuffled pages of 16 ... 256 rows) against contiguous decode of the same shape (mgpu
 both: PyTorch's SDPA has no paged-cache backend). Small caches stay in L2 between the timed
-calls (both libraries alike).
+calls (both libraries alike). Decode rows are timed twice: single calls between events as
+above (host and launch overhead included: a few microseconds for mgpu's prepared call, more
+for SDPA), and as GPU time, 20 calls captured in one CUDA graph and its replays timed.
 
 fp8 (--passes fp8): mgpu_attention_fwd with e4m3 Q, K, V (per-tensor descales from each tensor's
 amax / 448) and bf16 O, head dim 128, against mgpu's own bf16 forward and SDPA cuDNN (bf16) on the
@@ -84,6 +86,33 @@ def median_ms(fn):
         end[i].record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in zip(start, end))
+
+
+GRAPH_CALLS = 20  # calls per captured graph (decode): one replay times them back to back
+
+
+def graph_ms(fn, handle):
+    """GPU time of one call: GRAPH_CALLS calls captured in a CUDA graph (mgpu's
+    handle queues on the capture stream meanwhile), the replays timed as
+    median_ms does. Host and launch overhead stay out, as in a serving
+    engine's captured decode step. None when the call cannot be captured."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    old = handle.stream
+    g = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.stream(side):
+            handle.stream = side
+            fn()  # any first-call work (workspace, plans) before the capture
+            with torch.cuda.graph(g, stream=side):
+                for _ in range(GRAPH_CALLS):
+                    fn()
+    except RuntimeError:
+        return None
+    finally:
+        handle.stream = old
+        torch.cuda.current_stream().wait_stream(side)
+    return median_ms(g.replay) / GRAPH_CALLS
 
 
 def sdpa_call(backend, q, k, v, causal):
@@ -226,10 +255,19 @@ def bench_decode(mk, handle, copy_bw):
         lse = torch.full((b, hq, 1), float("nan"), device="cuda", dtype=torch.float32)
         row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "kv_bytes": kv_bytes}
         bench_fwd(mk, handle, peers, row, q, k, v, o, lse, False, 4.0 * b * hq * sk * d)
+        row["mgpu_graph_ms"] = graph_ms(mk.attention_fwd(q, k, v, o, lse, handle=handle, prepare=True), handle)
+        for name, backend in peers:
+            if row.get(name + "_ms"):
+                row[name + "_graph_ms"] = graph_ms(sdpa_call(backend, q, k, v, False), handle)
         for name in ["mgpu"] + [n for n, _ in peers]:
-            ms = row.get(name + "_ms")
-            row[name + "_kv_tbps"] = kv_bytes / (ms * 1e-3) / 1e12 if ms else None
+            for how in ("", "_graph"):
+                ms = row.get(name + how + "_ms")
+                row[name + how + "_kv_tbps"] = kv_bytes / (ms * 1e-3) / 1e12 if ms else None
+            if name != "mgpu" and row.get(name + "_graph_ms") and row.get("mgpu_graph_ms"):
+                row[name + "_graph_ratio"] = row[name + "_graph_ms"] / row["mgpu_graph_ms"]
         row["mgpu_copy_frac"] = row["mgpu_kv_tbps"] * 1e12 / copy_bw
+        if row.get("mgpu_graph_kv_tbps"):
+            row["mgpu_graph_copy_frac"] = row["mgpu_graph_kv_tbps"] * 1e12 / copy_bw
         rows.append(row)
         del q, k, v, o, lse
         torch.cuda.empty_cache()
@@ -373,6 +411,17 @@ def print_decode(rows, paged, copy_bw):
             us("cudnn"), fmt(r.get("cudnn_kv_tbps"), "%.2f"), fmt(r.get("cudnn_ratio"), "%.2f"), us("flash"),
             fmt(r.get("flash_ratio"), "%.2f"), fmt(r.get("cudnn_rel_err"), "%.1e")))
     geomeans(rows, [("cudnn", None), ("flash", None)], "_ratio")
+    print("\ndecode, GPU time: %d calls per captured CUDA graph, replays timed (no host or launch overhead)" %
+          GRAPH_CALLS)
+    print("| B | Sk | Hq/Hkv | D | mgpu us | mgpu KV TB/s | of copy bw | cuDNN us | vs cuDNN | flash us | vs flash |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        us = lambda name: fmt(r[name + "_graph_ms"] * 1e3 if r.get(name + "_graph_ms") else None, "%.1f")
+        print("| %d | %d | %d/%d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["B"], r["Sk"], r["Hq"], r["Hkv"], r["D"], us("mgpu"), fmt(r.get("mgpu_graph_kv_tbps"), "%.2f"),
+            fmt(100 * r["mgpu_graph_copy_frac"] if r.get("mgpu_graph_copy_frac") else None, "%.0f %%"), us("cudnn"),
+            fmt(r.get("cudnn_graph_ratio"), "%.2f"), us("flash"), fmt(r.get("flash_graph_ratio"), "%.2f")))
+    geomeans(rows, [("cudnn", None), ("flash", None)], "_graph_ratio")
     for r in rows:
         for name in ("cudnn", "flash"):
             if r.get(name + "_error"):
