@@ -11,13 +11,19 @@
  *
  * A row's splits are shared by W = mgpu_attention_fwd_combine_warps(num_splits)
  * warps of one CTA (abi/attention_abi.h), warp w taking the contiguous splits
- * [w * per, (w + 1) * per), per = ceil(num_splits / W): every warp first finds
- * the row's LSE from all split LSEs (lane l reads splits l, l + 32, ...;
- * shuffle reductions), then sums its splits' weighted O four splits at a time
- * (their loads in flight together); with W > 1 the warps' sums meet in
- * shared memory and the row's first warp adds them in warp order. Lane l owns
- * columns 4 l + 128 i (head dims are multiples of 32, so each lane moves
- * whole float4s). The order of every sum is fixed by num_splits alone.
+ * [w * per, (w + 1) * per), per = ceil(num_splits / W). The pass is a chain
+ * of global-memory latencies, so it keeps every load of a step in flight:
+ *   1. each warp loads all of the row's split LSEs at once (lane l: splits
+ *      l, l + 32, ...), finds the row's LSE with shuffle reductions and
+ *      leaves its splits' weights exp(LSE_s - LSE) in shared memory;
+ *   2. each warp loads the O_s of up to kBatch of its splits at once and adds
+ *      them weighted, in split order (a split without keys, LSE_s =
+ *      -infinity, weighs 0 and its O_s is never added);
+ *   3. with W > 1 the warps' sums meet in shared memory and the row's first
+ *      warp adds them in warp order.
+ * Lane l owns columns 4 l + 128 i (head dims are multiples of 32, so each
+ * lane moves whole float4s). The order of every sum is fixed by num_splits
+ * alone: the same bits every run.
  */
 #pragma once
 
@@ -51,13 +57,16 @@ __device__ __forceinline__ uint2 pack4(float4 v)
     return r;
 }
 
-template <typename T>
-__device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
+/* kPasses: 128-column passes of the head dim (1 up to 128, else 2). */
+template <typename T, int kPasses>
+__device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
     constexpr int kWarps = kThreads / 32;
-    constexpr int kMaxCols = 256;
-    __shared__ float4 part[kWarps][kMaxCols / 4];
+    constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
+    constexpr int kBatch = 8; /* O loads in flight per lane and pass */
+    __shared__ float4 part[kWarps][kPasses * 32];
+    __shared__ float weight[kWarps][MGPU_ATTENTION_FWD_MAX_SPLITS];
 
     const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
     const int splits = a.num_splits;
@@ -69,64 +78,88 @@ __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
     const float *lse_s = reinterpret_cast<const float *>(a.lse_partial) + (live ? row : 0);
     const float *o_s = reinterpret_cast<const float *>(a.o_partial) + (live ? row : 0) * a.head_dim;
 
-    /* The row's LSE over all splits (each lane: splits lane, lane + 32, ...). */
+    /* 1. The row's LSE over all splits, and this warp's weights. */
+    float l[kLseLoads];
+#pragma unroll
+    for (int j = 0; j < kLseLoads; ++j) {
+        const int s = lane + 32 * j;
+        l[j] = live && s < splits ? lse_s[s * split_lse] : -INFINITY;
+    }
     float mx = -INFINITY;
-    for (int s = lane; s < splits; s += 32)
-        mx = fmaxf(mx, lse_s[s * split_lse]);
+#pragma unroll
+    for (int j = 0; j < kLseLoads; ++j)
+        mx = fmaxf(mx, l[j]);
 #pragma unroll
     for (int o = 16; o > 0; o /= 2)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     float sum = 0.f;
-    if (mx != -INFINITY)
-        for (int s = lane; s < splits; s += 32)
-            sum += __expf(lse_s[s * split_lse] - mx);
+#pragma unroll
+    for (int j = 0; j < kLseLoads; ++j)
+        sum += mx == -INFINITY ? 0.f : __expf(l[j] - mx);
 #pragma unroll
     for (int o = 16; o > 0; o /= 2)
         sum += __shfl_xor_sync(0xffffffffu, sum, o);
     const bool empty = !(sum > 0.f);
     const float lse = empty ? INFINITY : mx + __logf(sum);
+#pragma unroll
+    for (int j = 0; j < kLseLoads; ++j)
+        weight[warp][lane + 32 * j] = l[j] == -INFINITY || empty ? 0.f : __expf(l[j] - lse);
+    __syncwarp();
 
-    /* This warp's splits, weighted (a split without keys weighs nothing, and
-     * its O is not read into the sum). */
+    /* 2. This warp's splits, kBatch at a time. */
     const int per = (splits + warps_per_row - 1) / warps_per_row;
     const int s_begin = w * per, s_end = s_begin + per < splits ? s_begin + per : splits;
-    float4 acc[kMaxCols / kColsPerPass];
+    float4 acc[kPasses];
 #pragma unroll
-    for (int i = 0; i < kMaxCols / kColsPerPass; ++i)
-        acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int p = 0; p < kPasses; ++p)
+        acc[p] = make_float4(0.f, 0.f, 0.f, 0.f);
+    /* Loads past the warp's splits or the head dim read a valid place (its
+     * last split, column 0) and weigh 0: no predicate splits the batch. */
     if (live && !empty) {
-#pragma unroll 4
-        for (int s = s_begin; s < s_end; ++s) {
-            const float l = lse_s[s * split_lse];
-            const float wgt = l == -INFINITY ? 0.f : __expf(l - lse);
+        int col[kPasses];
 #pragma unroll
-            for (int i = 0; i < kMaxCols / kColsPerPass; ++i) {
-                const int c = 4 * lane + i * kColsPerPass;
-                if (c < a.head_dim && wgt != 0.f) {
-                    const float4 v = *reinterpret_cast<const float4 *>(o_s + s * split_o + c);
-                    acc[i].x += wgt * v.x;
-                    acc[i].y += wgt * v.y;
-                    acc[i].z += wgt * v.z;
-                    acc[i].w += wgt * v.w;
+        for (int p = 0; p < kPasses; ++p)
+            col[p] = 4 * lane + p * kColsPerPass < a.head_dim ? 4 * lane + p * kColsPerPass : 0;
+        for (int s0 = s_begin; s0 < s_end; s0 += kBatch) {
+            float4 v[kBatch][kPasses];
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                const int s = s0 + b < s_end ? s0 + b : s_end - 1;
+#pragma unroll
+                for (int p = 0; p < kPasses; ++p)
+                    v[b][p] = __ldg(reinterpret_cast<const float4 *>(o_s + s * split_o + col[p]));
+            }
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                const float wgt = s0 + b < s_end ? weight[warp][s0 + b] : 0.f;
+#pragma unroll
+                for (int p = 0; p < kPasses; ++p) {
+                    /* a select, not a product: O_s of a split without keys is never added */
+                    acc[p].x = wgt != 0.f ? fmaf(wgt, v[b][p].x, acc[p].x) : acc[p].x;
+                    acc[p].y = wgt != 0.f ? fmaf(wgt, v[b][p].y, acc[p].y) : acc[p].y;
+                    acc[p].z = wgt != 0.f ? fmaf(wgt, v[b][p].z, acc[p].z) : acc[p].z;
+                    acc[p].w = wgt != 0.f ? fmaf(wgt, v[b][p].w, acc[p].w) : acc[p].w;
                 }
             }
         }
     }
+
+    /* 3. The warps of the row meet. */
     if (warps_per_row > 1) {
 #pragma unroll
-        for (int i = 0; i < kMaxCols / kColsPerPass; ++i)
-            part[warp][lane + 32 * i] = acc[i];
+        for (int p = 0; p < kPasses; ++p)
+            part[warp][lane + 32 * p] = acc[p];
         __syncthreads();
         if (w != 0)
             return;
-        for (int v = 1; v < warps_per_row; ++v)
+        for (int u = 1; u < warps_per_row; ++u)
 #pragma unroll
-            for (int i = 0; i < kMaxCols / kColsPerPass; ++i) {
-                const float4 p = part[warp + v][lane + 32 * i];
-                acc[i].x += p.x;
-                acc[i].y += p.y;
-                acc[i].z += p.z;
-                acc[i].w += p.w;
+            for (int p = 0; p < kPasses; ++p) {
+                const float4 q = part[warp + u][lane + 32 * p];
+                acc[p].x += q.x;
+                acc[p].y += q.y;
+                acc[p].z += q.z;
+                acc[p].w += q.w;
             }
     }
     if (!live)
@@ -140,13 +173,22 @@ __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
     uint8_t *o_row = reinterpret_cast<uint8_t *>(a.o) +
                      (b * a.o_batch_stride + i * a.o_seq_stride + h * a.o_head_stride) * static_cast<int64_t>(sizeof(T));
 #pragma unroll
-    for (int p = 0; p < kMaxCols / kColsPerPass; ++p) {
+    for (int p = 0; p < kPasses; ++p) {
         const int c = 4 * lane + p * kColsPerPass;
         if (c < a.head_dim)
             *reinterpret_cast<uint2 *>(o_row + c * static_cast<int64_t>(sizeof(T))) = pack4<T>(acc[p]);
     }
     if (a.lse != 0 && lane == 0)
         reinterpret_cast<float *>(a.lse)[row] = lse;
+}
+
+template <typename T>
+__device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
+{
+    if (a.head_dim > kColsPerPass)
+        combine_rows<T, 2>(a);
+    else
+        combine_rows<T, 1>(a);
 }
 
 } // namespace attn_fwd_combine

@@ -616,6 +616,38 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     }
 }
 
+/* attn_fwd_key_loop for a consumer whose rows of the tile are all padding
+ * (decode: one query row per sequence leaves the second warpgroup's 64 rows
+ * empty): the same waits, turns and releases, no GEMM and no softmax. Each
+ * stage is released only once it is full, as the working consumer does, so
+ * the empty barriers' phases see both consumers' arrivals in order; the
+ * turns keep the two consumers within one block of each other. */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_key_loop_idle(typename Cfg::SharedStorage &smem, int consumer, int kv_iter,
+                                                       int count)
+{
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
+    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
+    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
+    for (int i = 0; i <= count; ++i) {
+        const int gk = kv_iter + i, gv = gk - 1;
+        if (i < count)
+            mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
+        if (i > 0)
+            mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        named_barrier_sync(my_turn, kTurnThreads);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        __syncwarp();
+        if (lane == 0) {
+            if (i < count)
+                mbar_arrive(&smem.k_empty[stage_of<Cfg>(gk)]);
+            if (i > 0)
+                mbar_arrive(&smem.v_empty[stage_of<Cfg>(gv)]);
+        }
+    }
+}
+
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
 template <class Cfg, bool kInference>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
@@ -628,6 +660,10 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     /* Tile rows of this warpgroup start at row_base; their queries (the mask's
      * rows) are q_row0 + tile row / row_div. */
     const int row_base = consumer * Cfg::kRowsPerConsumer;
+    if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
+        attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
+        return;
+    }
 
     float s[Cfg::kBlockN / 2];
     uint32_t pr[Cfg::kBlockN / 4];
