@@ -453,6 +453,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
             bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
             wgmma_fence();
+            float dq[kDqCols / 2];
             if constexpr (Cfg::kSplitDim) {
                 const uint32_t p_buf = smem_u32(smem.p[i % 2]);
                 issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
@@ -460,8 +461,37 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_commit_group();
                 wgmma_fence_operands(dv);
                 wgmma_fence_operands(dk);
+                issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
+                wgmma_commit_group();
+                wgmma_fence_operands(dq);
+                /* S^T of the next block (on the idle stage after the last
+                 * block: no divergent wgmma path) runs while dQ leaves. */
+                const int s1 = (i + 1) % Cfg::kStages;
+                if (has_next)
+                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                __syncwarp();
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                wgmma_commit_group();
+                wgmma_fence_operands(st);
+                wgmma_wait_group<1>(); /* dV, dK, dQ */
+                wgmma_fence_operands(dq);
+                wgmma_fence_operands(dk);
+                wgmma_fence_operands(dv);
+                /* dQ through this consumer's columns of the stage's Q and dO
+                 * tiles (read by nothing else any more) and bulk reductions. */
+                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, w, m, smem.q[s], smem.dout[s], col0, dq, consumer);
+                __syncwarp();
+                if (lane == 0) {
+                    mbar_arrive(&smem.q_empty[s]);
+                    mbar_arrive(&smem.do_empty[s]);
+                }
+                __syncwarp();
+                /* The next S^T is complete before the loop's back edge. */
+                wgmma_wait_group<0>();
+                wgmma_fence_operands(st);
+                continue;
             }
-            float dq[kDqCols / 2];
             issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
             wgmma_commit_group();
             wgmma_fence_operands(dq);
@@ -500,8 +530,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             __syncwarp();
             if constexpr (Cfg::kDqWriter)
                 attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
-            else
-                attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
             /* The next S^T is complete before the loop's back edge (an
              * accumulator still in flight across it makes the compiler
              * serialize every wgmma); its P then overlaps dP^T. */
