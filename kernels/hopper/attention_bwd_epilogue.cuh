@@ -4,8 +4,9 @@
  *   - dQ of one query block (fp32, a consumer's column range, wgmma
  *     accumulator layout) is added into dq_accum once per (query block, key
  *     block): through a shared dQ buffer and the dQ writer's one bulk
- *     reduction per block (kDqWriter, head dims <= 128), or with vector
- *     reductions from registers (red.global.add.v2.f32, head dims 192, 256).
+ *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
+ *     256) through the stage's freed Q / dO column blocks and one bulk
+ *     reduction per row by the consumers.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
@@ -122,8 +123,8 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * at element kBlockM * col0 of the tile, and thread t's values d[4 q .. 4 q +
  * 3] sit at (q * 128 + t) * 4 from there. A warp's 16-byte pieces are then
  * contiguous (shared stores without bank conflicts) and the tile is one
- * contiguous range for a single bulk reduction. Head dims 192, 256 (dQ added
- * from registers) keep tiles row-major. The postprocess reads either back.
+ * contiguous range for a single bulk reduction. Head dims 192, 256 (bulk
+ * reductions per row) keep tiles row-major. The postprocess reads either back.
  */
 
 /*

@@ -29,12 +29,14 @@
  *   wait g2; dS^T (registers + smem ds[i%2]) rows of block i + 1; fence.proxy.async; bar(ds)
  *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
  *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
- *   bar(ds)                                  wait g3; g5 S^T of block i + 1; wait g4
- *   g5 dQ_c = dS K_c          (SS)           release q_empty[s], do_empty[s];
- *   wait g3, g4; g6 S^T of block i + 1 (after dQ_c added into dq_accum (row-major);
- *     the last block: on the idle stage,     wait g5 (after the last block: S^T on
- *     result unused); wait g5                the idle stage, result unused)
- *   release q_empty[s], do_empty[s]; dQ_c into the dQ writer's buffer; wait g6.
+ *   bar(ds)                                  g5 S^T of block i + 1 (after the last
+ *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
+ *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
+ *     the last block: on the idle stage,       row-major in this consumer's column
+ *     result unused); wait g5                  blocks of Q[s] and dO[s], bulk
+ *   release q_empty[s], do_empty[s]; dQ_c      reductions into dq_accum (per row);
+ *   into the dQ writer's buffer; wait g6.      once read: release q_empty[s],
+ *                                              do_empty[s]; wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
