@@ -457,6 +457,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             wgmma_fence();
             float dq[kDqCols / 2];
             if constexpr (Cfg::kSplitDim) {
+                static_assert(kPrefetchS, "the split layout always issues the next S^T here");
                 const uint32_t p_buf = smem_u32(smem.p[i % 2]);
                 issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
                 issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
