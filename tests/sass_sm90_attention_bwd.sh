@@ -16,8 +16,9 @@
 #                             loop (two copies at 192, one at 256)
 #   UTMALDG                   exactly 4 dim_blocks: the K, V, Q and dO boxes
 #   UBLKRED                   the dQ writer's bulk reduction: 1 for head dims
-#                             <= 128, 0 for 192 and 256 (dQ added from
-#                             registers)
+#                             <= 128; 192 and 256: the consumers' row
+#                             reductions of dQ, 2 per copy of the consumer
+#                             loop (deterministic and not)
 #   LDL / STL                 none, and cuobjdump -res-usage LOCAL:0
 # Prints one line of counts per entry.
 #
@@ -47,7 +48,7 @@ for e in $entries; do
         want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
-        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0
+        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=$(( 2 * copies ))
     fi
     bad=()
     (( rs == want_rs )) || bad+=("HGMMA with A in registers $rs, want $want_rs")

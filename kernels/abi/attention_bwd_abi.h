@@ -152,7 +152,7 @@
  * stages: buffers of Q and of dO (the lse_log2 and dpsum rows have two
  * buffers of their own). dq_buffers: shared fp32 dQ tiles (block_m x
  * head_dim) of the dQ writer, whose dq_accum tiles are in fragment order (0:
- * the consumers add dQ from registers into row-major tiles). dq_cols0: dQ
+ * row-major tiles, added without a dQ writer). dq_cols0: dQ
  * columns of consumer 0 (consumer 1 has the rest).
  */
 struct mgpu_attention_bwd_tile {

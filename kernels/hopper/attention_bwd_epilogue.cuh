@@ -4,8 +4,9 @@
  *   - dQ of one query block (fp32, a consumer's column range, wgmma
  *     accumulator layout) is added into dq_accum once per (query block, key
  *     block): through a shared dQ buffer and the dQ writer's one bulk
- *     reduction per block (kDqWriter, head dims <= 128), or with vector
- *     reductions from registers (red.global.add.v2.f32, head dims 192, 256).
+ *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
+ *     256) through the stage's freed Q / dO column blocks and one bulk
+ *     reduction per row by the consumers.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
@@ -122,28 +123,100 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * at element kBlockM * col0 of the tile, and thread t's values d[4 q .. 4 q +
  * 3] sit at (q * 128 + t) * 4 from there. A warp's 16-byte pieces are then
  * contiguous (shared stores without bank conflicts) and the tile is one
- * contiguous range for a single bulk reduction. Head dims 192, 256 (dQ added
- * from registers) keep tiles row-major. The postprocess reads either back.
+ * contiguous range for a single bulk reduction. Head dims 192, 256 (bulk
+ * reductions per row) keep tiles row-major. The postprocess reads either back.
  */
 
-/* Adds one query block's dQ (this consumer's columns) into the row-major
- * dq_accum tile from registers (head dims 192, 256). */
+/*
+ * Adds one query block's dQ (this consumer's kN columns) into the row-major
+ * dq_accum tile (head dims 192, 256) with bulk reductions from shared memory.
+ * The staging space is the consumer's own 64-column blocks of the stage's Q
+ * and dO tiles, which nothing reads once its dV and dK are complete (the
+ * other consumer reads only its own blocks there, and both S^T and dP^T of
+ * the block were complete before its bar(ds)): kN * 128 bytes in each, rows
+ * of kN fp32, rows 0..31 in Q's, 32..63 in dO's; warp w writes rows 16 w ..
+ * 16 w + 15 and its lanes 0..15 add one row each (cp.reduce.async.bulk).
+ * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
+ * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
+ * (rows are 128-byte multiples, so row-major stores of one column group would
+ * put 8 rows on the same 8 banks). Returns when the reductions have read the
+ * staging rows (deterministic: when they are complete, inside the turn).
+ */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_add_dq(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
-                                                int m_block, int col0, const float (&dq)[kN / 2], int consumer)
+__device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
+                                                         int m_block, uint8_t *q_stage, uint8_t *do_stage, int col0,
+                                                         const float (&dq)[kN / 2], int consumer)
 {
+    static_assert(kN % 32 == 0 && 32 * kN * 4 == (kN / Cfg::kSwizzleElems) * Cfg::kQBlockBytes,
+                  "32 rows of this consumer's dQ fill its column blocks of one stage tile");
+    constexpr int kRowBytes = kN * 4;
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
-    float *base = reinterpret_cast<float *>(a.dq_accum) +
-                  (w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM) * Cfg::kHeadDim + col0;
+    int warp = thread / 32, lane = thread % 32;
+    /* Opaque here: the staging addresses are recomputed at each block rather
+     * than hoisted out of the consumer loop into registers that the dK, dV,
+     * dQ and next-S^T accumulators need (they spilled). */
+    asm volatile("" : "+r"(warp), "+r"(lane));
+    const int r = lane / 4;
+    uint8_t *region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
+                      16 * (warp % 2) * kRowBytes;
+    const uint32_t row_addr = smem_u32(region) + r * kRowBytes + 8 * (lane % 4);
+    uint32_t off[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        off[k] = row_addr + 32 * ((k + r) & 3);
+#pragma unroll
+    for (int g = 0; g < kN / 32; ++g) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float2 x[4];
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+                x[t] = make_float2(dq[4 * (4 * g + t) + 2 * h], dq[4 * (4 * g + t) + 2 * h + 1]);
+            if (r & 1) {
+                const float2 t0 = x[0];
+                x[0] = x[1];
+                x[1] = x[2];
+                x[2] = x[3];
+                x[3] = t0;
+            }
+            if (r & 2) {
+                const float2 t0 = x[0], t1 = x[1];
+                x[0] = x[2];
+                x[1] = x[3];
+                x[2] = t0;
+                x[3] = t1;
+            }
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(off[k] + 128 * g + 8 * h * kRowBytes),
+                             "f"(x[k].x), "f"(x[k].y)
+                             : "memory");
+        }
+    }
+    fence_smem_to_async(); /* the bulk reductions read the rows through the async proxy */
+    __syncwarp();
+    float *dst = reinterpret_cast<float *>(a.dq_accum) +
+                 (w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp + lane) * Cfg::kHeadDim + col0;
+    const float *src = reinterpret_cast<const float *>(region + lane * kRowBytes);
     if (a.deterministic) {
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m_block;
         const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
         ordered_acquire<Cfg>(sem, turn, consumer_thread);
-        red_fragment<kN, Cfg::kHeadDim>(base, dq, thread);
+        if (lane < 16) {
+            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
+                                      static_cast<uint32_t>(kRowBytes));
+            ptx::cp_async_bulk_commit_group();
+            /* The adds are complete and ordered before the turn's release. */
+            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
         ordered_release<Cfg>(sem, turn, consumer_thread);
-    } else {
-        red_fragment<kN, Cfg::kHeadDim>(base, dq, thread);
+    } else if (lane < 16) {
+        ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
+                                  static_cast<uint32_t>(kRowBytes));
+        ptx::cp_async_bulk_commit_group();
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
     }
 }
 

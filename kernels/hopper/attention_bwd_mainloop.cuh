@@ -29,12 +29,14 @@
  *   wait g2; dS^T (registers + smem ds[i%2]) rows of block i + 1; fence.proxy.async; bar(ds)
  *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
  *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
- *   bar(ds)                                  wait g3; g5 S^T of block i + 1; wait g4
- *   g5 dQ_c = dS K_c          (SS)           release q_empty[s], do_empty[s];
- *   wait g3, g4; g6 S^T of block i + 1 (after dQ_c added into dq_accum (row-major);
- *     the last block: on the idle stage,     wait g5 (after the last block: S^T on
- *     result unused); wait g5                the idle stage, result unused)
- *   release q_empty[s], do_empty[s]; dQ_c into the dQ writer's buffer; wait g6.
+ *   bar(ds)                                  g5 S^T of block i + 1 (after the last
+ *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
+ *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
+ *     the last block: on the idle stage,       row-major in this consumer's column
+ *     result unused); wait g5                  blocks of Q[s] and dO[s], bulk
+ *   release q_empty[s], do_empty[s]; dQ_c      reductions into dq_accum (per row);
+ *   into the dQ writer's buffer; wait g6.      once read: release q_empty[s],
+ *                                              do_empty[s]; wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
@@ -453,15 +455,46 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
             bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
             wgmma_fence();
+            float dq[kDqCols / 2];
             if constexpr (Cfg::kSplitDim) {
+                static_assert(kPrefetchS, "the split layout always issues the next S^T here");
                 const uint32_t p_buf = smem_u32(smem.p[i % 2]);
                 issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
                 issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
                 wgmma_commit_group();
                 wgmma_fence_operands(dv);
                 wgmma_fence_operands(dk);
+                issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
+                wgmma_commit_group();
+                wgmma_fence_operands(dq);
+                /* S^T of the next block (on the idle stage after the last
+                 * block: no divergent wgmma path) runs while dQ leaves. */
+                const int s1 = (i + 1) % Cfg::kStages;
+                if (has_next)
+                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                __syncwarp();
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                wgmma_commit_group();
+                wgmma_fence_operands(st);
+                wgmma_wait_group<1>(); /* dV, dK, dQ */
+                wgmma_fence_operands(dq);
+                wgmma_fence_operands(dk);
+                wgmma_fence_operands(dv);
+                /* dQ through this consumer's columns of the stage's Q and dO
+                 * tiles (read by nothing else any more) and bulk reductions. */
+                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, w, m, smem.q[s], smem.dout[s], col0, dq, consumer);
+                __syncwarp();
+                if (lane == 0) {
+                    mbar_arrive(&smem.q_empty[s]);
+                    mbar_arrive(&smem.do_empty[s]);
+                }
+                __syncwarp();
+                /* The next S^T is complete before the loop's back edge. */
+                wgmma_wait_group<0>();
+                wgmma_fence_operands(st);
+                continue;
             }
-            float dq[kDqCols / 2];
             issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
             wgmma_commit_group();
             wgmma_fence_operands(dq);
@@ -500,8 +533,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             __syncwarp();
             if constexpr (Cfg::kDqWriter)
                 attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
-            else
-                attn_bwd_add_dq<Cfg, kDqCols>(a, w, m, col0, dq, consumer);
             /* The next S^T is complete before the loop's back edge (an
              * accumulator still in flight across it makes the compiler
              * serialize every wgmma); its P then overlaps dP^T. */

@@ -24,11 +24,14 @@
  *       dQ(m) = dS K                           (wgmma, both consumers' dS)
  *       S^T of the next block                  (issued before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
- *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or is added
- *     into the fp32 dq_accum with red.global.add.v2.f32 from registers
- *     (192, 256); there, deterministic: consumer thread 0 waits until
- *     dq_semaphore equals this key block's turn (key-block order), a named
- *     barrier lets both consumers add, another hands the turn on.
+ *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or (192,
+ *     256) is staged row-major in the consumer's own column blocks of stage
+ *     s's Q and dO tiles (free once its dK, dV are complete) and added into
+ *     the fp32 dq_accum with one bulk reduction per row (lanes 0..15 of each
+ *     warp), the stage released once they have read it; there,
+ *     deterministic: consumer thread 0 waits until dq_semaphore equals this
+ *     key block's turn (key-block order), a named barrier lets both consumers
+ *     add, the adds complete, another barrier hands the turn on.
  *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
  *     0 of each consumer (cp.async) during the block before into one of two
  *     row buffers, complete before that block's bar(ds) (named barriers
@@ -136,8 +139,9 @@ struct AttnBwdConfig {
      * the consumers store each query block's dQ into one of kDqBuffers shared
      * buffers and one thread of warpgroup 0 adds the whole kBlockM x head_dim
      * tile with a single bulk reduction, taking the deterministic turn itself
-     * while the consumers go on. Otherwise the consumers add from registers
-     * (red.global.add.v4.f32) and take the turn themselves. The writer needs
+     * while the consumers go on. Otherwise (head dims 192, 256) the consumers
+     * add row-major tiles with bulk reductions from the stage's Q / dO tiles
+     * (attn_bwd_reduce_dq_split) and take the turn themselves. The writer needs
      * kDqBuffers * kBlockM * head_dim * 4 bytes of shared memory, which head
      * dims <= 128 have (mgpu_attention_bwd_smem_bytes counts them). */
     static constexpr bool kDqWriter = AttnBwdTile<kHeadDim>::kDqBuffers > 0;

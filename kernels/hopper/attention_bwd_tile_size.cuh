@@ -10,7 +10,7 @@
  *     16-bit P^T, dS^T  2 x 16            -> head dim 128: 64+64+32+32+32+32
  *   split_dim = 1, kBlockN = 64 (each consumer all 64 keys x 128 head-dim columns):
  *     dK + dV  2 x 64,  S^T + dP^T  2 x 16,  dQ 64 (with the next block's S^T,
- *     16, in flight while dQ leaves)
+ *     16, in flight while dQ is staged in shared memory and leaves)
  * Shared memory: K, V (kBlockN rows), kStages of Q and dO (kBlockM rows), two
  * dS^T (and with split_dim two P^T) buffers; head dims padded to 64-column
  * (128-byte) swizzle blocks; head dim 256 uses the full 227 KiB.
@@ -28,7 +28,8 @@ struct AttnBwdTile {
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
     static constexpr int kStages = 2;
     static constexpr bool kSplitDim = kHeadDim > 128;
-    /* Shared dQ buffers of the dQ writer (0: dQ added from registers). */
+    /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
+     * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
 };
 
