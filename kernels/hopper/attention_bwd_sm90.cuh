@@ -2,7 +2,8 @@
  * Hopper (sm_90a) flash-attention backward: the main kernel's shell.
  *
  * Schedule (FlashAttention-3 style). One CTA per (key block n, query head h,
- * sequence b), key blocks fastest in blockIdx.x (kernels/abi/attention_bwd_abi.h).
+ * sequence b), in the ABI's grid order (kernels/abi/attention_bwd_abi.h: the
+ * key blocks of a group of pairs (b, h), key block by key block).
  * 384 threads = 3 warpgroups:
  *
  *   warpgroup 0 (setmaxnreg down to kProducerRegisters):
@@ -13,7 +14,8 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn.
+ *     deterministic mode it waits for the block's turn, and thread 64 is a
+ *     second writer: each takes one of the two buffers (every other block).
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -249,12 +251,15 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
     return w;
 }
 
-/* The work of CTA `tile` of the ABI's grid (key blocks fastest). */
+/* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
+ * groups of pair_group, each group key block by key block (pair_group = 1:
+ * key blocks fastest). */
 template <class Cfg>
 __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
 {
-    return attn_bwd_work_at<Cfg>(a, tile % a.n_blocks, (tile / a.n_blocks) % a.heads_q,
-                                 tile / (a.n_blocks * a.heads_q));
+    int n_block, pair;
+    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, &n_block, &pair);
+    return attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
 }
 
 /* The first key block that query block m sees (the deterministic dQ turn is
@@ -313,8 +318,11 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         if (threadIdx.x == 0) {
             attn_bwd_producer<Cfg>(p, smem, w);
         } else if constexpr (Cfg::kDqWriter) {
-            if (threadIdx.x == 32)
-                attn_bwd_dq_writer<Cfg>(p.args, smem, w);
+            /* Deterministic: two writers, buffer b's blocks to thread 32 (b + 1). */
+            const int writers = p.args.deterministic ? Cfg::kDqBuffers : 1;
+            const int writer = static_cast<int>(threadIdx.x) / 32 - 1;
+            if (threadIdx.x % 32 == 0 && writer >= 0 && writer < writers)
+                attn_bwd_dq_writer<Cfg>(p.args, smem, w, writer, writers);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
