@@ -147,15 +147,24 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
  * Launch): how many (sequence, query head) pairs share a group whose CTAs go
  * key block by key block. The order of the deterministic adds does not depend
  * on it (key blocks in increasing order per query block), only when CTAs
- * start: with key blocks fastest (1), the CTAs that free their SMs at one
- * time are neighbouring key blocks of one pair, started together, so each
- * waits for the one before it at every query block they share, a chain of
- * hand-offs from the start. Key block by key block over twice the pairs that
- * a wave of CTAs holds (2 * ceil(SMs / n_blocks)), neighbouring key blocks of
- * a pair start one finishing CTA apart. Non-deterministic calls keep 1 (the
- * fewest pairs' Q, dO and dQ tiles in L2 at a time). The sm_100a kernel
- * reads no pair_group: 1.
+ * start. With key blocks fastest (1), the CTAs started together are
+ * neighbouring key blocks of a few pairs, and so are those started whenever
+ * a batch of SMs frees up: each waits at every query block for the key block
+ * before it to add and hand the turn on, a chain as long as the key blocks
+ * started together. Key block by key block over twice the pairs that a wave
+ * of CTAs holds (2 * ceil(SMs / n_blocks)), neighbouring key blocks of a
+ * pair start apart and the turns pipeline. At most 16 pairs: more spreads
+ * one pair's key blocks over several waves, which then read its Q, dO and
+ * dQ tiles through L2 more than once (H100, B 16, S 1024, 8 key blocks:
+ * 34 pairs cost +6 % against +1 to +3 % at 8 and 16). Non-deterministic
+ * calls keep 1 (no gain measured at 4, 8, 16 pairs; 16 cost up to 6 %).
+ * The sm_100a kernel reads no pair_group: 1.
  */
+static int64_t min_i64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                                  int64_t n_blocks, int sm100)
 {
@@ -166,8 +175,8 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
     if (bp->force_pair_group > 0)
         g = bp->force_pair_group;
     else if (bp->deterministic)
-        g = 2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks);
-    return (int32_t)(g < pairs ? g : pairs);
+        g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), 16);
+    return (int32_t)min_i64(g, pairs);
 }
 
 int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
