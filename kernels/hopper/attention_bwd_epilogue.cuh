@@ -10,7 +10,7 @@
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
  *   - Deterministic mode orders those adds with a semaphore per destination
- *     tile. The dQ writers take the turn themselves; otherwise one consumer
+ *     tile. The dQ writer takes the turn itself; otherwise one consumer
  *     thread waits (acquire) until the semaphore equals this CTA's turn, a
  *     named barrier over both consumers releases the others, all add, a
  *     second barrier, and the same thread stores turn + 1 (st.release.gpu).
@@ -171,23 +171,18 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
 }
 
 /*
- * A dQ writer (one thread of warpgroup 0): per query block i = first, first +
- * stride, ... of the consumers' order, waits for the block's buffer, adds the
- * whole tile into dq_accum with one bulk reduction and frees the buffer once
- * the reduction has read it. Deterministic: before adding, waits (while the
- * consumers go on) until dq_semaphore equals this key block's turn; after
- * freeing the buffer, waits for the adds to complete and hands the turn on.
- * That wait, fence and release take about as long as a block's compute at
- * head dim 128 and longer at 64, so deterministic mode runs stride = 2
- * writers, one per dQ buffer (the blocks of one writer never use the other's
- * buffer: kDqBuffers is a multiple of stride), each with its own bulk groups.
+ * The dQ writer (one thread of warpgroup 0): per query block, in the
+ * consumers' order, waits for the block's buffer, adds the whole tile into
+ * dq_accum with one bulk reduction and frees the buffer once the reduction
+ * has read it. Deterministic: before adding, waits (while the consumers go
+ * on) until dq_semaphore equals this key block's turn; after freeing the
+ * buffer, waits for the adds to complete and hands the turn on.
  */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
-                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
-                                                   int first, int stride)
+                                                   typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
-    for (int m = w.m_block_end - 1 - first, i = first; m >= w.m_block_begin; m -= stride, i += stride) {
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int b = i % Cfg::kDqBuffers;
         float *dst = reinterpret_cast<float *>(a.dq_accum) +
                      (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;

@@ -14,8 +14,7 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn, and thread 64 is a
- *     second writer: each takes one of the two buffers (every other block).
+ *     deterministic mode it waits for the block's turn.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -318,11 +317,8 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         if (threadIdx.x == 0) {
             attn_bwd_producer<Cfg>(p, smem, w);
         } else if constexpr (Cfg::kDqWriter) {
-            /* Deterministic: two writers, buffer b's blocks to thread 32 (b + 1). */
-            const int writers = p.args.deterministic ? Cfg::kDqBuffers : 1;
-            const int writer = static_cast<int>(threadIdx.x) / 32 - 1;
-            if (threadIdx.x % 32 == 0 && writer >= 0 && writer < writers)
-                attn_bwd_dq_writer<Cfg>(p.args, smem, w, writer, writers);
+            if (threadIdx.x == 32)
+                attn_bwd_dq_writer<Cfg>(p.args, smem, w);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
