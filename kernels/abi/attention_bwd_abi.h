@@ -86,14 +86,15 @@
  *           the group's key blocks key block by key block: CTA x is in group
  *           g = x / (G * n_blocks); with r = x - g * G * n_blocks and G' =
  *           min(G, batch * heads_q - g * G) it handles key block r / G' of
- *           pair g * G + r % G' (attn_bwd_work). G = 1 is key blocks fastest:
- *           key block x % n_blocks of query head (x / n_blocks) % heads_q of
- *           sequence x / (n_blocks * heads_q). Either way key block k - 1 of
- *           a pair and query head h - 1 of a key block and sequence come
- *           before, so the deterministic mode's waits only ever point at
- *           CTAs with a smaller index. (G > 1 launches neighbouring key
- *           blocks of a pair apart, so that their turns of a query block
- *           do not start in lock step; the runtime picks G.)
+ *           pair g * G + r % G' (mgpu_attention_bwd_sm90_cta). G = 1 is
+ *           key blocks fastest: key block x % n_blocks of query head
+ *           (x / n_blocks) % heads_q of sequence x / (n_blocks * heads_q).
+ *           Either way key block k - 1 of a pair and query head h - 1 of a
+ *           key block and sequence come before, so the deterministic mode's
+ *           waits only ever point at CTAs with a smaller index. (G > 1
+ *           launches neighbouring key blocks of a pair apart, so that their
+ *           turns of a query block do not start in lock step; the runtime
+ *           picks G.)
  *           The sm_100a kernel reads no pair_group (the runtime passes 1)
  *           and keeps that order. Exception, its head dims 192 and 256: a CTA
  *           covers 128 keys (key blocks 2 k and 2 k + 1) and one of two

@@ -142,6 +142,11 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
     a->dv = (uint64_t)bp->dv;
 }
 
+static int64_t min_i64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
 /*
  * pair_group of the sm_90a main kernel's grid (kernels/abi/attention_bwd_abi.h,
  * Launch): how many (sequence, query head) pairs share a group whose CTAs go
@@ -154,17 +159,14 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
  * started together. Key block by key block over twice the pairs that a wave
  * of CTAs holds (2 * ceil(SMs / n_blocks)), neighbouring key blocks of a
  * pair start apart and the turns pipeline. At most 16 pairs: more spreads
- * one pair's key blocks over several waves, which then read its Q, dO and
- * dQ tiles through L2 more than once (H100, B 16, S 1024, 8 key blocks:
- * 34 pairs cost +6 % against +1 to +3 % at 8 and 16). Non-deterministic
- * calls keep 1 (no gain measured at 4, 8, 16 pairs; 16 cost up to 6 %).
+ * one pair's key blocks over several waves (which likely fetch its Q, dO and
+ * dQ tiles into L2 more than once; not measured) and measured worse (H100,
+ * B 16, S 1024, 8 key blocks: 34 pairs +6 % against +1 to +3 % at 8 and
+ * 16). Non-deterministic
+ * calls keep 1 (no gain measured at 4, 8, 16 pairs; 16 cost 7 % at B 4,
+ * S 4096, head dim 128 and 22 % at 256).
  * The sm_100a kernel reads no pair_group: 1.
  */
-static int64_t min_i64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                                  int64_t n_blocks, int sm100)
 {
