@@ -426,6 +426,7 @@ static void test_plan(void)
     CHECK(a->n_blocks == 12 && a->group_size == 4 && a->causal == 1 && a->window_left == 256 &&
               a->window_right == -1 && a->softcap == 30.0f && a->deterministic == 0,
           "args");
+    CHECK(a->pair_group == 1, "non-deterministic: key blocks fastest (pair_group %d)", a->pair_group);
     CHECK(fabsf(a->scale_log2 - a->softmax_scale * 1.44269504f) < 1e-6f, "scale_log2");
     CHECK(a->lse_head_stride == 1000 && a->lse_batch_stride == 16 * 1000, "lse [b][h][sq]");
     CHECK(a->o == (uint64_t)(uintptr_t)ADDR(3) && a->dout == (uint64_t)(uintptr_t)ADDR(4) &&
@@ -466,6 +467,18 @@ static void test_plan(void)
     CHECK(plan.args.dk_accum == 0 && plan.args.dv_accum == 0 && plan.args.dkv_semaphore == 0 &&
               plan.args.deterministic == 1,
           "MHA: no key-side scratch");
+    /* deterministic on sm_90a: twice the pairs of a wave of CTAs per group (at most every pair) */
+    const int64_t det_blocks = (1500 + plan.tile.block_n - 1) / plan.tile.block_n;
+    int32_t det_group = (int32_t)(2 * ((132 + det_blocks - 1) / det_blocks));
+    det_group = plan_device() != &hopper ? 1 : det_group > 16 ? 16 : det_group;
+    CHECK(plan.args.pair_group == det_group, "deterministic pair_group %d, want %d", plan.args.pair_group, det_group);
+    p.force_pair_group = 5;
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(plan.args.pair_group == (plan_device() == &hopper ? 5 : 1), "forced pair_group %d", plan.args.pair_group);
+    p.force_pair_group = 1000;
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(plan.args.pair_group == (plan_device() == &hopper ? 32 : 1), "forced pair_group %d capped at the 32 pairs",
+          plan.args.pair_group);
 
     /* varlen, MQA */
     d = base_desc();
@@ -610,10 +623,48 @@ static void test_sm100_cta_map(void)
     }
 }
 
+/* The sm_90a grid (mgpu_attention_bwd_sm90_cta) for every pair_group: each
+ * (key block, pair) once, pair_group 1 is key blocks fastest, and the
+ * deterministic turns wait only for CTAs of a smaller index: key block kb - 1
+ * of the pair (dQ) and the pair before, same key block (dK / dV: the query
+ * head before in the group; same sequence, since a group's heads are
+ * consecutive pairs). */
+static void test_sm90_cta_map(void)
+{
+    enum { MAX_PAIRS = 13, MAX_BLOCKS = 9 };
+    for (int pairs = 1; pairs <= MAX_PAIRS; pairs++) {
+        for (int n_blocks = 1; n_blocks <= MAX_BLOCKS; n_blocks++) {
+            for (int group = 1; group <= pairs; group++) {
+                int at[MAX_PAIRS][MAX_BLOCKS];
+                memset(at, 0xff, sizeof at);
+                int bad = 0;
+                for (int x = 0; x < pairs * n_blocks; x++) {
+                    int kb = -1, pair = -1;
+                    mgpu_attention_bwd_sm90_cta(x, n_blocks, pairs, group, &kb, &pair);
+                    if (kb < 0 || kb >= n_blocks || pair < 0 || pair >= pairs || at[pair][kb] >= 0) {
+                        bad++;
+                        continue;
+                    }
+                    at[pair][kb] = x;
+                    if (group == 1)
+                        bad += kb != x % n_blocks || pair != x / n_blocks;
+                }
+                for (int pair = 0; pair < pairs; pair++)
+                    for (int kb = 0; kb < n_blocks; kb++)
+                        bad += at[pair][kb] < 0 || (kb > 0 && at[pair][kb - 1] >= at[pair][kb]) ||
+                               (pair > 0 && at[pair - 1][kb] >= at[pair][kb]);
+                CHECK(bad == 0, "pairs %d, n_blocks %d, pair_group %d: sm_90a CTA map, %d errors", pairs, n_blocks,
+                      group, bad);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_dq_fragment_order();
     test_sm100_cta_map();
+    test_sm90_cta_map();
     test_validation();
     test_selection();
     test_blackwell_features();

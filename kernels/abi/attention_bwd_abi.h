@@ -80,11 +80,23 @@
  *
  * Launch:
  *   n_blocks = ceil(seqlen_k / block_n)   (varlen: of the maximum seqlen_k)
- *   grid  = {n_blocks * heads_q * batch, 1, 1}; CTA x handles key block
- *           x % n_blocks of query head (x / n_blocks) % heads_q of sequence
- *           x / (n_blocks * heads_q). (Key blocks fastest: the deterministic
- *           mode's waits only ever point at CTAs with a smaller index.)
- *           Exception, the sm_100a kernel for head dims 192 and 256: a CTA
+ *   grid  = {n_blocks * heads_q * batch, 1, 1}. The (sequence, query head)
+ *           pairs p = b * heads_q + h are taken in groups of G = pair_group
+ *           (1 <= G <= batch * heads_q; the last group may hold fewer, G'),
+ *           the group's key blocks key block by key block: CTA x is in group
+ *           g = x / (G * n_blocks); with r = x - g * G * n_blocks and G' =
+ *           min(G, batch * heads_q - g * G) it handles key block r / G' of
+ *           pair g * G + r % G' (mgpu_attention_bwd_sm90_cta). G = 1 is
+ *           key blocks fastest: key block x % n_blocks of query head
+ *           (x / n_blocks) % heads_q of sequence x / (n_blocks * heads_q).
+ *           Either way key block k - 1 of a pair and query head h - 1 of a
+ *           key block and sequence come before, so the deterministic mode's
+ *           waits only ever point at CTAs with a smaller index. (G > 1
+ *           launches neighbouring key blocks of a pair apart, so that their
+ *           turns of a query block do not start in lock step; the runtime
+ *           picks G.)
+ *           The sm_100a kernel reads no pair_group (the runtime passes 1)
+ *           and keeps that order. Exception, its head dims 192 and 256: a CTA
  *           covers 128 keys (key blocks 2 k and 2 k + 1) and one of two
  *           head-dim slices of dK, dV and dQ (columns [0, 128) and [128,
  *           head_dim)), so grid = {round_up(n_blocks, 2) * heads_q * batch}
@@ -219,6 +231,21 @@ MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_dq_offset(const struct mgpu_att
 }
 
 /*
+ * The sm_90a main kernel's CTA x (see "Launch" above): key block *n_block of
+ * pair *pair = b * heads_q + h, for pairs = batch * heads_q and 1 <=
+ * pair_group <= pairs (every product below the grid size, < 2^31).
+ */
+MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_cta(int x, int n_blocks, int pairs, int pair_group, int *n_block,
+                                                       int *pair)
+{
+    const int per_group = pair_group * n_blocks;
+    const int g = x / per_group, r = x - g * per_group;
+    const int in_group = pairs - g * pair_group < pair_group ? pairs - g * pair_group : pair_group;
+    *n_block = r / in_group;
+    *pair = g * pair_group + r % in_group;
+}
+
+/*
  * The sm_100a main kernel's CTAs (see "Launch" above): head dims 192 and 256
  * take 2 slices of the head dim per 128 keys (2 key blocks of block_n = 64),
  * every other head dim 1 slice per key block. CTAs per (query head,
@@ -349,7 +376,7 @@ struct mgpu_attention_bwd_args {
     float softcap;            /* 0: off */
     int32_t deterministic;    /* 0 or 1, see above */
     int32_t n_blocks;         /* ceil(seqlen_k / block_n): key blocks per (head, sequence) in the grid */
-    int32_t reserved0;
+    int32_t pair_group;       /* G of the sm_90a main kernel's grid order (see Launch), >= 1 */
     /* Inputs read by the preprocess (O, dO, LSE) and outputs (dQ, dK, dV). */
     int64_t o_batch_stride, o_seq_stride, o_head_stride;
     int64_t do_batch_stride, do_seq_stride, do_head_stride;

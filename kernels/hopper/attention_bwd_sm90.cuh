@@ -2,7 +2,8 @@
  * Hopper (sm_90a) flash-attention backward: the main kernel's shell.
  *
  * Schedule (FlashAttention-3 style). One CTA per (key block n, query head h,
- * sequence b), key blocks fastest in blockIdx.x (kernels/abi/attention_bwd_abi.h).
+ * sequence b), in the ABI's grid order (kernels/abi/attention_bwd_abi.h: the
+ * key blocks of a group of pairs (b, h), key block by key block).
  * 384 threads = 3 warpgroups:
  *
  *   warpgroup 0 (setmaxnreg down to kProducerRegisters):
@@ -253,12 +254,15 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
     return w;
 }
 
-/* The work of CTA `tile` of the ABI's grid (key blocks fastest). */
+/* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
+ * groups of pair_group, each group key block by key block (pair_group = 1:
+ * key blocks fastest). */
 template <class Cfg>
 __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
 {
-    return attn_bwd_work_at<Cfg>(a, tile % a.n_blocks, (tile / a.n_blocks) % a.heads_q,
-                                 tile / (a.n_blocks * a.heads_q));
+    int n_block, pair;
+    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, &n_block, &pair);
+    return attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
 }
 
 /* The first key block that query block m sees (the deterministic dQ turn is

@@ -19,11 +19,11 @@ static void log_plan(const struct mgpu_attention_bwd_problem *bp, const struct m
     const struct mgpu_attention_problem *p = &bp->a;
     const struct mgpu_variant *m = &mgpu_variants[plan->main];
     mgpu_log("attention_bwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) softcap=%g%s "
-             "deterministic=%d: %s grid=%u (%dx%d tiles)%s, %s grid=%u, %s grid=%u, workspace=%zu bytes",
+             "deterministic=%d: %s grid=%u (%dx%d tiles, pair group %d)%s, %s grid=%u, %s grid=%u, workspace=%zu bytes",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
              (long long)p->heads_kv, (long long)p->head_dim, p->dtype == MGPU_DTYPE_BF16 ? "bf16" : "f16", p->causal,
              p->window_left, p->window_right, (double)p->softcap, p->varlen ? " varlen" : "", bp->deterministic,
-             m->name, plan->main_grid, plan->tile.block_m, plan->tile.block_n,
+             m->name, plan->main_grid, plan->tile.block_m, plan->tile.block_n, plan->args.pair_group,
              force && force[0] && strcmp(force, m->name) == 0 ? " (forced)" : "", mgpu_variants[plan->pre].name,
              plan->pre_grid, mgpu_variants[plan->post].name, plan->post_grid, plan->workspace_bytes);
 }
@@ -63,6 +63,7 @@ mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_des
         s = mgpu_attention_bwd_validate(desc, q, k, v, o, dout, lse, dq, dk, dv, 1, &p);
     if (s != MGPU_STATUS_SUCCESS || mgpu_attention_problem_empty(&p.a))
         return s;
+    p.force_pair_group = mgpu_env()->force_bwd_pair_group;
 
     const char *force = mgpu_env()->force_variant;
     struct mgpu_attention_bwd_plan plan;

@@ -142,6 +142,45 @@ static void fill_args(const struct mgpu_attention_bwd_problem *bp, const struct 
     a->dv = (uint64_t)bp->dv;
 }
 
+static int64_t min_i64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/*
+ * pair_group of the sm_90a main kernel's grid (kernels/abi/attention_bwd_abi.h,
+ * Launch): how many (sequence, query head) pairs share a group whose CTAs go
+ * key block by key block. The order of the deterministic adds does not depend
+ * on it (key blocks in increasing order per query block), only when CTAs
+ * start. With key blocks fastest (1), the CTAs started together are
+ * neighbouring key blocks of a few pairs, and so are those started whenever
+ * a batch of SMs frees up: each waits at every query block for the key block
+ * before it to add and hand the turn on, a chain as long as the key blocks
+ * started together. Key block by key block over twice the pairs that a wave
+ * of CTAs holds (2 * ceil(SMs / n_blocks)), neighbouring key blocks of a
+ * pair start apart and the turns pipeline. At most 16 pairs: more spreads
+ * one pair's key blocks over several waves (which likely fetch its Q, dO and
+ * dQ tiles into L2 more than once; not measured) and measured worse (H100,
+ * B 16, S 1024, 8 key blocks: 34 pairs +6 % against +1 to +3 % at 8 and
+ * 16). Non-deterministic
+ * calls keep 1 (no gain measured at 4, 8, 16 pairs; 16 cost 7 % at B 4,
+ * S 4096, head dim 128 and 22 % at 256).
+ * The sm_100a kernel reads no pair_group: 1.
+ */
+static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
+                                 int64_t n_blocks, int sm100)
+{
+    const int64_t pairs = bp->a.batch * bp->a.heads_q; /* below 2^31: the main grid is checked first */
+    int64_t g = 1;
+    if (sm100)
+        return 1;
+    if (bp->force_pair_group > 0)
+        g = bp->force_pair_group;
+    else if (bp->deterministic)
+        g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), 16);
+    return (int32_t)min_i64(g, pairs);
+}
+
 int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                             const char *force, struct mgpu_attention_bwd_plan *plan, mgpu_status *status)
 {
@@ -221,6 +260,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     plan->workspace_bytes = (size_t)plan->scratch.total;
 
     fill_args(bp, t, &plan->args);
+    plan->args.pair_group = choose_pair_group(bp, caps, n_blocks, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
     mgpu_attention_map_shape(&plan->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, t->block_m);
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
     mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);

@@ -23,6 +23,8 @@ struct mgpu_attention_bwd_problem {
     uintptr_t dout, dq, dk, dv;
     mgpu_attention_strides do_strides, dq_strides, dk_strides, dv_strides;
     int deterministic;
+    int force_pair_group; /* MGPU_FORCE_BWD_PAIR_GROUP: n >= 1 forces the sm_90a grid's pair_group
+                           * (capped at batch * heads_q), 0 the planner's choice */
 };
 
 /* SUCCESS and *out filled when the call is valid and the build's kernels

@@ -91,6 +91,7 @@ static void read_env(void)
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
     const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
     env_read.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
+    env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
 }
 
 const struct mgpu_env *mgpu_env(void)
