@@ -75,6 +75,13 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
 
 static const char *const map_names[3] = {"GEMM A", "GEMM B", "GEMM C"};
 
+/* Programmatic dependent launch of the sm_90a persistent kernel (which waits
+ * for the grids before it, griddepcontrol.wait, before it touches global
+ * memory, and lets the next grid start its prologue at once): its CTAs'
+ * set-up (barriers, tensor-map prefetch) and launch overlap the previous
+ * kernel's tail when that is one of ours. MGPU_GEMM_PDL=0 / 1 overrides. */
+#define GEMM_PDL_BY_DEFAULT 0
+
 /* The pack kernels, then the persistent kernel with its three maps. */
 static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
 {
@@ -96,6 +103,10 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         return s;
     struct mgpu_gemm_args args = plan->args;
     void *params[4] = {&maps[0], &maps[1], &maps[2], &args};
+    const int pdl_env = mgpu_env()->gemm_pdl;
+    if (mgpu_variants[plan->variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT &&
+        (pdl_env > 0 || (pdl_env == 0 && GEMM_PDL_BY_DEFAULT)))
+        return mgpu_launch_programmatic(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
     return mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
 }
 
