@@ -41,8 +41,7 @@ static int gemm_sm100_smem(const struct gen_variant *v)
 static int gemm_sm90_smem(const struct gen_variant *v)
 {
     const int bytes = v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
-    return mgpu_gemm_sm90_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages,
-                                     mgpu_gemm_sm90_epi_bufs(v->gemm.tile_m, (int)v->gemm.schedule));
+    return mgpu_gemm_sm90_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages);
 }
 
 static int gather4_smem(const struct gen_variant *v)

@@ -62,19 +62,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * (src/gemm/gemm_plan.c; docs/decisions/021-gemm-small-m-narrow-tile.md). */
 #define SM90_WS_NARROW(dt)                                                                                \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 256, .gemm = {TN, 64, 64, 64, 12, 1, 1, GEN_B_SAME, GEN_GEMM_TINY_M}}
-/* The 64 x 64 tile in 2-CTA clusters along N (each CTA loads 32 rows of the
- * shared A tile and multicasts them: half the A traffic from L2 of the
- * lone-CTA row). After it: forcible only (MGPU_FORCE_VARIANT). */
-#define SM90_WS_NARROW_C2(dt)                                                                             \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 256, .gemm = {TN, 64, 64, 64, 12, 1, 2, GEN_B_SAME, GEN_GEMM_TINY_M}}
-/* bf16 TN 256 x 128 tiles with 3 stages of 48 KB: cooperative (_ws_) and
- * with store buffers for the whole tile (_wt_, 4 x 8 KB per consumer
- * warpgroup: the epilogue never waits for its own TMA stores); forcible only
- * (the planner skips rows of fewer than 4 stages), to measure what the
- * epilogue's store waits cost against what the fourth stage buys. */
-#define SM90_WS_3STAGE(schedule) \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, GEN_BF16, 384,                                                  \
-     .gemm = {TN, 256, 128, 64, 3, 1, 1, GEN_B_SAME, GEN_GEMM_LARGE, schedule}}
 /* Ping-pong rows (16-bit): 128 x 128 tiles, each owned by one consumer
  * warpgroup (kernels/hopper/gemm_sm90_pingpong.cuh), 6 stages of 32 KB,
  * lone CTAs or 2-CTA clusters along N. */
@@ -196,8 +183,6 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_FP8_FAMILY(GEN_E4M3, GEN_B_E5M2), SM90_WS_FP8_FAMILY(GEN_E5M2, GEN_B_E4M3),
     SM90_WS_FP8_128_CLUSTER,
     SM90_WS_NARROW(GEN_BF16), SM90_WS_NARROW(GEN_F16),
-    SM90_WS_NARROW_C2(GEN_BF16), SM90_WS_NARROW_C2(GEN_F16),
-    SM90_WS_3STAGE(GEN_SCHEDULE_COOPERATIVE), SM90_WS_3STAGE(GEN_SCHEDULE_TILE_STAGED),
     GEMM_PACK(GEN_SM90A),
     SM90_SMALL_M_GEMM(GEN_BF16, 16), SM90_SMALL_M_GEMM(GEN_F16, 16),
 

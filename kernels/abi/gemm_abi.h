@@ -92,26 +92,15 @@ struct mgpu_gemm_args {
     int32_t fp8_no_promotion;
 };
 
-/* 8 KiB epilogue store buffers per consumer warpgroup of a persistent Hopper
- * GEMM: two, or with the tile-staged schedule (2: gen/variants.h,
- * GEN_SCHEDULE_TILE_STAGED) enough for the warpgroup's whole 16-bit tile
- * (tile_m / 64: one buffer holds 64 rows of 128 bytes for each of its 64
- * columns). */
-MGPU_ABI_FN int mgpu_gemm_sm90_epi_bufs(int tile_m, int schedule)
-{
-    return schedule == 2 && tile_m / 64 > 2 ? tile_m / 64 : 2;
-}
-
 /* Dynamic shared memory of a persistent Hopper GEMM variant, as the runtime
  * launches it: `stages` A and B tiles (tile_m + tile_n rows of k_row_bytes,
- * one 128-byte swizzle row of K), `epi_bufs` 8 KiB epilogue buffers per
- * consumer warpgroup (64 columns of tile_n; mgpu_gemm_sm90_epi_bufs), 1 KiB
- * for rounding the base up to the 1 KiB alignment 128-byte swizzling needs,
- * and 1 KiB kept for the barriers. The generated units check the kernel's
- * own count against it. */
-MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_bytes, int stages, int epi_bufs)
+ * one 128-byte swizzle row of K), two 8 KiB epilogue buffers per consumer
+ * warpgroup (64 columns of tile_n), 1 KiB for rounding the base up to the
+ * 1 KiB alignment 128-byte swizzling needs, and 1 KiB kept for the barriers.
+ * The generated units check the kernel's own count against it. */
+MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_bytes, int stages)
 {
-    return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * epi_bufs * 8192 + 2048;
+    return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * 2 * 8192 + 2048;
 }
 
 /* The same for the persistent Blackwell GEMM (blackwell/gemm_sm100_persistent.cuh):

@@ -52,7 +52,7 @@ namespace sm90 {
 constexpr int kEpiCols = 64;
 constexpr int kEpiRowBytes = 128;
 constexpr int kEpiBufBytes = kEpiCols * kEpiRowBytes;
-constexpr int kEpiBufs = 2; /* per consumer warpgroup (the tile-staged schedule: more, Cfg::kEpiBufs) */
+constexpr int kEpiBufs = 2; /* per consumer warpgroup */
 constexpr int kSwizzleGranule = 16; /* bytes: the unit the 128-byte swizzle permutes */
 constexpr int kSwizzleRows = 8;     /* rows of one 1024-byte swizzle atom */
 
@@ -190,7 +190,7 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
  * accumulators are overwritten. kTileBias: a per-row bias is read once for
  * the tile (TileRowBias) rather than per chunk. */
-template <int kBM, class OutT, bool kTileBias = true, int kBufs = kEpiBufs>
+template <int kBM, class OutT, bool kTileBias = true>
 __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
                                            const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
                                            int out, int barrier_id)
@@ -230,7 +230,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
                                                col0, col_b, rb);
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
-            tma_store_wait_read<kBufs - 1>(); /* this buffer's last store has read it */
+            tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */
         named_barrier_sync(barrier_id, 128);
 #pragma unroll
         for (int f = 0; f < kFragsPerChunk; ++f) {
@@ -270,10 +270,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
                     c[static_cast<int64_t>(col0 + col) * args.ldc + row] = v;
             }
         }
-        if constexpr (kBufs == 2)
-            buf ^= 1;
-        else
-            buf = buf + 1 == kBufs ? 0 : buf + 1;
+        buf ^= 1;
     }
 }
 

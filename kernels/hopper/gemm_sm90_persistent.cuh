@@ -101,7 +101,6 @@ namespace sm90 {
 /* Schedules of the consumer warpgroups (gen/variants.h, enum gen_gemm_schedule). */
 constexpr int kScheduleCooperative = 0; /* both consumers on each tile (entry names _ws_) */
 constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (_pp_) */
-constexpr int kScheduleTileStaged = 2;  /* cooperative, store buffers for a whole 16-bit tile (_wt_) */
 
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
           int kSchedule_ = kScheduleCooperative>
@@ -130,12 +129,6 @@ struct PersistentGemmConfig {
      * share each tile, 64 columns each) or ping-pong (kSchedulePingPong: each
      * consumer warpgroup owns whole tiles, gemm_sm90_pingpong.cuh). */
     static constexpr bool kPingPong = kSchedule_ == kSchedulePingPong;
-    /* Epilogue store buffers per consumer warpgroup (mgpu_gemm_sm90_epi_bufs):
-     * two, written in turn (a buffer waits for the TMA store that read it two
-     * chunks before), or with kScheduleTileStaged one per 64 rows of the
-     * tile, so that a 16-bit tile is staged and stored without waiting for
-     * any of its own stores (the wait is for the previous tile's). */
-    static constexpr int kEpiBufs = mgpu_gemm_sm90_epi_bufs(kBM_, kSchedule_);
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Arrivals that free a stage: every warp of the warpgroup(s) that read
@@ -169,11 +162,9 @@ struct PersistentGemmConfig {
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
-    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong ||
-                      (kSchedule_ == kScheduleTileStaged && !kFp8 && kBN == 128),
-                  "schedule");
+    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
-    static_assert(kStages >= 3, "at least three stages");
+    static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
     static_assert(kAKMajor ? kAPartRows % 8 == 0 : kAPartRows % 64 == 0,
                   "each CTA of a cluster loads whole swizzle atoms (K-major) or 64-row chunks (M-major) of A");
@@ -190,8 +181,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgp
 {
     GemmEpilogue ep(args, scales);
     ep.select_batch(batch);
-    sm90::store_tile<Cfg::kBM, OutT, true, Cfg::kEpiBufs>(acc, args, ep, tma_c, bufs, buf, row0, col0, out,
-                                                         1 + consumer);
+    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
 }
 
 /* Consumer warpgroup `consumer` of the cooperative schedule: its 64 columns
@@ -202,7 +192,7 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
                                                const CUtensorMap *tma_c, const mgpu_gemm_args &args, int consumer)
 {
     const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
-    uint8_t *bufs = epi_bufs + consumer * Cfg::kEpiBufs * kEpiBufBytes;
+    uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
     int stage = 0, buf = 0;
     uint32_t phase = 0;
     float acc[Cfg::kBM / 2];
@@ -241,8 +231,12 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             break;
         }
     }
+    /* The CTA may leave once its last stores have read their shared-memory
+     * source; their global writes are performed before the grid completes
+     * (what a later kernel, or a dependent grid's griddepcontrol.wait, waits
+     * for), so the last unit does not also wait for the writes' round trip. */
     if ((threadIdx.x % 128) == 0)
-        tma_store_drain();
+        tma_store_wait_read<0>();
 }
 
 /* Programmatic dependent launch (PTX griddepcontrol, sm_90): let the

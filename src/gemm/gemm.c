@@ -80,7 +80,7 @@ static const char *const map_names[3] = {"GEMM A", "GEMM B", "GEMM C"};
  * memory, and lets the next grid start its prologue at once): its CTAs'
  * set-up (barriers, tensor-map prefetch) and launch overlap the previous
  * kernel's tail when that is one of ours. MGPU_GEMM_PDL=0 / 1 overrides. */
-#define GEMM_PDL_BY_DEFAULT 0
+#define GEMM_PDL_BY_DEFAULT 1
 
 /* The pack kernels, then the persistent kernel with its three maps. */
 static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)

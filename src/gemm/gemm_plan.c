@@ -396,8 +396,6 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
  * quarter to half a wave (33-65 tiles on 132 SMs) is not measured: there
  * the 64 x 128 plan runs about as many CTAs with 2 or 3 K slices. */
 #define NARROW_BY_DEFAULT 1
-/* Rows of fewer stages (the 3-stage 256 x 128 rows) are forcible only. */
-#define MIN_PLANNED_STAGES 4
 #define NARROW_TILE_N 64
 #define NARROW_TILE_M 64
 
@@ -437,10 +435,8 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
             return 0;
-        if (v->gemm.stages < MIN_PLANNED_STAGES)
-            return 1; /* forcible only */
         if (v->gemm.tile_n == NARROW_TILE_N) /* only where narrow_wanted chose it, else forcible only */
-            return f->narrow && v->gemm.shape_class == f->want && v->gemm.cluster_n <= 1 ? 5 : 1;
+            return f->narrow && v->gemm.shape_class == f->want ? 5 : 1;
         if (v->gemm.shape_class == f->want)
             return 4;
         return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
