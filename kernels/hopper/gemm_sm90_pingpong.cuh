@@ -225,12 +225,8 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         if (store1)
             store_part_any<Cfg>(acc1, args, ep, tma_c, bufs, buf, row0, col0 + 64, t.batch, consumer);
     }
-    /* The CTA may leave once its last stores have read their shared-memory
-     * source; their global writes are performed before the grid completes
-     * (what a later kernel, or a dependent grid's griddepcontrol.wait, waits
-     * for), so the last unit does not also wait for the writes' round trip. */
     if ((threadIdx.x % 128) == 0)
-        tma_store_wait_read<0>();
+        tma_store_drain();
 }
 
 } // namespace pingpong
