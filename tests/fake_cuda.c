@@ -216,6 +216,10 @@ static CUresult fake_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
     stats.last_grid[0] = config->gridDimX;
     stats.last_grid[1] = config->gridDimY;
     stats.last_grid[2] = config->gridDimZ;
+    stats.last_programmatic = 0;
+    for (unsigned i = 0; i < config->numAttrs; i++)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            stats.last_programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
     return CUDA_SUCCESS;
 }
 

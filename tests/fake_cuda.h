@@ -17,6 +17,7 @@ struct fake_cuda_stats {
     long maps_encoded;
     char last_kernel[128];
     unsigned last_grid[3];
+    int last_programmatic; /* the last launch asked for programmatic stream serialization */
 };
 
 struct fake_cuda {

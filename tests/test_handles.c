@@ -196,13 +196,19 @@ static void check_graph_safe(void)
     const struct fake_cuda_stats before = stats();
     fake.set_capturing(1);
     CHECK_STATUS(gemm_tn(h, 1024, 1024, 1024, 1024, &one), MGPU_STATUS_SUCCESS);   /* plain */
+    /* the sm_90a persistent GEMM is launched for programmatic dependent launch
+     * (src/gemm/gemm.c), the sm_100a one not (its kernel has no griddepcontrol) */
+    CHECK(stats().last_programmatic == (getenv("FAKE_CUDA_CC") == NULL || strcmp(getenv("FAKE_CUDA_CC"), "10.0") != 0),
+          "%s launched with programmatic serialization %d", stats().last_kernel, stats().last_programmatic);
     CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);   /* A packed */
     CHECK(ran_tensor_core_gemm(), "packed GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(fp8_gemm(h), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_gather(h, &g), MGPU_STATUS_SUCCESS);
+    CHECK(!stats().last_programmatic, "%s launched with programmatic serialization", stats().last_kernel);
     CHECK_STATUS(mgpu_scatter_add(h, &s), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(causal_attention(h), MGPU_STATUS_SUCCESS);
+    CHECK(!stats().last_programmatic, "%s launched with programmatic serialization", stats().last_kernel);
     CHECK_STATUS(paged_append(h), MGPU_STATUS_SUCCESS);
     CHECK(ran_arch_kernel("mgpu_kv_cache_append"), "KV-cache append ran %s", stats().last_kernel);
     CHECK_STATUS(paged_decode_attention(h), MGPU_STATUS_SUCCESS);

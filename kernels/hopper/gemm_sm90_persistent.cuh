@@ -235,6 +235,19 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         tma_store_drain();
 }
 
+/* Programmatic dependent launch (PTX griddepcontrol, sm_90): let the
+ * stream's next grid be scheduled; wait until the grids this one depends on
+ * have completed and their memory operations are visible. */
+__device__ __forceinline__ void griddep_launch_dependents()
+{
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void griddep_wait()
+{
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
 } // namespace persistent
 
 template <class Cfg>
@@ -264,6 +277,13 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         }
         mbar_fence_init();
     }
+    /* Programmatic dependent launch (src/gemm/gemm.c): the next grid of the
+     * stream may be scheduled now (its CTAs only take SMs this grid leaves
+     * free, and wait as below), and nothing of this grid reads or writes
+     * global memory before the grids it depends on have completed. Without
+     * the launch attribute both are no-ops. */
+    persistent::griddep_launch_dependents();
+    persistent::griddep_wait();
     if constexpr (Cfg::kClusterN > 1)
         cluster_sync();
     else

@@ -98,6 +98,7 @@ struct mgpu_env {
     int force_num_splits;      /* MGPU_FORCE_NUM_SPLITS (attention key splits), 0 when unset */
     int force_paged_gather;    /* MGPU_FORCE_PAGED_GATHER: 1 ("1"), -1 ("0"), 0 when unset */
     int force_bwd_pair_group;  /* MGPU_FORCE_BWD_PAIR_GROUP (attention backward grid order), 0 when unset */
+    int gemm_pdl;              /* MGPU_GEMM_PDL: 1 ("1"), -1 ("0"), 0 when unset (the default) */
 };
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force

@@ -7,6 +7,7 @@
 #include "runtime.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static CUtensorMapDataType map_type(enum mgpu_map_type t)
 {
@@ -46,8 +47,8 @@ mgpu_status mgpu_encode_tensor_map(const struct mgpu_driver *d, const struct mgp
     return MGPU_STATUS_SUCCESS;
 }
 
-mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
-                        unsigned grid_z, void **params)
+static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
+                          unsigned grid_z, void **params, int programmatic)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     CUfunction fn = NULL;
@@ -55,19 +56,42 @@ mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     const unsigned cluster = (unsigned)v->cluster;
-    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
-    attr.value.clusterDim.x = cluster;
-    attr.value.clusterDim.y = 1;
-    attr.value.clusterDim.z = 1;
+    CUlaunchAttribute attrs[2];
+    unsigned n_attrs = 0;
+    memset(attrs, 0, sizeof attrs);
+    if (cluster > 1) {
+        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n_attrs].value.clusterDim.x = cluster;
+        attrs[n_attrs].value.clusterDim.y = 1;
+        attrs[n_attrs].value.clusterDim.z = 1;
+        n_attrs++;
+    }
+    if (programmatic) {
+        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n_attrs].value.programmaticStreamSerializationAllowed = 1;
+        n_attrs++;
+    }
     CUlaunchConfig cfg = {
         .gridDimX = grid_x, .gridDimY = grid_y, .gridDimZ = grid_z,
         .blockDimX = (unsigned)v->threads, .blockDimY = 1, .blockDimZ = 1,
         .sharedMemBytes = (unsigned)v->smem_bytes,
         .hStream = h->stream,
-        .attrs = &attr, .numAttrs = cluster > 1 ? 1 : 0,
+        .attrs = attrs, .numAttrs = n_attrs,
     };
     CUresult r = d->cuLaunchKernelEx(&cfg, fn, params, NULL);
     if (r != CUDA_SUCCESS)
         return mgpu_driver_fail(d, r, v->name);
     return MGPU_STATUS_SUCCESS;
+}
+
+mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
+                        unsigned grid_z, void **params)
+{
+    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 0);
+}
+
+mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
+                                     unsigned grid_y, unsigned grid_z, void **params)
+{
+    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 1);
 }

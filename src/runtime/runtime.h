@@ -100,5 +100,12 @@ mgpu_status mgpu_encode_tensor_map(const struct mgpu_driver *d, const struct mgp
  * shared memory and cluster shape from the registry. */
 mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
                         unsigned grid_z, void **params);
+/* The same with programmatic stream serialization (programmatic dependent
+ * launch): the grid may start while the stream's previous grid is still
+ * running, as soon as that grid's CTAs have all signalled
+ * (griddepcontrol.launch_dependents) or exited. Only for kernels that
+ * execute griddepcontrol.wait before any global memory access. */
+mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
+                                     unsigned grid_y, unsigned grid_z, void **params);
 
 #endif
