@@ -23,7 +23,10 @@
  *      warp adds them in warp order.
  * Lane l owns columns 4 l + 128 i (head dims are multiples of 32, so each
  * lane moves whole float4s). The order of every sum is fixed by num_splits
- * alone: the same bits every run.
+ * alone: the same bits every run. The runtime launches this kernel for
+ * programmatic dependent launch: its CTAs may be scheduled while the main
+ * kernel finishes (every main CTA signals at its start), and wait for that
+ * grid's completion before their first load.
  */
 #pragma once
 
@@ -34,6 +37,7 @@
 #include <type_traits>
 
 #include "abi/attention_abi.h"
+#include "common/grid_dependency.cuh"
 
 namespace mgpu {
 namespace attn_fwd_combine {
@@ -185,6 +189,10 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
 template <typename T>
 __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
 {
+    /* Launched for programmatic dependent launch behind the main kernel,
+     * which lets it be scheduled early: the partials are read only once that
+     * grid has completed. */
+    griddep_wait();
     if (a.head_dim > kColsPerPass)
         combine_rows<T, 2>(a);
     else

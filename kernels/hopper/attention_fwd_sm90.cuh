@@ -67,6 +67,7 @@
 #include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
+#include "common/grid_dependency.cuh"
 #include "hopper/attention_fwd_epilogue.cuh"
 #include "hopper/attention_fwd_mainloop.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
@@ -237,6 +238,10 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         mbar_fence_init();
     }
     __syncthreads();
+    /* The stream's next grid (a split call's combine, launched for
+     * programmatic dependent launch) may be scheduled once every CTA is here;
+     * it waits for this grid's completion before it reads anything. */
+    griddep_launch_dependents();
 
     /* Calls without the inference features (prefill) run code in which
      * those features are compiled out (uniform over the CTA). */

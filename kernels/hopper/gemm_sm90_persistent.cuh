@@ -87,6 +87,7 @@
 #include "abi/gemm_abi.h"
 #include "common/async_copy.cuh"
 #include "common/cluster.cuh"
+#include "common/grid_dependency.cuh"
 #include "common/tile_scheduler.cuh"
 #include "hopper/gemm_sm90_epilogue.cuh"
 #include "hopper/gemm_sm90_mainloop.cuh"
@@ -235,19 +236,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         tma_store_drain();
 }
 
-/* Programmatic dependent launch (PTX griddepcontrol, sm_90): let the
- * stream's next grid be scheduled; wait until the grids this one depends on
- * have completed and their memory operations are visible. */
-__device__ __forceinline__ void griddep_launch_dependents()
-{
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void griddep_wait()
-{
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
-
 } // namespace persistent
 
 template <class Cfg>
@@ -282,8 +270,8 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
      * free, and wait as below), and nothing of this grid reads or writes
      * global memory before the grids it depends on have completed. Without
      * the launch attribute both are no-ops. */
-    persistent::griddep_launch_dependents();
-    persistent::griddep_wait();
+    griddep_launch_dependents();
+    griddep_wait();
     if constexpr (Cfg::kClusterN > 1)
         cluster_sync();
     else
