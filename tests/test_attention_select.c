@@ -347,9 +347,10 @@ static void test_inference_plan(void)
           "packed q box");
     /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best last wave (14: 112 CTAs). */
     CHECK(a->num_splits == 14 && plan.grid == 8 * 14, "splits %d grid %u", a->num_splits, plan.grid);
-    /* 14 splits: two combine warps per row, four rows per CTA */
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 16, "partial rows %lld, combine grid %u",
-          (long long)a->partial_rows, plan.combine_grid);
+    /* 14 splits: two combine warps per row, four rows per CTA; 112 + 16 CTAs fit 132 SMs: launched early */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.combine_early == 1,
+          "partial rows %lld, combine grid %u, early %d", (long long)a->partial_rows, plan.combine_grid,
+          plan.combine_early);
     CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 14) && plan.workspace_bytes >= 14 * 64 * 129 * 4,
           "workspace %zu", plan.workspace_bytes);
     mgpu_attention_fwd_place_partials(&plan, 0x10000);
@@ -357,10 +358,11 @@ static void test_inference_plan(void)
     /* Short workspace: fewer splits; none: no split (never a failure). */
     choice.workspace_bytes = mgpu_attention_fwd_split_bytes(&p, 3);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->num_splits == 3 && plan.grid == 24, "workspace for 3 splits: %d", a->num_splits);
-    mgpu_attention_make_plan(&p, v, &hopper, &plan);
-    CHECK(a->num_splits == 1 && a->pack_gqa == 1 && plan.workspace_bytes == 0, "no workspace: %d splits",
+    CHECK(a->num_splits == 3 && plan.grid == 24 && plan.combine_early == 1, "workspace for 3 splits: %d",
           a->num_splits);
+    mgpu_attention_make_plan(&p, v, &hopper, &plan);
+    CHECK(a->num_splits == 1 && a->pack_gqa == 1 && plan.workspace_bytes == 0 && plan.combine_early == 0,
+          "no workspace: %d splits", a->num_splits);
     /* Forcing: packing off, splits on; splits beyond the key blocks are capped. */
     choice.workspace_bytes = (size_t)32 << 20;
     choice.force_pack = -1;
@@ -369,6 +371,9 @@ static void test_inference_plan(void)
     CHECK(a->pack_gqa == 0 && a->tile_heads == 64 && a->tile_queries == 128 && plan.q_map.rank == 4 &&
               a->num_splits == 5 && plan.grid == 64 * 5,
           "forced: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
+    /* 320 main CTAs leave no SM to the combine's 8: launched after the main kernel, not early */
+    CHECK(plan.combine_grid == 8 && plan.combine_early == 0, "forced: combine grid %u early %d", plan.combine_grid,
+          plan.combine_early);
     choice.force_splits = 1000;
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(a->num_splits == 32, "splits capped at the 32 key blocks: %d", a->num_splits);

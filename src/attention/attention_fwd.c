@@ -4,7 +4,7 @@
  * attention_abi.h describes, launch on the handle's stream (one CTA per
  * query tile or key split, or a persistent grid), and for split calls the
  * combine pass after it (partial buffers in the handle's workspace; launched
- * for programmatic dependent launch). The
+ * for programmatic dependent launch where its CTAs fit beside the main grid). The
  * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
  * value. mgpu_kv_cache_append: validate, one copy kernel.
  */
@@ -79,11 +79,12 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     void *kernel_params[1] = {&params};
     s = mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0) {
-        /* Programmatic dependent launch: the combine's CTAs are scheduled
-         * while the main kernel's last CTAs run, and wait (griddepcontrol)
-         * for its completion before reading the partials. */
+        /* Programmatic dependent launch where the plan says so: the
+         * combine's CTAs are scheduled while the main kernel runs, and wait
+         * (griddepcontrol) for its completion before reading the partials. */
         void *combine_params[1] = {&params.args};
-        s = mgpu_launch_programmatic(h, d, combine, plan.combine_grid, 1, 1, combine_params);
+        s = plan.combine_early ? mgpu_launch_programmatic(h, d, combine, plan.combine_grid, 1, 1, combine_params)
+                               : mgpu_launch(h, d, combine, plan.combine_grid, 1, 1, combine_params);
     }
     return s;
 }

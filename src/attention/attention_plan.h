@@ -41,6 +41,7 @@ struct mgpu_attention_plan {
     int dynamic; /* 1: the persistent grid takes tiles from the handle's counter (args.tile_counter) */
     size_t workspace_bytes; /* split calls: the partial buffers */
     unsigned combine_grid;  /* split calls: CTAs of the combine pass */
+    int combine_early;      /* split calls: the combine is launched for programmatic dependent launch */
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
