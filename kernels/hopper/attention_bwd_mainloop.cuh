@@ -456,6 +456,17 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
             wgmma_fence();
             float dq[kDqCols / 2];
+            /* S^T of block i + 1 into st, its Q stage waited for when it has one. */
+            auto issue_next_st = [&] {
+                const int s1 = (i + 1) % Cfg::kStages;
+                if (has_next)
+                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                __syncwarp();
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                wgmma_commit_group();
+                wgmma_fence_operands(st);
+            };
             if constexpr (Cfg::kSplitDim) {
                 static_assert(kPrefetchS, "the split layout always issues the next S^T here");
                 const uint32_t p_buf = smem_u32(smem.p[i % 2]);
@@ -469,14 +480,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dq);
                 /* S^T of the next block (on the idle stage after the last
                  * block: no divergent wgmma path) runs while dQ leaves. */
-                const int s1 = (i + 1) % Cfg::kStages;
-                if (has_next)
-                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
-                __syncwarp();
-                wgmma_fence();
-                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
-                wgmma_commit_group();
-                wgmma_fence_operands(st);
+                issue_next_st();
                 wgmma_wait_group<1>(); /* dV, dK, dQ */
                 wgmma_fence_operands(dq);
                 wgmma_fence_operands(dk);
@@ -508,14 +512,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                  * After the last block it is issued all the same on the idle
                  * stage (its result is never read): no divergent wgmma path, so
                  * the compiler keeps the groups asynchronous. */
-                const int s1 = (i + 1) % Cfg::kStages;
-                if (has_next)
-                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
-                __syncwarp();
-                wgmma_fence();
-                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
-                wgmma_commit_group();
-                wgmma_fence_operands(st);
+                issue_next_st();
                 wgmma_wait_group<1>();
             } else {
                 wgmma_wait_group<0>();
