@@ -37,7 +37,7 @@ dequantised inputs. PyTorch's SDPA takes no float8 inputs (each backend is tried
 its refusal printed), so there is no fp8 peer in PyTorch.
 
 Run: python3 bench/attention_bench.py [--lib build/libmgpukernels.so] [--json out.json]
-     [--passes fwd,bwd | decode,paged | fp8]
+     [--passes fwd,bwd | decode,paged | fp8] [--head-dims 128,256] [--dtypes bf16]
 """
 import argparse
 import json
@@ -240,11 +240,13 @@ def copy_bandwidth():
     return 2.0 * (1 << 30) / (ms * 1e-3)
 
 
-def bench_decode(mk, handle, copy_bw):
+def bench_decode(mk, handle, copy_bw, head_dims=None):
     """Decode rows: mgpu against SDPA cuDNN (and flash); KV bytes/s beside TFLOP/s."""
     rows = []
     peers = [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]
     for (b, sk, hq, hkv, d) in DECODE_SHAPES:
+        if head_dims and d not in head_dims:
+            continue
         kv_bytes = 2 * b * sk * hkv * d * 2
         if kv_bytes > DECODE_MAX_KV_BYTES:
             continue
@@ -443,7 +445,12 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--passes", default="fwd,bwd", help="comma-separated: fwd, bwd, decode, paged, fp8")
     ap.add_argument("--fp8-alone", action="store_true", help="fp8 pass: time the fp8 calls only")
+    ap.add_argument("--head-dims", default=None,
+                    help="comma-separated head dims: only these rows of the fwd, bwd and decode passes")
+    ap.add_argument("--dtypes", default="bf16,f16", help="comma-separated: bf16, f16 (fwd and bwd passes)")
     args = ap.parse_args()
+    head_dims = {int(x) for x in args.head_dims.split(",")} if args.head_dims else None
+    dtypes = [{"bf16": torch.bfloat16, "f16": torch.float16}[x] for x in args.dtypes.split(",")]
     passes = set(args.passes.split(","))
     results = {}  # every pass's rows, written once to --json at the end of each pass
     torch.manual_seed(0)
@@ -466,7 +473,7 @@ def main():
             return 1 if bad else 0
     if passes & {"decode", "paged"}:
         copy_bw = copy_bandwidth()
-        decode_rows = bench_decode(mk, handle, copy_bw) if "decode" in passes else []
+        decode_rows = bench_decode(mk, handle, copy_bw, head_dims) if "decode" in passes else []
         paged_rows = bench_paged(mk, handle) if "paged" in passes else []
         print_decode(decode_rows, paged_rows, copy_bw)
         bad = [r for r in decode_rows if r.get("cudnn_rel_err") is not None and not r["cudnn_rel_err"] <= 1e-2]
@@ -478,8 +485,10 @@ def main():
         if not passes & {"fwd", "bwd"}:
             handle.close()
             return 1 if bad else 0
-    for dtype in (torch.bfloat16, torch.float16):
+    for dtype in dtypes:
         for (b, s, hq, hkv, d) in SHAPES:
+            if head_dims and d not in head_dims:
+                continue
             for causal in (False, True):
                 q = torch.randn(b, s, hq, d, device="cuda", dtype=dtype)
                 k = torch.randn(b, s, hkv, d, device="cuda", dtype=dtype)
