@@ -65,7 +65,8 @@ static CUresult fake_cuInit(unsigned flags)
 
 static CUresult fake_cuDriverGetVersion(int *v)
 {
-    *v = 12080;
+    const char *version = getenv("FAKE_CUDA_DRIVER_VERSION"); /* read at every call */
+    *v = version && version[0] ? atoi(version) : 12080;
     return CUDA_SUCCESS;
 }
 

@@ -216,14 +216,19 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
  * arguments, maps, scratch and grids exactly as the sm_90a one (y), except
  * the main grid of head dims 192 / 256 (the one documented exception, the
  * ABI's mgpu_attention_bwd_sm100_ctas): round_up(n_blocks, 2) CTAs per query
- * head instead of n_blocks. */
+ * head instead of n_blocks, and the order of the sm_90a grid (pair_group,
+ * which the sm_100a kernel does not read: 1 there). */
 static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgpu_attention_bwd_plan *y)
 {
     const int64_t per_head = (int64_t)x->args.heads_q * x->args.batch;
     const int64_t main90 = (int64_t)x->args.n_blocks * per_head;
     const int64_t main100 =
         x->args.head_dim > 128 ? ((int64_t)x->args.n_blocks + 1) / 2 * 2 * per_head : main90;
-    return memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 && memcmp(&x->args, &y->args, sizeof x->args) == 0 &&
+    /* the 9.0 grid's order (pair_group, deterministic calls) is the 9.0 kernel's own */
+    struct mgpu_attention_bwd_args y_args = y->args;
+    y_args.pair_group = x->args.pair_group;
+    return x->args.pair_group == 1 && y->args.pair_group >= 1 && memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 &&
+           memcmp(&x->args, &y_args, sizeof x->args) == 0 &&
            memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
            memcmp(&x->v_map, &y->v_map, sizeof x->v_map) == 0 &&
            memcmp(&x->do_map, &y->do_map, sizeof x->do_map) == 0 &&

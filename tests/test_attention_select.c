@@ -569,7 +569,8 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
 }
 
 /* The combine's warps per row: the fewest (a power of two, at most 8) that
- * leave each warp at most 8 splits; a CTA's rows fill its 8 warps. */
+ * leave each warp at most 8 splits (past 64 splits: 8 warps); a CTA's rows
+ * fill its 8 warps. */
 static void test_combine_warps(void)
 {
     for (int splits = 1; splits <= MGPU_ATTENTION_FWD_MAX_SPLITS; splits++) {

@@ -286,16 +286,19 @@ struct mgpu_attention_fwd_args {
  * struct mgpu_attention_fwd_args itself: block {MGPU_ATTENTION_FWD_COMBINE_THREADS,
  * 1, 1}, no dynamic shared memory, grid {ceil(partial_rows / rows per CTA), 1, 1}.
  * A row's splits are shared by mgpu_attention_fwd_combine_warps(num_splits)
- * warps (at most 8 splits each, up to 8 warps), so a CTA merges 8 / warps
- * rows: a call with few rows and many splits (batch-1 decode) still reads its
- * partials with many loads in flight. */
+ * warps (the fewest, a power of two up to 8, that leave each warp at most
+ * MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP splits; past 64 splits, 8 warps
+ * of ceil(splits / 8)), so a CTA merges 8 / warps rows: a call with few rows
+ * and many splits (batch-1 decode) still reads its partials with many loads
+ * in flight. */
 #define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
 #define MGPU_ATTENTION_FWD_COMBINE_WARPS (MGPU_ATTENTION_FWD_COMBINE_THREADS / 32)
+#define MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP 8
 
 MGPU_ABI_FN int mgpu_attention_fwd_combine_warps(int num_splits)
 {
     int warps = 1;
-    while (warps < MGPU_ATTENTION_FWD_COMBINE_WARPS && num_splits > 8 * warps)
+    while (warps < MGPU_ATTENTION_FWD_COMBINE_WARPS && num_splits > MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP * warps)
         warps *= 2;
     return warps;
 }

@@ -120,6 +120,14 @@ __device__ __forceinline__ void fence_smem_to_async()
     ptx::fence_proxy_async(ptx::space_shared);
 }
 
+/* Orders this thread's global-memory accesses through the generic proxy
+ * (an acquire or release of a turn) against its accesses through the async
+ * proxy (bulk reductions), either way. */
+__device__ __forceinline__ void fence_global_async_proxy()
+{
+    ptx::fence_proxy_async(ptx::space_global);
+}
+
 /* One 16-byte copy from global to shared memory (cp.async, L2 only) of
  * which src_bytes (16 or 0) are read, the rest zero-filled. The writes are
  * the generic proxy's: an async-proxy reader fences after it has seen them

@@ -204,12 +204,14 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
         const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
         ordered_acquire<Cfg>(sem, turn, consumer_thread);
         if (lane < 16) {
+            /* the turn's acquire (generic proxy) before this CTA's adds (async proxy) */
+            fence_global_async_proxy();
             ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
                                       static_cast<uint32_t>(kRowBytes));
             ptx::cp_async_bulk_commit_group();
             /* The adds are complete and ordered before the turn's release. */
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            fence_global_async_proxy();
         }
         ordered_release<Cfg>(sem, turn, consumer_thread);
     } else if (lane < 16) {
@@ -264,7 +266,7 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
         if (a.deterministic) {
             while (ld_acquire_s32(sem) != turn) {
             }
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            fence_global_async_proxy();
         }
         mbar_wait(&smem.dq_full[b], (i / Cfg::kDqBuffers) & 1);
         ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, &smem.dq[b][0],
@@ -279,7 +281,7 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
              * thread's generic-proxy accesses, then released at GPU scope by
              * the store itself (st.release, as in ordered_release). */
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
-            asm volatile("fence.proxy.async.global;\n" ::: "memory");
+            fence_global_async_proxy();
             st_release_s32(sem, turn + 1);
         }
     }

@@ -23,10 +23,10 @@
  *      warp adds them in warp order.
  * Lane l owns columns 4 l + 128 i (head dims are multiples of 32, so each
  * lane moves whole float4s). The order of every sum is fixed by num_splits
- * alone: the same bits every run. The runtime launches this kernel for
- * programmatic dependent launch: its CTAs may be scheduled while the main
- * kernel finishes (every main CTA signals at its start), and wait for that
- * grid's completion before their first load.
+ * alone: the same bits every run. Where its CTAs fit beside the main grid
+ * the runtime launches this kernel for programmatic dependent launch: they
+ * may be scheduled while the main kernel runs (every main CTA signals at its
+ * start), and wait for that grid's completion before their first load.
  */
 #pragma once
 
@@ -189,9 +189,9 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
 template <typename T>
 __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
 {
-    /* Launched for programmatic dependent launch behind the main kernel,
-     * which lets it be scheduled early: the partials are read only once that
-     * grid has completed. */
+    /* Launched for programmatic dependent launch behind the main kernel where
+     * the plan says so (a no-op otherwise): the partials are read only once
+     * that grid has completed. */
     griddep_wait();
     if (a.head_dim > kColsPerPass)
         combine_rows<T, 2>(a);

@@ -694,7 +694,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     /* Keys from a cache (seqused_k, paged or not): the rows of the first
      * block (the last keys) past the sequence hold whatever the cache holds
      * there. Their P is 0, but 0 * NaN is NaN, so V's rows are zeroed first
-     * (while S and P are not live yet). Both consumers write the same zeros;
+     * (while S and P are not live yet). Both consumers write the same zeros
+     * (a consumer of padding rows only, attn_fwd_key_loop_idle, writes none);
      * each fences and syncs its own warpgroup before its P V reads them.
      * The paged gather writes those zeros itself (cp.async with no source
      * bytes), so its rows are not written twice. */

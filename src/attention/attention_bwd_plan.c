@@ -147,6 +147,9 @@ static int64_t min_i64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* The most (sequence, head) pairs of a deterministic call's launch group. */
+#define PAIR_GROUP_MAX 16
+
 /*
  * pair_group of the sm_90a main kernel's grid (kernels/abi/attention_bwd_abi.h,
  * Launch): how many (sequence, query head) pairs share a group whose CTAs go
@@ -162,9 +165,8 @@ static int64_t min_i64(int64_t a, int64_t b)
  * one pair's key blocks over several waves (which likely fetch its Q, dO and
  * dQ tiles into L2 more than once; not measured) and measured worse (H100,
  * B 16, S 1024, 8 key blocks: 34 pairs +6 % against +1 to +3 % at 8 and
- * 16). Non-deterministic
- * calls keep 1 (no gain measured at 4, 8, 16 pairs; 16 cost 7 % at B 4,
- * S 4096, head dim 128 and 22 % at 256).
+ * 16). Non-deterministic calls keep 1 (no gain measured at 4, 8, 16 pairs;
+ * 16 cost 7 % at B 4, S 4096, head dim 128 and 22 % at 256).
  * The sm_100a kernel reads no pair_group: 1.
  */
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
@@ -177,7 +179,7 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
     if (bp->force_pair_group > 0)
         g = bp->force_pair_group;
     else if (bp->deterministic)
-        g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), 16);
+        g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX);
     return (int32_t)min_i64(g, pairs);
 }
 

@@ -104,7 +104,8 @@ mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant
  * launch): the grid may start while the stream's previous grid is still
  * running, as soon as that grid's CTAs have all signalled
  * (griddepcontrol.launch_dependents) or exited. Only for kernels that
- * execute griddepcontrol.wait before any global memory access. */
+ * execute griddepcontrol.wait before any global memory access. Drivers
+ * before 12.3 get an ordinary launch. */
 mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
                                      unsigned grid_y, unsigned grid_z, void **params);
 
