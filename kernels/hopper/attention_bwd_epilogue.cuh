@@ -189,9 +189,7 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
             }
 #pragma unroll
             for (int k = 0; k < 4; ++k)
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(off[k] + 128 * g + 8 * h * kRowBytes),
-                             "f"(x[k].x), "f"(x[k].y)
-                             : "memory");
+                st_shared_f32x2(off[k] + 128 * g + 8 * h * kRowBytes, x[k].x, x[k].y);
         }
     }
     fence_smem_to_async(); /* the bulk reductions read the rows through the async proxy */
@@ -235,9 +233,8 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
 #pragma unroll
     for (int q = 0; q < kN / 8; ++q) {
         if (8 * q < cols) /* the consumer's own columns (fewer than kN for consumer 1 at head dim 96) */
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(base + q * 16 * Cfg::kWarpgroupThreads),
-                         "f"(dq[4 * q]), "f"(dq[4 * q + 1]), "f"(dq[4 * q + 2]), "f"(dq[4 * q + 3])
-                         : "memory");
+            st_shared_f32x4(base + q * 16 * Cfg::kWarpgroupThreads, dq[4 * q], dq[4 * q + 1], dq[4 * q + 2],
+                            dq[4 * q + 3]);
     }
     fence_smem_to_async(); /* the bulk reduction reads it through the async proxy */
     __syncwarp();

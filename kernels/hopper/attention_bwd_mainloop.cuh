@@ -250,18 +250,6 @@ __device__ __forceinline__ uint32_t kq_offset(uint32_t base, int j, int h)
     return (base ^ static_cast<uint32_t>(16 * j)) + 1024 * h;
 }
 
-__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v)
-{
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr)
-{
-    float2 v;
-    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
-    return v;
-}
-
 /* P^T = exp2(S^T scale_log2 - lse_log2) of a thread's fragment, unmasked:
  * pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T times the
  * soft-cap derivative for dS. lse_addr: lse_log2 of the thread's first query
@@ -409,7 +397,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 for (int j = 0; j < kSN / 8; ++j)
 #pragma unroll
                     for (int h = 0; h < 2; ++h)
-                        st_shared_b32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), pr[2 * j + h]);
+                        st_shared_u32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), pr[2 * j + h]);
             }
 
             if constexpr (!Cfg::kSplitDim) {
@@ -438,7 +426,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                     const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
                     const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
                     dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
-                    st_shared_b32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
+                    st_shared_u32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
                 }
             }
 
