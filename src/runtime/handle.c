@@ -250,6 +250,10 @@ mgpu_status mgpu_create(mgpu_handle **out)
         remember_primary(h->device, h->context);
     if (s == MGPU_STATUS_SUCCESS)
         s = query_caps(d, h->device, &h->caps);
+    if (s == MGPU_STATUS_SUCCESS) {
+        int version = 0;
+        h->programmatic_launch = d->cuDriverGetVersion(&version) == CUDA_SUCCESS && version >= 12030;
+    }
     if (s == MGPU_STATUS_SUCCESS)
         s = allocate_device_state(d, h);
     if (s == MGPU_STATUS_SUCCESS && !live_add(h))

@@ -66,13 +66,9 @@ static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, int varia
         attrs[n_attrs].value.clusterDim.z = 1;
         n_attrs++;
     }
-    /* Stream capture turns the attribute into a programmatic graph edge from
-     * driver 12.3 on; older drivers get an ordinary launch (the kernels'
-     * griddepcontrol instructions are then no-ops). */
-    int driver_version = 0;
-    if (programmatic && (d->cuDriverGetVersion(&driver_version) != CUDA_SUCCESS || driver_version < 12030))
-        programmatic = 0;
-    if (programmatic) {
+    /* Older drivers get an ordinary launch (the kernels' griddepcontrol
+     * instructions are then no-ops): handle.c, programmatic_launch. */
+    if (programmatic && h->programmatic_launch) {
         attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attrs[n_attrs].value.programmaticStreamSerializationAllowed = 1;
         n_attrs++;

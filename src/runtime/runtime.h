@@ -62,6 +62,9 @@ struct mgpu_handle {
     int retained_primary;        /* context is the device's primary one, retained by this handle */
     CUstream stream;
     struct mgpu_device_caps caps;
+    /* the driver (12.3 on) records programmatic launches as programmatic
+     * graph edges under stream capture: mgpu_launch_programmatic uses them */
+    int programmatic_launch;
     /* per variant, for this handle's context */
     CUfunction *functions;
     unsigned char *smem_configured;
@@ -104,8 +107,8 @@ mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant
  * launch): the grid may start while the stream's previous grid is still
  * running, as soon as that grid's CTAs have all signalled
  * (griddepcontrol.launch_dependents) or exited. Only for kernels that
- * execute griddepcontrol.wait before any global memory access. Drivers
- * before 12.3 get an ordinary launch. */
+ * execute griddepcontrol.wait before any global memory access. Handles of
+ * drivers before 12.3 get an ordinary launch. */
 mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
                                      unsigned grid_y, unsigned grid_z, void **params);
 
