@@ -129,27 +129,38 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
 
 /*
  * Adds one query block's dQ (this consumer's kN columns) into the row-major
- * dq_accum tile (head dims 192, 256) with bulk reductions from shared memory.
+ * dq_accum tile (head dims 192, 256) with tensor bulk reductions from shared
+ * memory (tmap_dq: fp32, no swizzle, boxes of kDqBoxCols columns x 16 rows).
  * The staging space is the consumer's own 64-column blocks of the stage's Q
  * and dO tiles, which nothing reads once its dV and dK are complete (the
  * other consumer reads only its own blocks there, and both S^T and dP^T of
  * the block were complete before its bar(ds)): kN * 128 bytes in each, rows
- * of kN fp32, rows 0..31 in Q's, 32..63 in dO's; warp w writes rows 16 w ..
- * 16 w + 15 and its lanes 0..15 add one row each (cp.reduce.async.bulk).
+ * 0..31 in Q's, 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as
+ * kN / kDqBoxCols dense boxes (row-major, kDqBoxCols fp32 per row, box b
+ * holding columns [b kDqBoxCols, (b + 1) kDqBoxCols)) and its lane 0 adds
+ * them with one cp.reduce.async.bulk.tensor each.
  * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
  * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
- * (rows are 128-byte multiples, so row-major stores of one column group would
- * put 8 rows on the same 8 banks). Returns when the reductions have read the
- * staging rows (deterministic: when they are complete, inside the turn).
+ * (box rows are 128-byte multiples, so row-major stores of one column group
+ * would put 8 rows on the same 8 banks). Returns when the reductions have
+ * read the staging rows (deterministic: when they are complete, inside the
+ * turn).
  */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
-                                                         int m_block, uint8_t *q_stage, uint8_t *do_stage, int col0,
-                                                         const float (&dq)[kN / 2], int consumer)
+__device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
+                                                         const AttnBwdWork &w, int m_block, uint32_t q_stage,
+                                                         uint32_t do_stage, int col0, const float (&dq)[kN / 2],
+                                                         int consumer)
 {
+    constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
+    constexpr int kBoxRows = MGPU_ATTENTION_BWD_DQ_BOX_ROWS;
+    constexpr int kBoxes = kN / kBoxCols;
+    constexpr int kBoxRowBytes = kBoxCols * 4;
+    constexpr int kBoxBytes = kBoxRows * kBoxRowBytes;
+    constexpr int kGroupsPerBox = kBoxCols / 32; /* 32-column groups g */
     static_assert(kN % 32 == 0 && 32 * kN * 4 == (kN / Cfg::kSwizzleElems) * Cfg::kQBlockBytes,
                   "32 rows of this consumer's dQ fill its column blocks of one stage tile");
-    constexpr int kRowBytes = kN * 4;
+    static_assert(kBoxCols % 32 == 0 && kN % kBoxCols == 0 && kBoxRows == 16, "whole boxes of one warp's 16 rows");
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
     int warp = thread / 32, lane = thread % 32;
@@ -158,15 +169,16 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
      * dQ and next-S^T accumulators need (they spilled). */
     asm volatile("" : "+r"(warp), "+r"(lane));
     const int r = lane / 4;
-    uint8_t *region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
-                      16 * (warp % 2) * kRowBytes;
-    const uint32_t row_addr = smem_u32(region) + r * kRowBytes + 8 * (lane % 4);
+    const uint32_t region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
+                            (warp % 2) * kBoxes * kBoxBytes;
+    const uint32_t row_addr = region + r * kBoxRowBytes + 8 * (lane % 4);
     uint32_t off[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k)
         off[k] = row_addr + 32 * ((k + r) & 3);
 #pragma unroll
     for (int g = 0; g < kN / 32; ++g) {
+        const int g_off = (g / kGroupsPerBox) * kBoxBytes + (g % kGroupsPerBox) * 128;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float2 x[4];
@@ -189,33 +201,33 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
             }
 #pragma unroll
             for (int k = 0; k < 4; ++k)
-                st_shared_f32x2(off[k] + 128 * g + 8 * h * kRowBytes, x[k].x, x[k].y);
+                st_shared_f32x2(off[k] + g_off + 8 * h * kBoxRowBytes, x[k].x, x[k].y);
         }
     }
-    fence_smem_to_async(); /* the bulk reductions read the rows through the async proxy */
+    fence_smem_to_async(); /* the bulk reductions read the boxes through the async proxy */
     __syncwarp();
-    float *dst = reinterpret_cast<float *>(a.dq_accum) +
-                 (w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp + lane) * Cfg::kHeadDim + col0;
-    const float *src = reinterpret_cast<const float *>(region + lane * kRowBytes);
+    const int32_t row = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp);
+    auto reduce_boxes = [&] {
+#pragma unroll
+        for (int b = 0; b < kBoxes; ++b)
+            tma_reduce_add_2d(dq_map, region + b * kBoxBytes, col0 + b * kBoxCols, row);
+        ptx::cp_async_bulk_commit_group();
+    };
     if (a.deterministic) {
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m_block;
         const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
         ordered_acquire<Cfg>(sem, turn, consumer_thread);
-        if (lane < 16) {
+        if (lane == 0) {
             /* the turn's acquire (generic proxy) before this CTA's adds (async proxy) */
             fence_global_async_proxy();
-            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
-                                      static_cast<uint32_t>(kRowBytes));
-            ptx::cp_async_bulk_commit_group();
+            reduce_boxes();
             /* The adds are complete and ordered before the turn's release. */
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
             fence_global_async_proxy();
         }
         ordered_release<Cfg>(sem, turn, consumer_thread);
-    } else if (lane < 16) {
-        ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
-                                  static_cast<uint32_t>(kRowBytes));
-        ptx::cp_async_bulk_commit_group();
+    } else if (lane == 0) {
+        reduce_boxes();
         ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
     }
 }

@@ -283,7 +283,7 @@ __device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&
 }
 
 template <class Cfg, int kDqCols>
-__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
+__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
                                                        int consumer)
 {
@@ -475,7 +475,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
                  * tiles (read by nothing else any more) and bulk reductions. */
-                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, w, m, smem.q[s], smem.dout[s], col0, dq, consumer);
+                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, dq_map, w, m, q_tile, do_tile, col0, dq, consumer);
                 __syncwarp();
                 if (lane == 0) {
                     mbar_arrive(&smem.q_empty[s]);
@@ -532,8 +532,9 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 }
 
 template <class Cfg>
-__device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
-                                                  const AttnBwdWork &w, int consumer)
+__device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
+                                                  typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
+                                                  int consumer)
 {
     /* One copy of the loop for both consumers where their column ranges are
      * equal (head dims 64, 128, 256) or dK, dV are not split (head dim 96:
@@ -543,12 +544,12 @@ __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args 
     static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
                   "consumer 1's dQ columns inside the K tile");
     if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
-        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, dq_map, smem, w, consumer);
     } else {
         if (consumer == 0)
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, dq_map, smem, w, consumer);
         else
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, dq_map, smem, w, consumer);
     }
 }
 

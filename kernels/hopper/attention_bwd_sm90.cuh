@@ -301,6 +301,8 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
         tma_prefetch_map(&p.tmap_do);
+        if constexpr (Cfg::kSplitDim)
+            tma_prefetch_map(&p.tmap_dq);
         mbar_init(&smem.kv_full, 1);
         for (int b = 0; b < Cfg::kDqBuffers; ++b) {
             mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
@@ -327,7 +329,7 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        attn_bwd_consumer<Cfg>(p.args, smem, w, warpgroup - 1);
+        attn_bwd_consumer<Cfg>(p.args, &p.tmap_dq, smem, w, warpgroup - 1);
     }
 }
 
