@@ -199,7 +199,7 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
 {
     const struct mgpu_variant *m = &mgpu_variants[plan->main], *pre = &mgpu_variants[plan->pre],
                               *post = &mgpu_variants[plan->post];
-    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0, 0};
     CHECK(mgpu_attention_bwd_tile(head_dim, &tile) == 0, "ABI tile for d=%d", head_dim);
     CHECK(m->kind == kind && m->dtype == (int)dt && m->attention.head_dim == head_dim && m->cc_major == caps->cc_major &&
               m->cc_minor == caps->cc_minor && m->threads == MGPU_ATTENTION_BWD_THREADS,

@@ -137,20 +137,21 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * the block were complete before its bar(ds)): kN * 128 bytes in each, rows
  * 0..31 in Q's, 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as
  * kN / kDqBoxCols dense boxes (row-major, kDqBoxCols fp32 per row, box b
- * holding columns [b kDqBoxCols, (b + 1) kDqBoxCols)) and its lane 0 adds
- * them with one cp.reduce.async.bulk.tensor each.
+ * holding columns [b kDqBoxCols, (b + 1) kDqBoxCols)). `writer` (every
+ * deterministic call): the boxes are left to attn_bwd_dq_split_writer, which
+ * takes the turn; else lane 0 of the warp adds them with one
+ * cp.reduce.async.bulk.tensor each.
  * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
  * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
  * (box rows are 128-byte multiples, so row-major stores of one column group
- * would put 8 rows on the same 8 banks). Returns when the reductions have
- * read the staging rows (deterministic: when they are complete, inside the
- * turn).
+ * would put 8 rows on the same 8 banks). Returns once the boxes are staged
+ * and fenced for the async proxy (writer), or once the reductions have read
+ * them.
  */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
-                                                         const AttnBwdWork &w, int m_block, uint32_t q_stage,
-                                                         uint32_t do_stage, int col0, const float (&dq)[kN / 2],
-                                                         int consumer)
+__device__ __forceinline__ void attn_bwd_reduce_dq_split(const CUtensorMap *dq_map, const AttnBwdWork &w, int m_block,
+                                                         uint32_t q_stage, uint32_t do_stage, int col0,
+                                                         const float (&dq)[kN / 2], bool writer)
 {
     constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
     constexpr int kBoxRows = MGPU_ATTENTION_BWD_DQ_BOX_ROWS;
@@ -162,7 +163,6 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
                   "32 rows of this consumer's dQ fill its column blocks of one stage tile");
     static_assert(kBoxCols % 32 == 0 && kN % kBoxCols == 0 && kBoxRows == 16, "whole boxes of one warp's 16 rows");
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
     int warp = thread / 32, lane = thread % 32;
     /* Opaque here: the staging addresses are recomputed at each block rather
      * than hoisted out of the consumer loop into registers that the dK, dV,
@@ -206,30 +206,91 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
     }
     fence_smem_to_async(); /* the bulk reductions read the boxes through the async proxy */
     __syncwarp();
-    const int32_t row = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp);
-    auto reduce_boxes = [&] {
+    if (writer)
+        return; /* attn_bwd_dq_split_writer adds them */
+    if (lane == 0) {
+        const int32_t row = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp);
 #pragma unroll
         for (int b = 0; b < kBoxes; ++b)
             tma_reduce_add_2d(dq_map, region + b * kBoxBytes, col0 + b * kBoxCols, row);
         ptx::cp_async_bulk_commit_group();
-    };
-    if (a.deterministic) {
-        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m_block;
-        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
-        ordered_acquire<Cfg>(sem, turn, consumer_thread);
-        if (lane == 0) {
-            /* the turn's acquire (generic proxy) before this CTA's adds (async proxy) */
-            fence_global_async_proxy();
-            reduce_boxes();
-            /* The adds are complete and ordered before the turn's release. */
-            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
-            fence_global_async_proxy();
-        }
-        ordered_release<Cfg>(sem, turn, consumer_thread);
-    } else if (lane == 0) {
-        reduce_boxes();
         ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
     }
+}
+
+/* Shared-memory address of consumer c's warp w's first dQ box of a stage
+ * (attn_bwd_reduce_dq_split's staging layout). */
+template <class Cfg, int kC>
+__device__ __forceinline__ uint32_t attn_bwd_split_box(uint32_t q_stage, uint32_t do_stage, int warp)
+{
+    constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
+    constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
+    constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kN * 4; /* all kN / kDqBoxCols boxes of the warp */
+    return (warp < 2 ? q_stage : do_stage) + (kCol0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes + (warp % 2) * kBoxBytes;
+}
+
+/* The boxes of consumer kC (all its warps) of one stage into dq_accum rows
+ * from row0. */
+template <class Cfg, int kC>
+__device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap *dq_map, uint32_t q_stage,
+                                                               uint32_t do_stage, int32_t row0)
+{
+    constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
+    constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
+    constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
+    constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kBoxCols * 4;
+#pragma unroll
+    for (int warp = 0; warp < Cfg::kWarpgroupThreads / 32; ++warp) {
+        const uint32_t box = attn_bwd_split_box<Cfg, kC>(q_stage, do_stage, warp);
+#pragma unroll
+        for (int b = 0; b < kN / kBoxCols; ++b)
+            tma_reduce_add_2d(dq_map, box + b * kBoxBytes, kCol0 + b * kBoxCols,
+                              row0 + MGPU_ATTENTION_BWD_DQ_BOX_ROWS * warp);
+    }
+}
+
+/*
+ * The dQ writer of head dims 192, 256 (one thread of warpgroup 0, in the calls
+ * that attn_bwd_split_writer picks): per query block, in the consumers' order,
+ * waits until both consumers have staged its dQ in stage s's Q / dO tiles
+ * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions,
+ * and once they have read shared memory releases the stage to the producer
+ * (q_empty[s], do_empty[s]: the writer's is then their only arrival).
+ * Deterministic: before adding, waits (while the consumers go on) until
+ * dq_semaphore equals this key block's turn; after releasing the stage, waits
+ * for the adds to complete and hands the turn on.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
+                                                         typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
+{
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int s = i % Cfg::kStages;
+        const uint32_t parity = (i / Cfg::kStages) & 1;
+        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
+        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        if (a.deterministic) {
+            while (ld_acquire_s32(sem) != turn) {
+            }
+            fence_global_async_proxy();
+        }
+        mbar_wait(&smem.dq_full[s], parity);
+        const uint32_t q_stage = smem_u32(smem.q[s]), do_stage = smem_u32(smem.dout[s]);
+        const int32_t row0 = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM);
+        attn_bwd_split_reduce_consumer<Cfg, 0>(dq_map, q_stage, do_stage, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 1>(dq_map, q_stage, do_stage, row0);
+        ptx::cp_async_bulk_commit_group();
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        mbar_arrive(&smem.q_empty[s]);
+        mbar_arrive(&smem.do_empty[s]);
+        if (a.deterministic) {
+            /* complete, ordered before this thread's generic-proxy release (as attn_bwd_dq_writer) */
+            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            fence_global_async_proxy();
+            st_release_s32(sem, turn + 1);
+        }
+    }
+    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
 /* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into

@@ -475,11 +475,16 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
                  * tiles (read by nothing else any more) and bulk reductions. */
-                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, dq_map, w, m, q_tile, do_tile, col0, dq, consumer);
+                const bool writer = attn_bwd_split_writer(a);
+                attn_bwd_reduce_dq_split<Cfg, kDqCols>(dq_map, w, m, q_tile, do_tile, col0, dq, writer);
                 __syncwarp();
                 if (lane == 0) {
-                    mbar_arrive(&smem.q_empty[s]);
-                    mbar_arrive(&smem.do_empty[s]);
+                    if (writer) { /* the writer adds the staged boxes and releases the stage */
+                        mbar_arrive(&smem.dq_full[s]);
+                    } else {
+                        mbar_arrive(&smem.q_empty[s]);
+                        mbar_arrive(&smem.do_empty[s]);
+                    }
                 }
                 __syncwarp();
                 /* The next S^T is complete before the loop's back edge. */

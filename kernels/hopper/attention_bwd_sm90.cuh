@@ -161,7 +161,9 @@ struct AttnBwdConfig {
         alignas(16) float lse[2][kBlockM];   /* row buffers of query blocks i % 2 (attn_bwd_rows_issue) */
         alignas(16) float dpsum[2][kBlockM];
         uint64_t kv_full;
-        uint64_t dq_full[kDqBuffers];  /* the consumers' dQ of a block is in dq[b] (8 warp arrivals) */
+        /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); without kDqWriter: staged in stage s
+         * for attn_bwd_dq_split_writer (one per stage) */
+        uint64_t dq_full[kDqWriter ? kDqBuffers : kStages];
         uint64_t dq_empty[kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
         uint64_t q_full[kStages];
         uint64_t q_empty[kStages];
@@ -255,6 +257,18 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
     return w;
 }
 
+/* Head dims 192, 256: whether a thread of warpgroup 0 adds the consumers'
+ * staged dQ (attn_bwd_dq_split_writer) and releases the stages; the
+ * consumers add it themselves otherwise. */
+__device__ __forceinline__ bool attn_bwd_split_writer(const mgpu_attention_bwd_args &a)
+{
+#ifdef MGPU_BWD_SPLIT_WRITER_ALWAYS
+    return true || a.deterministic;
+#else
+    return a.deterministic != 0;
+#endif
+}
+
 /* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
  * groups of pair_group, each group key block by key block (pair_group = 1:
  * key blocks fastest). */
@@ -304,15 +318,22 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         if constexpr (Cfg::kSplitDim)
             tma_prefetch_map(&p.tmap_dq);
         mbar_init(&smem.kv_full, 1);
-        for (int b = 0; b < Cfg::kDqBuffers; ++b) {
-            mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
-            mbar_init(&smem.dq_empty[b], 1);
+        if constexpr (Cfg::kDqWriter) {
+            for (int b = 0; b < Cfg::kDqBuffers; ++b) {
+                mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
+                mbar_init(&smem.dq_empty[b], 1);
+            }
         }
+        /* split dims with the dQ writer: it alone releases the stages */
+        const uint32_t stage_arrivals =
+            Cfg::kSplitDim && attn_bwd_split_writer(p.args) ? 1 : Cfg::kConsumerWarps;
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.q_full[s], 1);
             mbar_init(&smem.do_full[s], 1);
-            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
-            mbar_init(&smem.do_empty[s], Cfg::kConsumerWarps);
+            mbar_init(&smem.q_empty[s], stage_arrivals);
+            mbar_init(&smem.do_empty[s], stage_arrivals);
+            if constexpr (Cfg::kSplitDim)
+                mbar_init(&smem.dq_full[s], Cfg::kConsumerWarps);
         }
         mbar_fence_init();
     }
@@ -326,6 +347,9 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         } else if constexpr (Cfg::kDqWriter) {
             if (threadIdx.x == 32)
                 attn_bwd_dq_writer<Cfg>(p.args, smem, w);
+        } else {
+            if (threadIdx.x == 32 && attn_bwd_split_writer(p.args))
+                attn_bwd_dq_split_writer<Cfg>(p.args, &p.tmap_dq, smem, w);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
