@@ -5,13 +5,15 @@
  *     accumulator layout) is added into dq_accum once per (query block, key
  *     block): through a shared dQ buffer and the dQ writer's one bulk
  *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
- *     256) through the stage's freed Q / dO column blocks and one bulk
- *     reduction per row by the consumers.
+ *     256) through the stage's freed Q / dO column blocks and tensor bulk
+ *     reductions (tmap_dq, one 16-row box per consumer warp and 128 / 64
+ *     columns) by the consumers, or in deterministic calls by the split
+ *     dims' dQ writer.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
  *   - Deterministic mode orders those adds with a semaphore per destination
- *     tile. The dQ writer takes the turn itself; otherwise one consumer
+ *     tile. The dQ writers take the turn themselves; for dK, dV one consumer
  *     thread waits (acquire) until the semaphore equals this CTA's turn, a
  *     named barrier over both consumers releases the others, all add, a
  *     second barrier, and the same thread stores turn + 1 (st.release.gpu).
@@ -124,7 +126,7 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * 3] sit at (q * 128 + t) * 4 from there. A warp's 16-byte pieces are then
  * contiguous (shared stores without bank conflicts) and the tile is one
  * contiguous range for a single bulk reduction. Head dims 192, 256 (bulk
- * reductions per row) keep tiles row-major. The postprocess reads either back.
+ * tensor reductions of 16-row boxes) keep tiles row-major. The postprocess reads either back.
  */
 
 /*

@@ -33,10 +33,13 @@
  *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
  *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
  *     the last block: on the idle stage,       row-major in this consumer's column
- *     result unused); wait g5                  blocks of Q[s] and dO[s], bulk
- *   release q_empty[s], do_empty[s]; dQ_c      reductions into dq_accum (per row);
- *   into the dQ writer's buffer; wait g6.      once read: release q_empty[s],
- *                                              do_empty[s]; wait g5
+ *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
+ *   release q_empty[s], do_empty[s]; dQ_c      boxes, tensor bulk reductions into
+ *   into the dQ writer's buffer; wait g6.      dq_accum; once read: release
+ *                                              q_empty[s], do_empty[s]
+ *                                              (deterministic: dq_full[s], the
+ *                                              split dQ writer adds and
+ *                                              releases); wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two

@@ -14,7 +14,10 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn.
+ *     deterministic mode it waits for the block's turn. Head dims 192, 256,
+ *     deterministic calls only: the tensor reductions of the dQ boxes the
+ *     consumers staged in stage s (dq_full[s]), after the block's turn; it
+ *     then releases q_empty[s] / do_empty[s] (their one arrival).
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -26,13 +29,14 @@
  *       S^T of the next block                  (issued before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
  *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or (192,
- *     256) is staged row-major in the consumer's own column blocks of stage
- *     s's Q and dO tiles (free once its dK, dV are complete) and added into
- *     the fp32 dq_accum with one bulk reduction per row (lanes 0..15 of each
- *     warp), the stage released once they have read it; there,
- *     deterministic: consumer thread 0 waits until dq_semaphore equals this
- *     key block's turn (key-block order), a named barrier lets both consumers
- *     add, the adds complete, another barrier hands the turn on.
+ *     256) is staged in the consumer's own column blocks of stage s's Q and
+ *     dO tiles (free once its dK, dV are complete) as one dense 16-row box
+ *     (or two) per warp of the dq_accum tensor map (tmap_dq) and added into
+ *     the fp32 dq_accum with one tensor bulk reduction per box by lane 0 of
+ *     each warp, which releases the stage once they have read it; in
+ *     deterministic calls each warp instead arrives on dq_full[s] and the dQ
+ *     writer adds the boxes in the block's turn (the consumers never wait
+ *     for a turn inside the loop).
  *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
  *     0 of each consumer (cp.async) during the block before into one of two
  *     row buffers, complete before that block's bar(ds) (named barriers
