@@ -17,14 +17,11 @@
 #   UTMALDG                   exactly 4 dim_blocks: the K, V, Q and dO boxes
 #   UBLKRED                   the dQ writer's bulk reduction: 1 for head dims
 #                             <= 128, 0 for 192 and 256
-#   UTMAREDG                  192 and 256: tensor reductions of dQ boxes of
-#                             tmap_dq (16 rows x 128 columns at 256, x 64 at
-#                             192): the consumers' (non-deterministic calls),
-#                             one per box of a warp and loop copy, 1 at 256, 3
-#                             at 192 (loops of 128 and 64 columns), and the
-#                             split dQ writer's (deterministic), every box of
-#                             a block, 8 at 256, 12 at 192: 9 and 15 in all;
-#                             0 for head dims <= 128
+#   UTMAREDG                  192 and 256: the split dQ writer's tensor
+#                             reductions of a block's dQ boxes of tmap_dq
+#                             (16 rows x 128 columns at 256, x 64 at 192;
+#                             both modes): 8 at 256 (one box per consumer
+#                             warp), 12 at 192 (2 + 1); 0 for head dims <= 128
 #   LDL / STL                 none, and cuobjdump -res-usage LOCAL:0
 # Prints one line of counts per entry.
 #
@@ -56,7 +53,7 @@ for e in $entries; do
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
         want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0
-        want_tred=9; (( d == 192 )) && want_tred=15
+        want_tred=8; (( d == 192 )) && want_tred=12
     fi
     bad=()
     (( rs == want_rs )) || bad+=("HGMMA with A in registers $rs, want $want_rs")

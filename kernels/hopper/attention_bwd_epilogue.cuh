@@ -6,9 +6,8 @@
  *     block): through a shared dQ buffer and the dQ writer's one bulk
  *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
  *     256) through the stage's freed Q / dO column blocks and tensor bulk
- *     reductions (tmap_dq, one 16-row box per consumer warp and 128 / 64
- *     columns) by the consumers, or in deterministic calls by the split
- *     dims' dQ writer.
+ *     reductions (tmap_dq, 16-row boxes of 128 / 64 columns, one or two per
+ *     consumer warp) by the split dims' dQ writer.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
@@ -130,30 +129,27 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  */
 
 /*
- * Adds one query block's dQ (this consumer's kN columns) into the row-major
- * dq_accum tile (head dims 192, 256) with tensor bulk reductions from shared
- * memory (tmap_dq: fp32, no swizzle, boxes of kDqBoxCols columns x 16 rows).
- * The staging space is the consumer's own 64-column blocks of the stage's Q
- * and dO tiles, which nothing reads once its dV and dK are complete (the
- * other consumer reads only its own blocks there, and both S^T and dP^T of
- * the block were complete before its bar(ds)): kN * 128 bytes in each, rows
- * 0..31 in Q's, 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as
- * kN / kDqBoxCols dense boxes (row-major, kDqBoxCols fp32 per row, box b
- * holding columns [b kDqBoxCols, (b + 1) kDqBoxCols)). `writer` (every
- * deterministic call): the boxes are left to attn_bwd_dq_split_writer, which
- * takes the turn; else lane 0 of the warp adds them with one
- * cp.reduce.async.bulk.tensor each.
+ * Stages one query block's dQ (this consumer's kN columns, head dims 192,
+ * 256) in shared memory for attn_bwd_dq_split_writer, which adds it into the
+ * row-major dq_accum tile with tensor bulk reductions (tmap_dq: fp32, no
+ * swizzle, boxes of kDqBoxCols columns x 16 rows). The staging space is the
+ * consumer's own 64-column blocks of the stage's Q and dO tiles, which
+ * nothing reads once its dV and dK are complete (the other consumer reads
+ * only its own blocks there, and both S^T and dP^T of the block were
+ * complete before its bar(ds)): kN * 128 bytes in each, rows 0..31 in Q's,
+ * 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as kN / kDqBoxCols
+ * dense boxes (row-major, kDqBoxCols fp32 per row, box b holding columns
+ * [b kDqBoxCols, (b + 1) kDqBoxCols); attn_bwd_split_box has the address).
  * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
  * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
  * (box rows are 128-byte multiples, so row-major stores of one column group
- * would put 8 rows on the same 8 banks). Returns once the boxes are staged
- * and fenced for the async proxy (writer), or once the reductions have read
- * them.
+ * would put 8 rows on the same 8 banks). Returns once this thread's stores
+ * are fenced for the async proxy; the caller's warp then arrives on
+ * dq_full[s].
  */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_reduce_dq_split(const CUtensorMap *dq_map, const AttnBwdWork &w, int m_block,
-                                                         uint32_t q_stage, uint32_t do_stage, int col0,
-                                                         const float (&dq)[kN / 2], bool writer)
+__device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32_t do_stage, int col0,
+                                                        const float (&dq)[kN / 2])
 {
     constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
     constexpr int kBoxRows = MGPU_ATTENTION_BWD_DQ_BOX_ROWS;
@@ -206,18 +202,7 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const CUtensorMap *dq_m
                 st_shared_f32x2(off[k] + g_off + 8 * h * kBoxRowBytes, x[k].x, x[k].y);
         }
     }
-    fence_smem_to_async(); /* the bulk reductions read the boxes through the async proxy */
-    __syncwarp();
-    if (writer)
-        return; /* attn_bwd_dq_split_writer adds them */
-    if (lane == 0) {
-        const int32_t row = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp);
-#pragma unroll
-        for (int b = 0; b < kBoxes; ++b)
-            tma_reduce_add_2d(dq_map, region + b * kBoxBytes, col0 + b * kBoxCols, row);
-        ptx::cp_async_bulk_commit_group();
-        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
-    }
+    fence_smem_to_async(); /* the writer's bulk reductions read the boxes through the async proxy */
 }
 
 /* Shared-memory address of consumer c's warp w's first dQ box of a stage
@@ -252,8 +237,8 @@ __device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap
 }
 
 /*
- * The dQ writer of head dims 192, 256 (one thread of warpgroup 0, in the calls
- * that attn_bwd_split_writer picks): per query block, in the consumers' order,
+ * The dQ writer of head dims 192, 256 (thread 32, warpgroup 0): per query
+ * block, in the consumers' order,
  * waits until both consumers have staged its dQ in stage s's Q / dO tiles
  * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions,
  * and once they have read shared memory releases the stage to the producer

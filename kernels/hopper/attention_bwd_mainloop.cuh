@@ -34,12 +34,10 @@
  *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
  *     the last block: on the idle stage,       row-major in this consumer's column
  *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
- *   release q_empty[s], do_empty[s]; dQ_c      boxes, tensor bulk reductions into
- *   into the dQ writer's buffer; wait g6.      dq_accum; once read: release
- *                                              q_empty[s], do_empty[s]
- *                                              (deterministic: dq_full[s], the
- *                                              split dQ writer adds and
- *                                              releases); wait g5
+ *   release q_empty[s], do_empty[s]; dQ_c      boxes of tmap_dq; arrive dq_full[s]
+ *   into the dQ writer's buffer; wait g6.      (the split dQ writer adds them and
+ *                                              releases q_empty[s], do_empty[s]);
+ *                                              wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
@@ -286,7 +284,7 @@ __device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&
 }
 
 template <class Cfg, int kDqCols>
-__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
+__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
                                                        int consumer)
 {
@@ -478,17 +476,11 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
                  * tiles (read by nothing else any more) and bulk reductions. */
-                const bool writer = attn_bwd_split_writer(a);
-                attn_bwd_reduce_dq_split<Cfg, kDqCols>(dq_map, w, m, q_tile, do_tile, col0, dq, writer);
+                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
+                /* the split dQ writer adds the staged boxes and releases the stage */
                 __syncwarp();
-                if (lane == 0) {
-                    if (writer) { /* the writer adds the staged boxes and releases the stage */
-                        mbar_arrive(&smem.dq_full[s]);
-                    } else {
-                        mbar_arrive(&smem.q_empty[s]);
-                        mbar_arrive(&smem.do_empty[s]);
-                    }
-                }
+                if (lane == 0)
+                    mbar_arrive(&smem.dq_full[s]);
                 __syncwarp();
                 /* The next S^T is complete before the loop's back edge. */
                 wgmma_wait_group<0>();
@@ -540,9 +532,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
 }
 
 template <class Cfg>
-__device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
-                                                  typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
-                                                  int consumer)
+__device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
+                                                  const AttnBwdWork &w, int consumer)
 {
     /* One copy of the loop for both consumers where their column ranges are
      * equal (head dims 64, 128, 256) or dK, dV are not split (head dim 96:
@@ -552,12 +543,12 @@ __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args 
     static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
                   "consumer 1's dQ columns inside the K tile");
     if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
-        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, dq_map, smem, w, consumer);
+        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
     } else {
         if (consumer == 0)
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, dq_map, smem, w, consumer);
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
         else
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, dq_map, smem, w, consumer);
+            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
     }
 }
 

@@ -14,10 +14,10 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn. Head dims 192, 256,
- *     deterministic calls only: the tensor reductions of the dQ boxes the
- *     consumers staged in stage s (dq_full[s]), after the block's turn; it
- *     then releases q_empty[s] / do_empty[s] (their one arrival).
+ *     deterministic mode it waits for the block's turn. Head dims 192, 256:
+ *     the tensor reductions of the dQ boxes the consumers staged in stage s
+ *     (dq_full[s]; deterministic: after the block's turn), then it releases
+ *     q_empty[s] / do_empty[s] (their one arrival) once they have read them.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -31,12 +31,11 @@
  *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or (192,
  *     256) is staged in the consumer's own column blocks of stage s's Q and
  *     dO tiles (free once its dK, dV are complete) as one dense 16-row box
- *     (or two) per warp of the dq_accum tensor map (tmap_dq) and added into
- *     the fp32 dq_accum with one tensor bulk reduction per box by lane 0 of
- *     each warp, which releases the stage once they have read it; in
- *     deterministic calls each warp instead arrives on dq_full[s] and the dQ
- *     writer adds the boxes in the block's turn (the consumers never wait
- *     for a turn inside the loop).
+ *     (or two) per warp of the dq_accum tensor map (tmap_dq); each warp
+ *     arrives on dq_full[s] (instead of q_empty / do_empty) and the dQ
+ *     writer adds the boxes into the fp32 dq_accum with one tensor bulk
+ *     reduction each (deterministic: in the block's turn, so the consumers
+ *     never wait for a turn inside the loop) and releases the stage.
  *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
  *     0 of each consumer (cp.async) during the block before into one of two
  *     row buffers, complete before that block's bar(ds) (named barriers
@@ -165,8 +164,8 @@ struct AttnBwdConfig {
         alignas(16) float lse[2][kBlockM];   /* row buffers of query blocks i % 2 (attn_bwd_rows_issue) */
         alignas(16) float dpsum[2][kBlockM];
         uint64_t kv_full;
-        /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); without kDqWriter: staged in stage s
-         * for attn_bwd_dq_split_writer (one per stage) */
+        /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); kSplitDim: staged in stage s for
+         * attn_bwd_dq_split_writer (one per stage) */
         uint64_t dq_full[kDqWriter ? kDqBuffers : kStages];
         uint64_t dq_empty[kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
         uint64_t q_full[kStages];
@@ -261,18 +260,6 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
     return w;
 }
 
-/* Head dims 192, 256: whether a thread of warpgroup 0 adds the consumers'
- * staged dQ (attn_bwd_dq_split_writer) and releases the stages; the
- * consumers add it themselves otherwise. */
-__device__ __forceinline__ bool attn_bwd_split_writer(const mgpu_attention_bwd_args &a)
-{
-#ifdef MGPU_BWD_SPLIT_WRITER_ALWAYS
-    return true || a.deterministic;
-#else
-    return a.deterministic != 0;
-#endif
-}
-
 /* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
  * groups of pair_group, each group key block by key block (pair_group = 1:
  * key blocks fastest). */
@@ -328,9 +315,8 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
                 mbar_init(&smem.dq_empty[b], 1);
             }
         }
-        /* split dims with the dQ writer: it alone releases the stages */
-        const uint32_t stage_arrivals =
-            Cfg::kSplitDim && attn_bwd_split_writer(p.args) ? 1 : Cfg::kConsumerWarps;
+        /* kSplitDim: the split dims' dQ writer alone releases the stages */
+        constexpr uint32_t stage_arrivals = Cfg::kSplitDim ? 1 : Cfg::kConsumerWarps;
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.q_full[s], 1);
             mbar_init(&smem.do_full[s], 1);
@@ -352,12 +338,12 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
             if (threadIdx.x == 32)
                 attn_bwd_dq_writer<Cfg>(p.args, smem, w);
         } else {
-            if (threadIdx.x == 32 && attn_bwd_split_writer(p.args))
+            if (threadIdx.x == 32)
                 attn_bwd_dq_split_writer<Cfg>(p.args, &p.tmap_dq, smem, w);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        attn_bwd_consumer<Cfg>(p.args, &p.tmap_dq, smem, w, warpgroup - 1);
+        attn_bwd_consumer<Cfg>(p.args, smem, w, warpgroup - 1);
     }
 }
 
