@@ -555,7 +555,8 @@ static void test_dq_fragment_order(void)
         CHECK(t.dq_buffers == (d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
         /* tmap_dq's box width divides both consumers' column ranges (split_dim only) */
         CHECK(d <= 128 ? t.dq_box_cols == 0
-                       : t.dq_box_cols % 32 == 0 && t.dq_cols0 % t.dq_box_cols == 0 && (d - t.dq_cols0) % t.dq_box_cols == 0,
+                       : t.dq_box_cols % 32 == 0 && t.dq_cols0 % t.dq_box_cols == 0 &&
+                             (d - t.dq_cols0) % t.dq_box_cols == 0,
               "d%d: dq_box_cols %d", d, t.dq_box_cols);
         const int elems = t.block_m * d;
         unsigned char seen[64 * 256];

@@ -94,9 +94,8 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void 
  * shared-memory writes into the async proxy (fence_smem_to_async). */
 __device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap *map, uint32_t smem_src, int32_t c0, int32_t c1)
 {
-    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-                     map),
-                 "r"(c0), "r"(c1), "r"(smem_src)
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(smem_src)
                  : "memory");
 }
 
