@@ -296,7 +296,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     if (t->split_dim && dq_map_shape(plan, p) != 0) {
         *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
                             "the attention backward dQ accumulator of head_dim %lld needs fewer than 2^31 rows "
-                            "(heads_q * padded query rows per head)",
+                            "(padded query rows of every sequence and query head)",
                             (long long)p->head_dim);
         return -1;
     }
