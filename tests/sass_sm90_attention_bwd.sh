@@ -16,9 +16,12 @@
 #                             loop (two copies at 192, one at 256)
 #   UTMALDG                   exactly 4 dim_blocks: the K, V, Q and dO boxes
 #   UBLKRED                   the dQ writer's bulk reduction: 1 for head dims
-#                             <= 128; 192 and 256: the consumers' row
-#                             reductions of dQ, 2 per copy of the consumer
-#                             loop (deterministic and not)
+#                             <= 128, 0 for 192 and 256
+#   UTMAREDG                  192 and 256: the split dQ writer's tensor
+#                             reductions of a block's dQ boxes of tmap_dq
+#                             (16 rows x 128 columns at 256, x 64 at 192;
+#                             both modes): 8 at 256 (one box per consumer
+#                             warp), 12 at 192 (2 + 1); 0 for head dims <= 128
 #   LDL / STL                 none, and cuobjdump -res-usage LOCAL:0
 # Prints one line of counts per entry.
 #
@@ -33,28 +36,31 @@ cubin="${1:-}"
 sass_load "$cubin" "sm90a attention backward" sm90a
 sass_entries entries 'mgpu_attention_bwd_sm90_[a-z0-9]+_d[0-9]+' 10 'fp16 / bf16 x head dims 64 96 128 192 256'
 
-fmt='%-36s %6s %6s %7s %7s %4s %4s %6s\n'
-printf "$fmt" entry MMA.RS MMA.SS UTMALDG UBLKRED LDL STL LOCAL
+fmt='%-36s %6s %6s %7s %7s %8s %4s %4s %6s\n'
+printf "$fmt" entry MMA.RS MMA.SS UTMALDG UBLKRED UTMAREDG LDL STL LOCAL
 for e in $entries; do
     sass_body "$e"
     rs=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*R[0-9]+,[[:space:]]*gdesc\[')
     ss=$(count '[[:space:]]HGMMA[.A-Z0-9x]*[[:space:]]+R[0-9]+,[[:space:]]*gdesc\[')
     ldg=$(count '[[:space:]]UTMALDG')
     bulk=$(count '[[:space:]]UBLKRED')
-    printf "$fmt" "$e" "$rs" "$ss" "$ldg" "$bulk" "$ldl" "$stl" "${local_bytes:-?}"
+    tred=$(count '[[:space:]]UTMAREDG')
+    printf "$fmt" "$e" "$rs" "$ss" "$ldg" "$bulk" "$tred" "$ldl" "$stl" "${local_bytes:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
     if (( d <= 128 )); then
-        want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1
+        want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1; want_tred=0
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
-        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=$(( 2 * copies ))
+        want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0
+        want_tred=8; (( d == 192 )) && want_tred=12
     fi
     bad=()
     (( rs == want_rs )) || bad+=("HGMMA with A in registers $rs, want $want_rs")
     (( ss == want_ss )) || bad+=("HGMMA with shared-memory operands $ss, want $want_ss")
     (( ldg == 4 * dim_blocks )) || bad+=("UTMALDG $ldg, want $(( 4 * dim_blocks ))")
     (( bulk == want_bulk )) || bad+=("UBLKRED $bulk, want $want_bulk")
+    (( tred == want_tred )) || bad+=("UTMAREDG $tred, want $want_tred")
     sass_verdict "$e"
 done
 exit $fail

@@ -199,7 +199,7 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
 {
     const struct mgpu_variant *m = &mgpu_variants[plan->main], *pre = &mgpu_variants[plan->pre],
                               *post = &mgpu_variants[plan->post];
-    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0, 0};
     CHECK(mgpu_attention_bwd_tile(head_dim, &tile) == 0, "ABI tile for d=%d", head_dim);
     CHECK(m->kind == kind && m->dtype == (int)dt && m->attention.head_dim == head_dim && m->cc_major == caps->cc_major &&
               m->cc_minor == caps->cc_minor && m->threads == MGPU_ATTENTION_BWD_THREADS,
@@ -232,6 +232,7 @@ static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgp
            memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
            memcmp(&x->v_map, &y->v_map, sizeof x->v_map) == 0 &&
            memcmp(&x->do_map, &y->do_map, sizeof x->do_map) == 0 &&
+           memcmp(&x->dq_map, &y->dq_map, sizeof x->dq_map) == 0 &&
            memcmp(&x->scratch, &y->scratch, sizeof x->scratch) == 0 && x->workspace_bytes == y->workspace_bytes &&
            x->pre_grid == y->pre_grid && y->main_grid == (unsigned)main90 && x->main_grid == (unsigned)main100 &&
            x->post_grid == y->post_grid;
@@ -472,6 +473,15 @@ static void test_plan(void)
     CHECK(plan.args.dk_accum == 0 && plan.args.dv_accum == 0 && plan.args.dkv_semaphore == 0 &&
               plan.args.deterministic == 1,
           "MHA: no key-side scratch");
+    /* head dim 256: the tensor map of dq_accum, rows of every (sequence, head) slot, 16 x 128 boxes */
+    if (d.head_dim == 256)
+        CHECK(plan.dq_map.rank == 2 && plan.dq_map.type == MGPU_MAP_F32 && plan.dq_map.base == plan.args.dq_accum &&
+                  plan.dq_map.dims[0] == 256 && plan.dq_map.dims[1] == 2 * 16 * 1024 &&
+                  plan.dq_map.byte_strides[0] == 256 * 4 && plan.dq_map.box[0] == 128 && plan.dq_map.box[1] == 16 &&
+                  plan.dq_map.swizzle_128b == 0,
+              "d256 dq_accum map");
+    else
+        CHECK(plan.dq_map.rank == 0, "d128: no dq_accum map");
     /* deterministic on sm_90a: twice the pairs of a wave of CTAs per group (at most every pair) */
     const int64_t det_blocks = (1500 + plan.tile.block_n - 1) / plan.tile.block_n;
     int32_t det_group = (int32_t)(2 * ((132 + det_blocks - 1) / det_blocks));
@@ -538,11 +548,16 @@ static void test_dq_fragment_order(void)
     static const int dims[] = {64, 96, 128, 192, 256};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const int d = dims[di];
-        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0};
         CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
         CHECK(t.block_m == 64 && t.dq_cols0 % 8 == 0 && t.dq_cols0 > 0 && t.dq_cols0 < d, "d%d: dq_cols0 %d", d,
               t.dq_cols0);
         CHECK(t.dq_buffers == (d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
+        /* tmap_dq's box width divides both consumers' column ranges (split_dim only) */
+        CHECK(d <= 128 ? t.dq_box_cols == 0
+                       : t.dq_box_cols % 32 == 0 && t.dq_cols0 % t.dq_box_cols == 0 &&
+                             (d - t.dq_cols0) % t.dq_box_cols == 0,
+              "d%d: dq_box_cols %d", d, t.dq_box_cols);
         const int elems = t.block_m * d;
         unsigned char seen[64 * 256];
         memset(seen, 0, sizeof seen);
@@ -585,7 +600,7 @@ static void test_sm100_cta_map(void)
     enum { HEADS = 3, MAX_KEYS = 128 * 9 };
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const int d = dims[di];
-        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0};
         CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
         const int slices = mgpu_attention_bwd_sm100_slices(d);
         const int keys_per_cta = 128, slice_cols = d > 128 ? 128 : d;

@@ -77,6 +77,12 @@
  * zeros, strides in bytes; varlen: seq = total, nbatch = 1) except the boxes:
  *   Q, dO: box {64, block_m, 1, 1}        K, V: box {64, block_n, 1, 1}
  * (block_m / block_n of the variant's head dim: mgpu_attention_bwd_tile()).
+ * split_dim = 1 (head dims 192, 256) also a map of dq_accum (tmap_dq), which
+ * the sm_90a kernel adds dQ through (tensor bulk reductions): fp32, rank 2,
+ * {head_dim, slots * q_rows_padded}, row stride head_dim * 4 bytes, box
+ * {dq_box_cols, MGPU_ATTENTION_BWD_DQ_BOX_ROWS}, no swizzle, no L2 promotion
+ * (slots * q_rows_padded below 2^31: the runtime checks it). Head dims <= 128
+ * leave tmap_dq zeroed; the sm_100a kernel does not read it.
  *
  * Launch:
  *   n_blocks = ceil(seqlen_k / block_n)   (varlen: of the maximum seqlen_k)
@@ -138,6 +144,8 @@
 #define MGPU_ATTENTION_BWD_THREADS 384
 #define MGPU_ATTENTION_BWD_SMEM_LIMIT (227 * 1024)
 #define MGPU_ATTENTION_BWD_SCRATCH_ALIGN 256
+/* Rows of one box of tmap_dq: the dQ rows of one consumer warp. */
+#define MGPU_ATTENTION_BWD_DQ_BOX_ROWS 16
 
 /* The helpers below are callable from host and device code. */
 #ifdef __CUDACC__
@@ -155,17 +163,20 @@
  *   split_dim = 1 (head dims 192, 256): each consumer owns a part of the head
  *     dim of dK, dV (and dQ); P and dS go through shared memory.
  *
- *   head_dim  block_m  block_n  stages  split_dim  dq_buffers  dq_cols0  smem (bytes)
- *        64       64      128       2        0          2          32     134 144
- *        96       64      128       2        0          2          64     216 064
- *       128       64      128       2        0          2          64     232 448
- *       192       64       64       2        1          0         128     183 296
- *       256       64       64       2        1          0         128     232 448
+ *   head_dim  block_m  block_n  stages  split_dim  dq_buffers  dq_cols0  dq_box_cols  smem (bytes)
+ *        64       64      128       2        0          2          32            0     134 144
+ *        96       64      128       2        0          2          64            0     216 064
+ *       128       64      128       2        0          2          64            0     232 448
+ *       192       64       64       2        1          0         128           64     183 296
+ *       256       64       64       2        1          0         128          128     232 448
  * stages: buffers of Q and of dO (the lse_log2 and dpsum rows have two
  * buffers of their own). dq_buffers: shared fp32 dQ tiles (block_m x
  * head_dim) of the dQ writer, whose dq_accum tiles are in fragment order (0:
  * row-major tiles, added without a dQ writer). dq_cols0: dQ
- * columns of consumer 0 (consumer 1 has the rest).
+ * columns of consumer 0 (consumer 1 has the rest). dq_box_cols: columns of
+ * one box of tmap_dq (split_dim only, else 0): a width that divides both
+ * consumers' column ranges (each consumer warp adds its 16 rows in
+ * columns / dq_box_cols boxes).
  */
 struct mgpu_attention_bwd_tile {
     int block_m;
@@ -174,6 +185,7 @@ struct mgpu_attention_bwd_tile {
     int split_dim;
     int dq_buffers;
     int dq_cols0;
+    int dq_box_cols;
 };
 
 /* 0 on success, -1 for a head dim without kernels. */
@@ -187,6 +199,7 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
     t->split_dim = head_dim > 128;
     t->dq_buffers = head_dim <= 128 ? 2 : 0;
     t->dq_cols0 = head_dim <= 64 ? head_dim / 2 : (head_dim / 2 + 63) / 64 * 64;
+    t->dq_box_cols = !t->split_dim ? 0 : 2 * t->dq_cols0 == head_dim ? t->dq_cols0 : 64;
     return 0;
 }
 
@@ -411,6 +424,7 @@ struct mgpu_attention_bwd_params {
     CUtensorMap tmap_v;       /* box {64, block_n, 1, 1} */
     CUtensorMap tmap_do;      /* box {64, block_m, 1, 1} */
     struct mgpu_attention_bwd_args args;
+    CUtensorMap tmap_dq;      /* split_dim: dq_accum, box {dq_box_cols, MGPU_ATTENTION_BWD_DQ_BOX_ROWS}; else zeros */
 };
 
 #endif

@@ -87,6 +87,18 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap *map, const void 
     ptx::cp_async_bulk_tensor(ptx::space_global, ptx::space_shared, map, coords, smem_src);
 }
 
+/* TMA reduction (add) of a rank-2 box from shared memory (32-bit address of
+ * the box, 128-byte aligned) into the map's tensor at {c0, c1}; elements
+ * outside the tensor are skipped. The element type (and so the add) is the
+ * map's. Tracked in bulk groups like the stores; the caller has fenced its
+ * shared-memory writes into the async proxy (fence_smem_to_async). */
+__device__ __forceinline__ void tma_reduce_add_2d(const CUtensorMap *map, uint32_t smem_src, int32_t c0, int32_t c1)
+{
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(smem_src)
+                 : "memory");
+}
+
 /* Closes this thread's TMA stores issued since the last commit into one group. */
 __device__ __forceinline__ void tma_store_commit()
 {

@@ -5,13 +5,14 @@
  *     accumulator layout) is added into dq_accum once per (query block, key
  *     block): through a shared dQ buffer and the dQ writer's one bulk
  *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
- *     256) through the stage's freed Q / dO column blocks and one bulk
- *     reduction per row by the consumers.
+ *     256) through the stage's freed Q / dO column blocks and tensor bulk
+ *     reductions (tmap_dq, 16-row boxes of 128 / 64 columns, one or two per
+ *     consumer warp) by the split dims' dQ writer.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
  *   - Deterministic mode orders those adds with a semaphore per destination
- *     tile. The dQ writer takes the turn itself; otherwise one consumer
+ *     tile. The dQ writers take the turn themselves; for dK, dV one consumer
  *     thread waits (acquire) until the semaphore equals this CTA's turn, a
  *     named barrier over both consumers releases the others, all add, a
  *     second barrier, and the same thread stores turn + 1 (st.release.gpu).
@@ -124,49 +125,58 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * 3] sit at (q * 128 + t) * 4 from there. A warp's 16-byte pieces are then
  * contiguous (shared stores without bank conflicts) and the tile is one
  * contiguous range for a single bulk reduction. Head dims 192, 256 (bulk
- * reductions per row) keep tiles row-major. The postprocess reads either back.
+ * tensor reductions of 16-row boxes) keep tiles row-major. The postprocess reads either back.
  */
 
 /*
- * Adds one query block's dQ (this consumer's kN columns) into the row-major
- * dq_accum tile (head dims 192, 256) with bulk reductions from shared memory.
- * The staging space is the consumer's own 64-column blocks of the stage's Q
- * and dO tiles, which nothing reads once its dV and dK are complete (the
- * other consumer reads only its own blocks there, and both S^T and dP^T of
- * the block were complete before its bar(ds)): kN * 128 bytes in each, rows
- * of kN fp32, rows 0..31 in Q's, 32..63 in dO's; warp w writes rows 16 w ..
- * 16 w + 15 and its lanes 0..15 add one row each (cp.reduce.async.bulk).
+ * Stages one query block's dQ (this consumer's kN columns, head dims 192,
+ * 256) in shared memory for attn_bwd_dq_split_writer, which adds it into the
+ * row-major dq_accum tile with tensor bulk reductions (tmap_dq: fp32, no
+ * swizzle, boxes of kDqBoxCols columns x 16 rows). The staging space is the
+ * consumer's own 64-column blocks of the stage's Q and dO tiles, which
+ * nothing reads once its dV and dK are complete (the other consumer reads
+ * only its own blocks there, and both S^T and dP^T of the block were
+ * complete before its bar(ds)): kN * 128 bytes in each, rows 0..31 in Q's,
+ * 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as kN / kDqBoxCols
+ * dense boxes (row-major, kDqBoxCols fp32 per row, box b holding columns
+ * [b kDqBoxCols, (b + 1) kDqBoxCols); attn_bwd_split_box has the address).
  * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
  * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
- * (rows are 128-byte multiples, so row-major stores of one column group would
- * put 8 rows on the same 8 banks). Returns when the reductions have read the
- * staging rows (deterministic: when they are complete, inside the turn).
+ * (box rows are 128-byte multiples, so row-major stores of one column group
+ * would put 8 rows on the same 8 banks). Returns once this thread's stores
+ * are fenced for the async proxy; the caller's warp then arrives on
+ * dq_full[s].
  */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bwd_args &a, const AttnBwdWork &w,
-                                                         int m_block, uint8_t *q_stage, uint8_t *do_stage, int col0,
-                                                         const float (&dq)[kN / 2], int consumer)
+__device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32_t do_stage, int col0,
+                                                        const float (&dq)[kN / 2])
 {
+    constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
+    constexpr int kBoxRows = MGPU_ATTENTION_BWD_DQ_BOX_ROWS;
+    constexpr int kBoxes = kN / kBoxCols;
+    constexpr int kBoxRowBytes = kBoxCols * 4;
+    constexpr int kBoxBytes = kBoxRows * kBoxRowBytes;
+    constexpr int kGroupsPerBox = kBoxCols / 32; /* 32-column groups g */
     static_assert(kN % 32 == 0 && 32 * kN * 4 == (kN / Cfg::kSwizzleElems) * Cfg::kQBlockBytes,
                   "32 rows of this consumer's dQ fill its column blocks of one stage tile");
-    constexpr int kRowBytes = kN * 4;
+    static_assert(kBoxCols % 32 == 0 && kN % kBoxCols == 0 && kBoxRows == 16, "whole boxes of one warp's 16 rows");
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int consumer_thread = consumer * Cfg::kWarpgroupThreads + thread;
     int warp = thread / 32, lane = thread % 32;
     /* Opaque here: the staging addresses are recomputed at each block rather
      * than hoisted out of the consumer loop into registers that the dK, dV,
      * dQ and next-S^T accumulators need (they spilled). */
     asm volatile("" : "+r"(warp), "+r"(lane));
     const int r = lane / 4;
-    uint8_t *region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
-                      16 * (warp % 2) * kRowBytes;
-    const uint32_t row_addr = smem_u32(region) + r * kRowBytes + 8 * (lane % 4);
+    const uint32_t region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
+                            (warp % 2) * kBoxes * kBoxBytes;
+    const uint32_t row_addr = region + r * kBoxRowBytes + 8 * (lane % 4);
     uint32_t off[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k)
         off[k] = row_addr + 32 * ((k + r) & 3);
 #pragma unroll
     for (int g = 0; g < kN / 32; ++g) {
+        const int g_off = (g / kGroupsPerBox) * kBoxBytes + (g % kGroupsPerBox) * 128;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float2 x[4];
@@ -189,35 +199,85 @@ __device__ __forceinline__ void attn_bwd_reduce_dq_split(const mgpu_attention_bw
             }
 #pragma unroll
             for (int k = 0; k < 4; ++k)
-                st_shared_f32x2(off[k] + 128 * g + 8 * h * kRowBytes, x[k].x, x[k].y);
+                st_shared_f32x2(off[k] + g_off + 8 * h * kBoxRowBytes, x[k].x, x[k].y);
         }
     }
-    fence_smem_to_async(); /* the bulk reductions read the rows through the async proxy */
-    __syncwarp();
-    float *dst = reinterpret_cast<float *>(a.dq_accum) +
-                 (w.q_row0 + static_cast<int64_t>(m_block) * Cfg::kBlockM + 16 * warp + lane) * Cfg::kHeadDim + col0;
-    const float *src = reinterpret_cast<const float *>(region + lane * kRowBytes);
-    if (a.deterministic) {
-        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m_block;
-        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
-        ordered_acquire<Cfg>(sem, turn, consumer_thread);
-        if (lane < 16) {
-            /* the turn's acquire (generic proxy) before this CTA's adds (async proxy) */
-            fence_global_async_proxy();
-            ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
-                                      static_cast<uint32_t>(kRowBytes));
-            ptx::cp_async_bulk_commit_group();
-            /* The adds are complete and ordered before the turn's release. */
-            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+    fence_smem_to_async(); /* the writer's bulk reductions read the boxes through the async proxy */
+}
+
+/* Shared-memory address of consumer c's warp w's first dQ box of a stage
+ * (attn_bwd_reduce_dq_split's staging layout). */
+template <class Cfg, int kC>
+__device__ __forceinline__ uint32_t attn_bwd_split_box(uint32_t q_stage, uint32_t do_stage, int warp)
+{
+    constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
+    constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
+    constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kN * 4; /* all kN / kDqBoxCols boxes of the warp */
+    return (warp < 2 ? q_stage : do_stage) + (kCol0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes + (warp % 2) * kBoxBytes;
+}
+
+/* The boxes of consumer kC (all its warps) of one stage into dq_accum rows
+ * from row0. */
+template <class Cfg, int kC>
+__device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap *dq_map, uint32_t q_stage,
+                                                               uint32_t do_stage, int32_t row0)
+{
+    constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
+    constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
+    constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
+    constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kBoxCols * 4;
+#pragma unroll
+    for (int warp = 0; warp < Cfg::kWarpgroupThreads / 32; ++warp) {
+        const uint32_t box = attn_bwd_split_box<Cfg, kC>(q_stage, do_stage, warp);
+#pragma unroll
+        for (int b = 0; b < kN / kBoxCols; ++b)
+            tma_reduce_add_2d(dq_map, box + b * kBoxBytes, kCol0 + b * kBoxCols,
+                              row0 + MGPU_ATTENTION_BWD_DQ_BOX_ROWS * warp);
+    }
+}
+
+/*
+ * The dQ writer of head dims 192, 256 (thread 32, warpgroup 0): per query
+ * block, in the consumers' order,
+ * waits until both consumers have staged its dQ in stage s's Q / dO tiles
+ * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions,
+ * and once they have read shared memory releases the stage to the producer
+ * (q_empty[s], do_empty[s]: the writer's is then their only arrival).
+ * Deterministic: before adding, waits (while the consumers go on) until
+ * dq_semaphore equals this key block's turn; after releasing the stage, waits
+ * for the adds to complete and hands the turn on.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
+                                                         typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
+{
+    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int s = i % Cfg::kStages;
+        const uint32_t parity = (i / Cfg::kStages) & 1;
+        int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
+        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        if (a.deterministic) {
+            while (ld_acquire_s32(sem) != turn) {
+            }
             fence_global_async_proxy();
         }
-        ordered_release<Cfg>(sem, turn, consumer_thread);
-    } else if (lane < 16) {
-        ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, src,
-                                  static_cast<uint32_t>(kRowBytes));
+        mbar_wait(&smem.dq_full[s], parity);
+        const uint32_t q_stage = smem_u32(smem.q[s]), do_stage = smem_u32(smem.dout[s]);
+        const int32_t row0 = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM);
+        attn_bwd_split_reduce_consumer<Cfg, 0>(dq_map, q_stage, do_stage, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 1>(dq_map, q_stage, do_stage, row0);
         ptx::cp_async_bulk_commit_group();
         ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        mbar_arrive(&smem.q_empty[s]);
+        mbar_arrive(&smem.do_empty[s]);
+        if (a.deterministic) {
+            /* complete, ordered before this thread's generic-proxy release (as attn_bwd_dq_writer) */
+            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            fence_global_async_proxy();
+            st_release_s32(sem, turn + 1);
+        }
     }
+    ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
 /* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into

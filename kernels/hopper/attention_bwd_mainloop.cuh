@@ -33,10 +33,11 @@
  *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
  *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
  *     the last block: on the idle stage,       row-major in this consumer's column
- *     result unused); wait g5                  blocks of Q[s] and dO[s], bulk
- *   release q_empty[s], do_empty[s]; dQ_c      reductions into dq_accum (per row);
- *   into the dQ writer's buffer; wait g6.      once read: release q_empty[s],
- *                                              do_empty[s]; wait g5
+ *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
+ *   release q_empty[s], do_empty[s]; dQ_c      boxes of tmap_dq; arrive dq_full[s]
+ *   into the dQ writer's buffer; wait g6.      (the split dQ writer adds them and
+ *                                              releases q_empty[s], do_empty[s]);
+ *                                              wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
  * head-dim columns.) The bar(ds) of block i also tells each consumer that the
  * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
@@ -475,12 +476,11 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
                  * tiles (read by nothing else any more) and bulk reductions. */
-                attn_bwd_reduce_dq_split<Cfg, kDqCols>(a, w, m, smem.q[s], smem.dout[s], col0, dq, consumer);
+                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
+                /* the split dQ writer adds the staged boxes and releases the stage */
                 __syncwarp();
-                if (lane == 0) {
-                    mbar_arrive(&smem.q_empty[s]);
-                    mbar_arrive(&smem.do_empty[s]);
-                }
+                if (lane == 0)
+                    mbar_arrive(&smem.dq_full[s]);
                 __syncwarp();
                 /* The next S^T is complete before the loop's back edge. */
                 wgmma_wait_group<0>();

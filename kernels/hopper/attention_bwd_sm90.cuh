@@ -14,7 +14,10 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn.
+ *     deterministic mode it waits for the block's turn. Head dims 192, 256:
+ *     the tensor reductions of the dQ boxes the consumers staged in stage s
+ *     (dq_full[s]; deterministic: after the block's turn), then it releases
+ *     q_empty[s] / do_empty[s] (their one arrival) once they have read them.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -26,13 +29,13 @@
  *       S^T of the next block                  (issued before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
  *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or (192,
- *     256) is staged row-major in the consumer's own column blocks of stage
- *     s's Q and dO tiles (free once its dK, dV are complete) and added into
- *     the fp32 dq_accum with one bulk reduction per row (lanes 0..15 of each
- *     warp), the stage released once they have read it; there,
- *     deterministic: consumer thread 0 waits until dq_semaphore equals this
- *     key block's turn (key-block order), a named barrier lets both consumers
- *     add, the adds complete, another barrier hands the turn on.
+ *     256) is staged in the consumer's own column blocks of stage s's Q and
+ *     dO tiles (free once its dK, dV are complete) as one dense 16-row box
+ *     (or two) per warp of the dq_accum tensor map (tmap_dq); each warp
+ *     arrives on dq_full[s] (instead of q_empty / do_empty) and the dQ
+ *     writer adds the boxes into the fp32 dq_accum with one tensor bulk
+ *     reduction each (deterministic: in the block's turn, so the consumers
+ *     never wait for a turn inside the loop) and releases the stage.
  *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
  *     0 of each consumer (cp.async) during the block before into one of two
  *     row buffers, complete before that block's bar(ds) (named barriers
@@ -161,7 +164,9 @@ struct AttnBwdConfig {
         alignas(16) float lse[2][kBlockM];   /* row buffers of query blocks i % 2 (attn_bwd_rows_issue) */
         alignas(16) float dpsum[2][kBlockM];
         uint64_t kv_full;
-        uint64_t dq_full[kDqBuffers];  /* the consumers' dQ of a block is in dq[b] (8 warp arrivals) */
+        /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); kSplitDim: staged in stage s for
+         * attn_bwd_dq_split_writer (one per stage) */
+        uint64_t dq_full[kDqWriter ? kDqBuffers : kStages];
         uint64_t dq_empty[kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
         uint64_t q_full[kStages];
         uint64_t q_empty[kStages];
@@ -301,16 +306,24 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
         tma_prefetch_map(&p.tmap_do);
+        if constexpr (Cfg::kSplitDim)
+            tma_prefetch_map(&p.tmap_dq);
         mbar_init(&smem.kv_full, 1);
-        for (int b = 0; b < Cfg::kDqBuffers; ++b) {
-            mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
-            mbar_init(&smem.dq_empty[b], 1);
+        if constexpr (Cfg::kDqWriter) {
+            for (int b = 0; b < Cfg::kDqBuffers; ++b) {
+                mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
+                mbar_init(&smem.dq_empty[b], 1);
+            }
         }
+        /* kSplitDim: the split dims' dQ writer alone releases the stages */
+        constexpr uint32_t stage_arrivals = Cfg::kSplitDim ? 1 : Cfg::kConsumerWarps;
         for (int s = 0; s < Cfg::kStages; ++s) {
             mbar_init(&smem.q_full[s], 1);
             mbar_init(&smem.do_full[s], 1);
-            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
-            mbar_init(&smem.do_empty[s], Cfg::kConsumerWarps);
+            mbar_init(&smem.q_empty[s], stage_arrivals);
+            mbar_init(&smem.do_empty[s], stage_arrivals);
+            if constexpr (Cfg::kSplitDim)
+                mbar_init(&smem.dq_full[s], Cfg::kConsumerWarps);
         }
         mbar_fence_init();
     }
@@ -324,6 +337,9 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         } else if constexpr (Cfg::kDqWriter) {
             if (threadIdx.x == 32)
                 attn_bwd_dq_writer<Cfg>(p.args, smem, w);
+        } else {
+            if (threadIdx.x == 32)
+                attn_bwd_dq_split_writer<Cfg>(p.args, &p.tmap_dq, smem, w);
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();

@@ -31,6 +31,11 @@ struct AttnBwdTile {
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
+    /* Columns of one box of the dq_accum tensor map (kSplitDim: each
+     * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
+     * the ABI's dq_box_cols): 128 at head dim 256 (both consumers' ranges),
+     * 64 at 192 (128 and 64 columns). */
+    static constexpr int kDqBoxCols = kHeadDim == 256 ? 128 : kHeadDim == 192 ? 64 : 0;
 };
 
 } // namespace sm90

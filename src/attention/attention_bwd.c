@@ -1,7 +1,8 @@
 /*
  * mgpu_attention_bwd and mgpu_attention_bwd_workspace_size: validate and
  * plan (attention_bwd_plan.c), borrow the handle's workspace for the
- * scratch, encode the four tensor maps the main kernel reads (Q, K, V, dO)
+ * scratch, encode the tensor maps the main kernel reads (Q, K, V, dO, and
+ * at head dims 192 / 256 the dQ accumulator it adds into)
  * and queue the three kernels of kernels/abi/attention_bwd_abi.h on the
  * handle's stream: preprocess (D = rowsum(dO * O), LSE * log2(e), scratch
  * zeroed), main (dQ accumulated in fp32, dK and dV), postprocess (dQ, and
@@ -86,6 +87,8 @@ mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_des
         s = mgpu_encode_tensor_map(d, &plan.v_map, "attention backward V", &params.tmap_v);
     if (s == MGPU_STATUS_SUCCESS)
         s = mgpu_encode_tensor_map(d, &plan.do_map, "attention backward dO", &params.tmap_do);
+    if (s == MGPU_STATUS_SUCCESS && plan.dq_map.rank != 0)
+        s = mgpu_encode_tensor_map(d, &plan.dq_map, "attention backward dQ accumulator", &params.tmap_dq);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     params.args = plan.args;

@@ -183,6 +183,32 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
     return (int32_t)min_i64(g, pairs);
 }
 
+/*
+ * The tensor map of dq_accum (split_dim: the sm_90a kernel adds dQ through it,
+ * kernels/abi/attention_bwd_abi.h): fp32 rows of head_dim, every slot's
+ * q_rows_padded rows one after another, boxes of one consumer warp's 16 rows
+ * by dq_box_cols columns, no swizzle. Its row coordinate is an int32: -1
+ * when the rows reach 2^31 (1.5 TiB of accumulator or more; no device
+ * holds that).
+ */
+static int dq_map_shape(struct mgpu_attention_bwd_plan *plan, const struct mgpu_attention_problem *p)
+{
+    const struct mgpu_attention_bwd_tile *t = &plan->tile;
+    const int64_t slots = p->varlen ? p->heads_q : p->batch * p->heads_q;
+    struct mgpu_tensor_map_desc *m = &plan->dq_map;
+    if (mgpu_attention_product_exceeds(slots, plan->scratch.q_rows_padded, 1, MGPU_ATTENTION_MAX_SIZE))
+        return -1;
+    memset(m, 0, sizeof *m);
+    m->type = MGPU_MAP_F32;
+    m->rank = 2;
+    m->dims[0] = (uint64_t)p->head_dim;
+    m->dims[1] = (uint64_t)(slots * plan->scratch.q_rows_padded);
+    m->byte_strides[0] = (uint64_t)p->head_dim * 4;
+    m->box[0] = (uint32_t)t->dq_box_cols;
+    m->box[1] = MGPU_ATTENTION_BWD_DQ_BOX_ROWS;
+    return 0;
+}
+
 int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                             const char *force, struct mgpu_attention_bwd_plan *plan, mgpu_status *status)
 {
@@ -267,6 +293,13 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
     mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);
     mgpu_attention_map_shape(&plan->do_map, bp->dout, p, p->total_q, p->heads_q, &bp->do_strides, t->block_m);
+    if (t->split_dim && dq_map_shape(plan, p) != 0) {
+        *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
+                            "the attention backward dQ accumulator of head_dim %lld needs fewer than 2^31 rows "
+                            "(padded query rows of every sequence and query head)",
+                            (long long)p->head_dim);
+        return -1;
+    }
     mgpu_attention_bwd_place_scratch(plan, 0);
     return 0;
 }
@@ -285,4 +318,6 @@ void mgpu_attention_bwd_place_scratch(struct mgpu_attention_bwd_plan *plan, uint
     a->dk_accum = gqa ? base + s->dk_accum : 0;
     a->dv_accum = gqa ? base + s->dv_accum : 0;
     a->dkv_semaphore = gqa ? base + s->dkv_semaphore : 0;
+    if (plan->dq_map.rank != 0)
+        plan->dq_map.base = a->dq_accum;
 }

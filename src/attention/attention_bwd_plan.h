@@ -43,6 +43,9 @@ struct mgpu_attention_bwd_plan {
     struct mgpu_attention_bwd_args args;  /* scratch fields hold offsets until placed */
     /* rank 4: {head_dim, seq rows, heads, nbatch}, boxes of {64, block rows, 1, 1} */
     struct mgpu_tensor_map_desc q_map, k_map, v_map, do_map;
+    /* split_dim: dq_accum, rank 2 fp32 {head_dim, rows}, box {dq_box_cols, 16}
+     * (base placed with the scratch); else rank 0, not encoded */
+    struct mgpu_tensor_map_desc dq_map;
     struct mgpu_attention_bwd_scratch scratch;
     size_t workspace_bytes;               /* scratch.total */
     unsigned pre_grid, main_grid, post_grid; /* 1-D grids */
@@ -59,7 +62,8 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *p, const st
                             const char *force, struct mgpu_attention_bwd_plan *plan, mgpu_status *status);
 
 /* Turns the plan's scratch offsets into device addresses inside the
- * workspace at `base` (which holds at least plan->workspace_bytes). */
+ * workspace at `base` (which holds at least plan->workspace_bytes), the
+ * dq_accum map's base included. */
 void mgpu_attention_bwd_place_scratch(struct mgpu_attention_bwd_plan *plan, uint64_t base);
 
 #endif
