@@ -10,12 +10,18 @@
  * and, when fused, bias, activation, output scale) is applied in registers
  * one chunk at a time just before the chunk is staged (apply_chunk), so only
  * that chunk's C and bias values are live beside the accumulators (no
- * register spills). store_tile writes the chunks out:
+ * register spills). Without C (beta == 0) and without a fused part, a
+ * uniform branch per tile skips apply_chunk and only scales by alpha: its
+ * predicated C loads and bias / activation selects cost the plain GEMM
+ * instructions on the path where the tensor cores wait for the next tile.
+ * store_tile writes the chunks out:
  *
  *   TMA stores: the warpgroup's 64 columns x tile_m rows leave in chunks
  *     of 64 columns x 128 bytes of rows (one TMA box, 8 KB). A chunk is written
- *     into shared memory in the TMA 128-byte swizzle (the 8 rows of a warp's
- *     lanes land in 8 different 16-byte granules: no bank conflicts), fenced
+ *     into shared memory in the TMA 128-byte swizzle (16-bit D: stmatrix, one
+ *     instruction per two accumulator fragments; fp32 D: 8-byte stores, the
+ *     8 rows of a warp's lanes in 8 different 16-byte granules: no bank
+ *     conflicts; stage_chunk), fenced
  *     into the async proxy, and stored by one thread with a TMA tile store.
  *     Two buffers alternate, so writing chunk i overlaps the store of chunk
  *     i - 1; before reusing a buffer its store's reads must be complete

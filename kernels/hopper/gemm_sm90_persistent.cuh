@@ -23,12 +23,19 @@
  *        to both CTAs; the two CTAs' tiles share m0)
  *   consumer warpgroups c = 0, 1 (setmaxnreg.inc to kConsumerRegs); consumer c
  *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
- *     16-bit: for each unit: zero acc; for each k-tile:
- *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile); commit
+ *     16-bit: for each unit, for each k-tile:
+ *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile),
+ *       the unit's first one overwriting acc (scale-d 0: no zeroing); commit
  *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
- *     wait_group 0, release the last stage (the producer is already filling
- *     the stages with the next unit's k-tiles), then the epilogue: TMA stores
- *     that drain while the next unit's main loop runs.
+ *     after the last k-tile's batch is issued, the next unit's tile and
+ *     k-tiles are worked out (integer divisions) while the tensor cores
+ *     finish it; wait_group 0, release the last stage (the producer is
+ *     already filling the stages with the next unit's k-tiles), then the
+ *     epilogue: TMA stores that drain while the next unit's main loop runs.
+ *     (The tensor cores idle from the unit's last wgmma to the next unit's
+ *     first: everything on that path is per-tile cost, which weighs most
+ *     when K is short, e.g. strided batches of 1024^3;
+ *     docs/decisions/XXX-gemm-batched-per-tile-cost.md.)
  *     split-K: before the epilogue the unit parks its fp32 partial in the
  *     workspace and counts itself in; only the tile's last unit to arrive
  *     goes on, with the slots summed in split order (combine_splits), to the
