@@ -42,6 +42,17 @@ __device__ __forceinline__ float2 ld_shared_f32x2(uint32_t addr)
     return v;
 }
 
+/* stmatrix.m8n8.x4 (b16): four 8 x 8 matrices, register i of every lane
+ * holding two consecutive elements of row lane / 4 of matrix i (columns
+ * 2 (lane % 4), + 1: the wgmma accumulator fragment's pairs); lane 8 i + r
+ * gives the address of row r of matrix i, 16 contiguous bytes. */
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1),
+                 "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 __device__ __forceinline__ uint4 ld_shared_u128(uint32_t addr)
 {
     uint4 v;

@@ -10,12 +10,18 @@
  * and, when fused, bias, activation, output scale) is applied in registers
  * one chunk at a time just before the chunk is staged (apply_chunk), so only
  * that chunk's C and bias values are live beside the accumulators (no
- * register spills). store_tile writes the chunks out:
+ * register spills). Without C (beta == 0) and without a fused part, a
+ * uniform branch per tile skips apply_chunk and only scales by alpha: its
+ * predicated C loads and bias / activation selects cost the plain GEMM
+ * instructions on the path where the tensor cores wait for the next tile.
+ * store_tile writes the chunks out:
  *
  *   TMA stores: the warpgroup's 64 columns x tile_m rows leave in chunks
  *     of 64 columns x 128 bytes of rows (one TMA box, 8 KB). A chunk is written
- *     into shared memory in the TMA 128-byte swizzle (the 8 rows of a warp's
- *     lanes land in 8 different 16-byte granules: no bank conflicts), fenced
+ *     into shared memory in the TMA 128-byte swizzle (16-bit D: stmatrix, one
+ *     instruction per two accumulator fragments; fp32 D: 8-byte stores, the
+ *     8 rows of a warp's lanes in 8 different 16-byte granules: no bank
+ *     conflicts; stage_chunk), fenced
  *     into the async proxy, and stored by one thread with a TMA tile store.
  *     Two buffers alternate, so writing chunk i overlaps the store of chunk
  *     i - 1; before reusing a buffer its store's reads must be complete
@@ -44,6 +50,7 @@
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
+#include "common/shared_memory.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -74,6 +81,22 @@ __device__ __forceinline__ void store_pair(uint8_t *p, float v0, float v1)
         *reinterpret_cast<__nv_bfloat162 *>(p) = __floats2bfloat162_rn(v0, v1);
     else
         *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+}
+
+/* Two consecutive elements of a D column packed as one 32-bit word (16-bit D). */
+template <class OutT>
+__device__ __forceinline__ uint32_t pack_pair(float v0, float v1)
+{
+    static_assert(sizeof(OutT) == 2, "16-bit D");
+    uint32_t w;
+    if constexpr (std::is_same_v<OutT, __half>) {
+        const __half2 h = __floats2half2_rn(v0, v1);
+        w = *reinterpret_cast<const uint32_t *>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
+        w = *reinterpret_cast<const uint32_t *>(&h);
+    }
+    return w;
 }
 
 } // namespace epi
@@ -186,6 +209,49 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
         acc[i] *= ep.scale_d;
 }
 
+/* Stages one chunk of the tile (kFrags groups of 8 rows from fragment j0)
+ * into the 128-byte-swizzled buffer at shared address s. 16-bit D: one
+ * stmatrix.x4 per two fragments, each 8 x 8 matrix being one (fragment, half)
+ * of the accumulator layout: matrix row = D column 16 w + 8 h + r, its 16
+ * bytes = D rows 8 f .. 8 f + 7, i.e. swizzle granule f ^ r of that column's
+ * 128-byte row (the place store_pair gives each pair). fp32 D: two elements
+ * per 8-byte store. */
+template <int kBM, int kFrags, class OutT>
+__device__ __forceinline__ void stage_chunk(const float (&acc)[kBM / 2], int j0, uint8_t *s)
+{
+    const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+    if constexpr (sizeof(OutT) == 2) {
+        static_assert(kFrags % 2 == 0, "stmatrix.x4 takes two fragments");
+        const int mat = l / 8, r = l % 8; /* the matrix whose row r this lane addresses */
+        const uint32_t base = smem_u32(s) + (16 * w + 8 * (mat % 2) + r) * kEpiRowBytes;
+#pragma unroll
+        for (int q = 0; q < kFrags / 2; ++q) {
+            const int f = 2 * q + mat / 2;
+            uint32_t v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int j = j0 + 2 * q + i / 2, h = i % 2;
+                v[i] = epi::pack_pair<OutT>(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+            stmatrix_x4(base + ((f ^ r) * kSwizzleGranule), v[0], v[1], v[2], v[3]);
+        }
+    } else {
+#pragma unroll
+        for (int f = 0; f < kFrags; ++f) {
+            const int j = j0 + f;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = 16 * w + l / 4 + 8 * h; /* within the warpgroup's 64 */
+                const int r = 8 * f + 2 * (l % 4);      /* within the chunk */
+                const int byte = r * static_cast<int>(sizeof(OutT));
+                const int granule = (byte / kSwizzleGranule) ^ (col % kSwizzleRows);
+                epi::store_pair<OutT>(s + col * kEpiRowBytes + granule * kSwizzleGranule + byte % kSwizzleGranule,
+                                      acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            }
+        }
+    }
+}
+
 /* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
  * accumulators are overwritten. kTileBias: a per-row bias is read once for
@@ -208,6 +274,9 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     OutT *c = reinterpret_cast<OutT *>(args.c) + static_cast<int64_t>(out) * args.stride_c;
     if (col0 >= args.n)
         return; /* uniform over the warpgroup: nothing of this tile is ours */
+    /* Uniform: whether C is read or anything is fused (apply_chunk), or
+     * the chunk is only scaled by alpha. */
+    const bool general = ep.fused || ep.beta != 0.0f;
     TileRowBias<kBM> rb{};
     if (kTileBias && ep.bias && !ep.bias_per_column)
         rb.template load<OutT>(ep, row0, args.m);
@@ -226,25 +295,19 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         const int chunk_row0 = row0 + ch * kChunkRows;
         if (chunk_row0 >= args.m)
             break; /* uniform: the rest of the tile lies below m */
-        apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0, ch * kChunkRows,
-                                               col0, col_b, rb);
+        if (general) {
+            apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
+                                                              ch * kChunkRows, col0, col_b, rb);
+        } else { /* alpha * acc: no C, nothing fused */
+#pragma unroll
+            for (int i = 4 * ch * kFragsPerChunk; i < 4 * (ch + 1) * kFragsPerChunk; ++i)
+                acc[i] *= ep.alpha;
+        }
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
             tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */
         named_barrier_sync(barrier_id, 128);
-#pragma unroll
-        for (int f = 0; f < kFragsPerChunk; ++f) {
-            const int j = ch * kFragsPerChunk + f;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int col = 16 * w + l / 4 + 8 * h; /* within the warpgroup's 64 */
-                const int r = 8 * f + 2 * (l % 4);      /* within the chunk */
-                const int byte = r * kElemBytes;
-                const int granule = (byte / kSwizzleGranule) ^ (col % kSwizzleRows);
-                epi::store_pair<OutT>(s + col * kEpiRowBytes + granule * kSwizzleGranule + byte % kSwizzleGranule,
-                                      acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-            }
-        }
+        stage_chunk<kBM, kFragsPerChunk, OutT>(acc, ch * kFragsPerChunk, s);
         if (!direct) {
             fence_smem_to_async();
             named_barrier_sync(barrier_id, 128);

@@ -131,23 +131,33 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
     wgmma_fence_operands(d);
 }
 
+/* No work between the last wgmma batch's issue and its completion. */
+struct NoHook {
+    __device__ __forceinline__ void operator()() const {}
+};
+
 /* One unit's main loop for consumer warpgroup `consumer`: acc (D^T slice,
- * 64 columns x kBM rows) = sum over the unit's k-tiles. */
-template <class Cfg>
+ * 64 columns x kBM rows) = sum over the unit's k-tiles (the first k-tile's
+ * batch overwrites acc). before_drain() runs once the last batch is issued,
+ * while the tensor cores still work on it (the caller's set-up of its next
+ * unit). */
+template <class Cfg, class Hook = NoHook>
 __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
                                         uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
-                                        int &stage, uint32_t &phase)
+                                        int &stage, uint32_t &phase, const Hook &before_drain = Hook{})
 {
     const bool signals = (threadIdx.x % 32) == 0;
 
+    if (kt1 <= kt0) { /* no k-tile: nothing overwrites acc */
 #pragma unroll
-    for (int i = 0; i < Cfg::kBM / 2; ++i)
-        acc[i] = 0.0f;
+        for (int i = 0; i < Cfg::kBM / 2; ++i)
+            acc[i] = 0.0f;
+    }
 
     int prev_stage = stage;
     for (int kt = kt0; kt < kt1; ++kt) {
         mbar_wait(&full[stage], phase);
-        issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, true);
+        issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, kt > kt0);
 
         /* Keep this k-tile's batch in flight; the previous one is done. */
         wgmma_wait_group<1>();
@@ -160,6 +170,7 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
             phase ^= 1;
         }
     }
+    before_drain();
     wgmma_wait_group<0>();
     wgmma_fence_operands(acc);
     if (signals)

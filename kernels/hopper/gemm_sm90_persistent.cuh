@@ -23,12 +23,19 @@
  *        to both CTAs; the two CTAs' tiles share m0)
  *   consumer warpgroups c = 0, 1 (setmaxnreg.inc to kConsumerRegs); consumer c
  *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
- *     16-bit: for each unit: zero acc; for each k-tile:
- *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile); commit
+ *     16-bit: for each unit, for each k-tile:
+ *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile),
+ *       the unit's first one overwriting acc (scale-d 0: no zeroing); commit
  *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
- *     wait_group 0, release the last stage (the producer is already filling
- *     the stages with the next unit's k-tiles), then the epilogue: TMA stores
- *     that drain while the next unit's main loop runs.
+ *     after the last k-tile's batch is issued, the next unit's tile and
+ *     k-tiles are worked out (integer divisions) while the tensor cores
+ *     finish it; wait_group 0, release the last stage (the producer is
+ *     already filling the stages with the next unit's k-tiles), then the
+ *     epilogue: TMA stores that drain while the next unit's main loop runs.
+ *     (The tensor cores idle from the unit's last wgmma to the next unit's
+ *     first: everything on that path is per-tile cost, which weighs most
+ *     when K is short, e.g. strided batches of 1024^3;
+ *     docs/decisions/XXX-gemm-batched-per-tile-cost.md.)
  *     split-K: before the epilogue the unit parks its fp32 partial in the
  *     workspace and counts itself in; only the tile's last unit to arrive
  *     goes on, with the slots summed in split order (combine_splits), to the
@@ -200,37 +207,63 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
-    for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
-        const GemmTile t = sched.tile(u);
-        int kt0, kt1;
-        sched.k_range(num_k_tiles, t.split, kt0, kt1);
-        if (Cfg::kFp8 && args.fp8_no_promotion) /* debug: one tensor-core chain over the whole K slice */
-            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
-                                     phase);
-        else if constexpr (Cfg::kFp8)
-            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                         consumer, stage, phase);
-        else
-            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                     consumer, stage, phase);
-        if (args.splits > 1 &&
-            !persistent::combine_splits<Cfg>(acc, args, sched, t, consumer, 1 + consumer, &last_flags[consumer]))
-            continue; /* parked: the tile's last unit stores it */
-        const int row0 = t.m_tile * Cfg::kBM;
-        const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
-        const int out = t.batch;
+    const auto store_unit = [&](const GemmTile &tile) {
+        const int row0 = tile.m_tile * Cfg::kBM;
+        const int col0 = tile.n_tile * Cfg::kBN + 64 * consumer;
+        const int out = tile.batch;
         switch (args.c_dtype) {
         case MGPU_ABI_F16:
-            persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
+            persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out, consumer);
             break;
         case MGPU_ABI_BF16:
-            persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch,
+            persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out,
                                                        consumer);
             break;
         default:
-            persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, t.batch, consumer);
+            persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out, consumer);
             break;
         }
+    };
+    /* The unit's tile and k-tiles; those of the next unit are worked out
+     * while the tensor cores finish this unit's last k-tile (16-bit main
+     * loop), not between its epilogue and the next main loop. */
+    int64_t u = sched.first();
+    GemmTile t{};
+    int kt0 = 0, kt1 = 0;
+    if (u < sched.total) {
+        t = sched.tile(u);
+        sched.k_range(num_k_tiles, t.split, kt0, kt1);
+    }
+    while (u < sched.total) {
+        const int64_t u_next = u + sched.stride();
+        GemmTile t_next = t;
+        int next_kt0 = 0, next_kt1 = 0;
+        const auto next_unit = [&]() {
+            if (u_next < sched.total) {
+                t_next = sched.tile(u_next);
+                sched.k_range(num_k_tiles, t_next.split, next_kt0, next_kt1);
+            }
+        };
+        if (Cfg::kFp8 && args.fp8_no_promotion) { /* debug: one tensor-core chain over the whole K slice */
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
+                                     phase);
+            next_unit();
+        } else if constexpr (Cfg::kFp8) {
+            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                         consumer, stage, phase);
+            next_unit();
+        } else {
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
+                                     stage, phase, next_unit);
+        }
+        const bool store = args.splits <= 1 || persistent::combine_splits<Cfg>(acc, args, sched, t, consumer,
+                                                                               1 + consumer, &last_flags[consumer]);
+        if (store) /* else parked: the tile's last unit stores it */
+            store_unit(t);
+        u = u_next;
+        t = t_next;
+        kt0 = next_kt0;
+        kt1 = next_kt1;
     }
     if ((threadIdx.x % 128) == 0)
         tma_store_drain();
