@@ -35,7 +35,7 @@
  *     (The tensor cores idle from the unit's last wgmma to the next unit's
  *     first: everything on that path is per-tile cost, which weighs most
  *     when K is short, e.g. strided batches of 1024^3;
- *     docs/decisions/XXX-gemm-batched-per-tile-cost.md.)
+ *     docs/decisions/026-gemm-batched-per-tile-cost.md.)
  *     split-K: before the epilogue the unit parks its fp32 partial in the
  *     workspace and counts itself in; only the tile's last unit to arrive
  *     goes on, with the slots summed in split order (combine_splits), to the
