@@ -231,6 +231,10 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 #define SPLIT_MIN_FILL 0.8
 /* A split count is good when its last wave is this full relative to the best. */
 #define SPLIT_WAVE_SLACK 0.85
+/* Most passes of 8 warps in which the last split of a work tile merges the
+ * tile's rows in the main kernel; past them the combine kernel, whose CTAs
+ * merge rows in parallel, does it (decision XXX). */
+#define SPLIT_MERGE_MAX_PASSES 2
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -243,6 +247,12 @@ static int64_t round_up(int64_t x, int64_t to)
 static int64_t partial_rows(const struct mgpu_attention_problem *p)
 {
     return p->varlen ? p->heads_q * p->total_q : p->batch * p->heads_q * p->seqlen_q;
+}
+
+int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
+{
+    const int64_t rows_per_pass = MGPU_ATTENTION_FWD_COMBINE_WARPS / mgpu_attention_fwd_combine_warps(num_splits);
+    return mgpu_cdiv(tile_rows, rows_per_pass);
 }
 
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
@@ -318,7 +328,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -423,6 +433,15 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
     out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, mgpu_attention_fwd_combine_rows_per_cta(a->num_splits));
+    /* The merge of the splits: in the main kernel (one counter per work
+     * tile, the handle's) where one CTA merges a tile's rows in few passes,
+     * else the combine kernel. A tile's rows that hold queries: */
+    const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
+    const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
+    if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
+        out->merge_in_kernel = choice->force_merge
+                                   ? choice->force_merge > 0
+                                   : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
@@ -443,7 +462,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * grid leaves free (one main CTA per SM: its shared memory); where they do
      * not, the early ones crowd a few SMs (H100, 8 x 1024 keys, GQA 64/8, d128,
      * 128 + 64 CTAs: 13.4 -> 16.5 us as GPU time), elsewhere they gain 1-4 %. */
-    out->combine_early = a->num_splits > 1 && (int64_t)out->grid + out->combine_grid <= sms;
+    out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */
