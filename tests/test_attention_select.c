@@ -345,24 +345,28 @@ static void test_inference_plan(void)
     CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == 8 && plan.q_map.box[2] == 16 && plan.q_map.box[3] == 1 &&
               plan.q_map.box[4] == 1,
           "packed q box");
-    /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best last wave (14: 112 CTAs). */
-    CHECK(a->num_splits == 14 && plan.grid == 8 * 14, "splits %d grid %u", a->num_splits, plan.grid);
-    /* 14 splits: two combine warps per row, four rows per CTA; the tile's 8
-     * rows merge in two passes: in the main kernel, no combine launch */
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
+    /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best
+     * last wave (14), then as many as have keys: 3 key blocks each, 11. */
+    CHECK(a->num_splits == 11 && plan.grid == 8 * 11, "splits %d grid %u", a->num_splits, plan.grid);
+    /* 11 splits: two combine warps per row, four rows per CTA; one CTA
+     * would merge a tile's 8 rows in two passes: the combine kernel, 88 + 16
+     * CTAs fit 132 SMs: launched early */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.merge_in_kernel == 0 && plan.combine_early == 1,
           "partial rows %lld, combine grid %u, in kernel %d, early %d", (long long)a->partial_rows,
           plan.combine_grid, plan.merge_in_kernel, plan.combine_early);
-    /* The combine kernel forced: 112 + 16 CTAs fit 132 SMs, launched early */
-    choice.force_merge = -1;
+    /* The merge in the main kernel forced: no combine launch */
+    choice.force_merge = 1;
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->num_splits == 14 && plan.merge_in_kernel == 0 && plan.combine_early == 1,
-          "combine forced: splits %d in kernel %d early %d", a->num_splits, plan.merge_in_kernel, plan.combine_early);
+    CHECK(a->num_splits == 11 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
+          "in kernel forced: splits %d in kernel %d early %d", a->num_splits, plan.merge_in_kernel,
+          plan.combine_early);
     choice.force_merge = 0;
-    CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 14) && plan.workspace_bytes >= 14 * 64 * 129 * 4,
+    CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 11) && plan.workspace_bytes >= 11 * 64 * 129 * 4,
           "workspace %zu", plan.workspace_bytes);
     mgpu_attention_fwd_place_partials(&plan, 0x10000);
-    CHECK(a->o_partial == 0x10000 && a->lse_partial == 0x10000 + 14 * 64 * 128 * 4, "partials placed");
-    /* Short workspace: fewer splits; none: no split (never a failure). */
+    CHECK(a->o_partial == 0x10000 && a->lse_partial == 0x10000 + 11 * 64 * 128 * 4, "partials placed");
+    /* Short workspace: fewer splits (one merge pass: in the main kernel);
+     * none: no split (never a failure). */
     choice.workspace_bytes = mgpu_attention_fwd_split_bytes(&p, 3);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(a->num_splits == 3 && plan.grid == 24 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
@@ -582,9 +586,9 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
     return v;
 }
 
-/* Where the splits merge: in the main kernel where its last split merges
- * a tile's rows in at most two passes of 8 warps and the tiles have their
- * counters, else the combine kernel; forcing either way within that. */
+/* Split counts, and where the splits merge: in the main kernel where its
+ * last split merges a tile's rows in one pass of 8 warps and the tiles have
+ * their counters, else the combine kernel; forcing either way within that. */
 static void test_split_merge_plan(void)
 {
     mgpu_status s;
@@ -604,11 +608,14 @@ static void test_split_merge_plan(void)
         int b, sk, hq, hkv, d;
         int splits, in_kernel, early;
     } rows[] = {
-        {1, 1024, 64, 8, 128, 7, 1, 0},     /* 8 rows x 7 splits: one pass */
-        {1, 8192, 64, 8, 128, 15, 1, 0},    /* two warps a row: two passes */
+        {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
+        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
+        {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
+        {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
+        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
         {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
         {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
-        {1, 131072, 8, 1, 128, 109, 0, 1},  /* MQA: 8 warps a row, 8 passes: the combine */
+        {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
         {64, 1024, 64, 8, 128, 1, 0, 0},    /* no split */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -283,14 +283,16 @@ struct mgpu_attention_fwd_args {
                                   (sm_90a 16-bit forward; "Paged K/V" above); 0: TMA boxes */
     int32_t paged_reserved;    /* 0 */
     uint64_t paged_k, paged_v; /* paged_gather: device addresses of the K and V caches */
-    uint64_t split_counters;   /* num_splits > 1: int32[work tiles] device counters, 0 between launches: the
-                                  last split of a work tile merges its splits ("Split keys" above); 0: the
-                                  combine kernel merges them */
 
     /* ---- fp8 inputs (the ATTENTION_FWD_FP8_SM90 kind, abi/attention_fwd_fp8_abi.h); 0 elsewhere. */
     uint64_t q_descale, k_descale, v_descale; /* fp32 device arrays, or 0 (factor 1) */
     int64_t descale_batch_stride;             /* elements; factor of (b, kv head h): [b * batch + h * head] */
     int64_t descale_head_stride;
+
+    /* ---- Split keys merged in the main kernel (after the fp8 fields, which keep their offsets). */
+    uint64_t split_counters;  /* num_splits > 1: int32[work tiles] device counters, 0 between launches: the
+                                 last split of a work tile merges its splits ("Split keys" above); 0: the
+                                 combine kernel merges them */
 };
 
 /* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes

@@ -234,7 +234,10 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 /* Most passes of 8 warps in which the last split of a work tile merges the
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
  * merge rows in parallel, does it (decision XXX). */
-#define SPLIT_MERGE_MAX_PASSES 2
+#define SPLIT_MERGE_MAX_PASSES 1
+#ifndef SPLIT_LONG_CACHE_HALF_SMS
+#define SPLIT_LONG_CACHE_HALF_SMS 1
+#endif
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -288,12 +291,14 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
     return unpacked < 0.9 * packed;
 }
 
-/* Key splits: 1 when the work tiles fill the SMs; else the fewest splits
- * whose last wave is nearly as full as the best count's (FlashAttention's
- * heuristic), at most one per key block. Then as many as the workspace
- * holds. */
+/* Key splits: 1 when the work tiles fill the SMs; one per key block when
+ * every key block of every tile then has its own CTA in one wave (short
+ * caches); else the fewest splits whose last wave is nearly as full as the
+ * best count's (FlashAttention's heuristic), at most one per key block.
+ * Then as many as the workspace holds, and none without keys: the count
+ * that gives each split the same ceil(blocks / splits) key blocks. */
 static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, int64_t key_blocks, int sms,
-                         size_t workspace_bytes, int force)
+                         size_t workspace_bytes, int force, int packed)
 {
     int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
     if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
@@ -304,6 +309,10 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     int splits = 1;
     if (force > 0) {
         splits = force;
+    } else if (sms > 0 && tiles * key_blocks <= sms) {
+        /* H100, 1 x 1024 keys, GQA 64/8, d128 (8 key blocks): 8 splits 9.0 us,
+         * the wave rule's 7 (4 of them with keys) 10.3 us (decision XXX) */
+        splits = (int)key_blocks;
     } else if (sms > 0 && (double)tiles < SPLIT_MIN_FILL * sms) {
         double eff[MGPU_ATTENTION_FWD_MAX_SPLITS + 1], best = 0;
         const int64_t top = limit < sms ? limit : sms;
@@ -318,10 +327,25 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
                 break;
             }
     }
+#if SPLIT_LONG_CACHE_HALF_SMS
+    /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
+     * of K and V per split): the splits that fill half the SMs, where that
+     * leaves one merge warp per row (decision XXX). */
+    if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
+        const int64_t half = sms / 2 / tiles;
+        if (half >= 2 && half <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP &&
+            2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES / half >= ((int64_t)1 << 20))
+            splits = (int)half;
+    }
+#else
+    (void)packed;
+#endif
     if (splits > limit)
         splits = (int)limit;
     while (splits > 1 && mgpu_attention_fwd_split_bytes(p, splits) > workspace_bytes)
         splits--;
+    if (force <= 0 && splits > 1)
+        splits = (int)mgpu_cdiv(key_blocks, mgpu_cdiv(key_blocks, splits));
     return splits < 1 ? 1 : splits;
 }
 
@@ -428,7 +452,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
     a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
-                                                    choice->workspace_bytes, choice->force_splits)
+                                                    choice->workspace_bytes, choice->force_splits, a->pack_gqa)
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
