@@ -148,14 +148,23 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
     }
 }
 
-/* The merge of attn_fwd_merge_splits, out of line: its code stays out of
- * the consumers' tile loop (whose registers and schedule it would otherwise
- * share). The tile's rows that hold queries are its first `rows` (rows are
- * query-major); row r has LSE index first + (r % row_div) * lse_head_stride
- * + r / row_div. */
+/* After attn_fwd_epilogue_partial of both consumer warpgroups (all 256
+ * threads call this), where a.split_counters != 0: counts this split of work
+ * tile `work_tile` in and, in the last of the tile's splits to arrive, merges
+ * the tile's rows from every split's partials into O and LSE, as the combine
+ * kernel does (merge_row: the same sums in the same order, so the same bits
+ * whichever split arrives last). Arrival: the partial stores, a barrier of
+ * the consumers, then one thread's atomic with release and acquire semantics
+ * at GPU scope; the last arriver resets the counter to 0 (every other split
+ * of the tile has counted itself in) and its loads bypass L1. The merge's
+ * shared memory is the first K stage: one tile per CTA (the runtime's split
+ * launches), so no load of K or V is pending or to come. Inlined: out of line
+ * (__noinline__, the arguments read through a generic pointer) the merged
+ * calls measured about 0.8 us slower (H100, decision XXX). */
 template <class Cfg>
-__device__ __noinline__ void attn_fwd_merge_tile(const mgpu_attention_fwd_args &a, uint8_t *scratch, int work_tile,
-                                                 int64_t first, int rows, int row_div)
+__device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_args &a,
+                                                      typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
+                                                      int work_tile)
 {
     constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     static_assert(kThreads == attn_fwd_combine::kThreads, "the consumers merge as one combine CTA");
@@ -177,15 +186,19 @@ __device__ __noinline__ void attn_fwd_merge_tile(const mgpu_attention_fwd_args &
     if (!named_barrier_sync_or(Cfg::kBarrierMerge, kThreads, last))
         return;
 
+    /* The tile's rows that hold queries: a prefix (rows are query-major). */
+    const int rows = min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div);
     const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
     const int rows_per_pass = attn_fwd_combine::kThreads / 32 / warps_per_row;
     const int warp = thread / 32, lane = thread % 32;
-    auto &sm = *reinterpret_cast<attn_fwd_combine::MergeSmem *>(scratch);
+    const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +
+                          static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset + w.q_row0;
+    auto &sm = *reinterpret_cast<attn_fwd_combine::MergeSmem *>(smem.k[0]);
     for (int r0 = 0; r0 < rows; r0 += rows_per_pass) {
         const int r = r0 + warp / warps_per_row;
         const bool live = r < rows;
         const int rr = live ? r : 0;
-        const int64_t row = first + static_cast<int64_t>(rr % row_div) * a.lse_head_stride + rr / row_div;
+        const int64_t row = first + static_cast<int64_t>(rr % w.row_div) * a.lse_head_stride + rr / w.row_div;
         attn_fwd_combine::merge_row<typename Cfg::T, kPasses, true>(a, row, live, warp, lane, sm, sync);
         /* Before the next pass writes them again: the row's first warps have
          * read the others' sums, every lane its warp's weights. */
@@ -196,28 +209,6 @@ __device__ __noinline__ void attn_fwd_merge_tile(const mgpu_attention_fwd_args &
                 __syncwarp();
         }
     }
-}
-
-/* After attn_fwd_epilogue_partial of both consumer warpgroups (all 256
- * threads call this), where a.split_counters != 0: counts this split of work
- * tile `work_tile` in and, in the last of the tile's splits to arrive, merges
- * the tile's rows from every split's partials into O and LSE, as the combine
- * kernel does (merge_row: the same sums in the same order, so the same bits
- * whichever split arrives last). Arrival: the partial stores, a barrier of
- * the consumers, then one thread's atomic with release and acquire semantics
- * at GPU scope; the last arriver resets the counter to 0 (every other split
- * of the tile has counted itself in) and its loads bypass L1. The merge's
- * shared memory is the first K stage: one tile per CTA (the runtime's split
- * launches), so no load of K or V is pending or to come. */
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_args &a,
-                                                      typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
-                                                      int work_tile)
-{
-    const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +
-                          static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset + w.q_row0;
-    attn_fwd_merge_tile<Cfg>(a, smem.k[0], work_tile, first, min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div),
-                             w.row_div);
 }
 
 } // namespace sm90
