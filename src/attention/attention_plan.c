@@ -233,11 +233,10 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 #define SPLIT_WAVE_SLACK 0.85
 /* Most passes of 8 warps in which the last split of a work tile merges the
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
- * merge rows in parallel, does it (decision XXX). */
+ * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
+ * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
+ * 16.0 with the early combine, d64 14.1 against 12.7 (decision XXX). */
 #define SPLIT_MERGE_MAX_PASSES 1
-#ifndef SPLIT_LONG_CACHE_HALF_SMS
-#define SPLIT_LONG_CACHE_HALF_SMS 1
-#endif
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -327,19 +326,19 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
                 break;
             }
     }
-#if SPLIT_LONG_CACHE_HALF_SMS
     /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
      * of K and V per split): the splits that fill half the SMs, where that
-     * leaves one merge warp per row (decision XXX). */
+     * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
+     * (decision XXX): 8 splits against the wave rule's 15 at 32768 keys
+     * 51.7 against 55.2 us, 131072 keys 178.6 against 187.0, d256 8192
+     * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
+     * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). */
     if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
         const int64_t half = sms / 2 / tiles;
         if (half >= 2 && half <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP &&
             2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES / half >= ((int64_t)1 << 20))
             splits = (int)half;
     }
-#else
-    (void)packed;
-#endif
     if (splits > limit)
         splits = (int)limit;
     while (splits > 1 && mgpu_attention_fwd_split_bytes(p, splits) > workspace_bytes)

@@ -81,12 +81,14 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 /* The same with the workspace and forcing of `choice` (make_plan: no
  * workspace, so never split; packing by the planner). GQA packing: when an
  * unpacked query tile would be mostly padding (short queries, group <= 128).
- * Key splits: when the work tiles fill less than 80 % of the SMs, the
- * fewest splits whose last wave is within 85 % of the best, at most one
- * per key block and 128, then as many as the workspace holds. Their merge:
+ * Key splits: when the work tiles fill less than 80 % of the SMs, one per
+ * key block if a wave then holds them all, else the fewest splits whose
+ * last wave is within 85 % of the best, or half the SMs' worth for long
+ * packed GQA caches (choose_splits), at most one per key block and 128,
+ * then as many as the workspace holds, none without keys. Their merge:
  * in the main kernel's last split of each tile when that CTA merges the
- * tile's rows in at most SPLIT_MERGE_MAX_PASSES passes of 8 warps (few
- * rows and splits), else the combine kernel (mgpu_attention_fwd_merge_passes). */
+ * tile's rows in one pass of 8 warps (few rows and splits), else the
+ * combine kernel (mgpu_attention_fwd_merge_passes). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);
