@@ -27,6 +27,12 @@
  * the runtime launches this kernel for programmatic dependent launch: they
  * may be scheduled while the main kernel runs (every main CTA signals at its
  * start), and wait for that grid's completion before their first load.
+ *
+ * The merge of one row is merge_row, which the main kernel also runs where
+ * the runtime has the last split of each work tile merge the tile's rows
+ * itself (split_counters, hopper/attention_fwd_epilogue.cuh,
+ * attn_fwd_merge_splits): its two consumer warpgroups are the 8 warps, its
+ * loads of the partials go through L2, the arithmetic is this one.
  */
 #pragma once
 
