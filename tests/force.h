@@ -1,8 +1,8 @@
 /*
  * For GPU tests that force several plans in one process. The library reads
  * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE,
- * MGPU_DEBUG_FP8_NO_PROMOTION, MGPU_FORCE_PACK_GQA, MGPU_FORCE_NUM_SPLITS and
- * MGPU_FORCE_PAGED_GATHER once per process; force_setenv / force_unsetenv change the environment
+ * MGPU_DEBUG_FP8_NO_PROMOTION, MGPU_FORCE_PACK_GQA, MGPU_FORCE_NUM_SPLITS,
+ * MGPU_FORCE_PAGED_GATHER and MGPU_FORCE_SPLIT_MERGE once per process; force_setenv / force_unsetenv change the environment
  * and hand the new values to the library (mgpu_env_override), so a test
  * reads like the environment it sets. These tests link the library's
  * static core.
@@ -42,6 +42,8 @@ static void force_apply(void)
     force_env.force_num_splits = nsplits ? atoi(nsplits) : 0;
     const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
     force_env.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
+    const char *merge = getenv("MGPU_FORCE_SPLIT_MERGE");
+    force_env.force_split_merge = merge && merge[0] ? (atoi(merge) ? 1 : -1) : 0;
     mgpu_env_override(&force_env);
 }
 

@@ -7,7 +7,11 @@
  * with shuffled, non-contiguous pages (sequences of 0, 1 and page_size + 1
  * keys; cache rows past each sequence holding NaN), a workspace too
  * small for the splits asked for, and mgpu_kv_cache_append followed by
- * attention over the grown cache.
+ * attention over the grown cache. Each case runs four times: as given, with
+ * its splits merged in the main kernel (twice) and by the combine kernel
+ * (MGPU_FORCE_SPLIT_MERGE); all four must carry the same bits. Then split
+ * calls of several shapes alternate on one handle, uncaptured and as a
+ * CUDA graph replayed, each output bitwise the combine kernel's.
  *
  * O and LSE are poisoned (NaN) before each call; a case passes with
  * ||O - ref|| / ||ref|| <= 1e-2, LSE error <= 1e-2, nothing NaN, and every
@@ -26,6 +30,7 @@
 #include "gpu_util.h"
 
 #define MAX_REL_ERR 1e-2
+#define NUM_MERGES 4 /* calls per case: the case's, merged in the main kernel twice, by the combine kernel */
 #define MAX_LSE_ERR 1e-2
 
 struct dcase {
@@ -35,6 +40,7 @@ struct dcase {
     int window;         /* > 0: window_left (right of the diagonal: causal or unbounded) */
     float softcap;
     int pack, splits;   /* forcing: MGPU_FORCE_PACK_GQA (1 / -1), MGPU_FORCE_NUM_SPLITS; 0: planner */
+    int merge;          /* forcing: MGPU_FORCE_SPLIT_MERGE (1 / -1) of the first call; 0: planner */
     int gather;         /* forcing: MGPU_FORCE_PAGED_GATHER (1 / -1); 0: planner (or the environment's) */
     int ragged;         /* seqused_k: lengths 0, 1, page_size + 1, random, sk (cycled) */
     int page_size;      /* > 0: paged cache */
@@ -91,6 +97,7 @@ static void unforce(void)
 {
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
+    force_unsetenv("MGPU_FORCE_SPLIT_MERGE");
 }
 
 /* Unforces the gather only where the case forced it, so that a run under
@@ -271,22 +278,56 @@ static void run_case(mgpu_handle *h, struct dcase c)
         cudaMalloc(&small_ws, c.workspace);
         CHECK_STATUS(mgpu_set_workspace(h, small_ws, c.workspace), MGPU_STATUS_SUCCESS);
     }
-    force_case(&c);
-    mgpu_status s = mgpu_attention_fwd(h, &desc, q_dev, k_dev, v_dev, o_dev, lse_dev);
-    unforce();
-    unforce_gather(&c);
-    cudaError_t ce = cudaDeviceSynchronize();
-    CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
-          mgpu_last_error_message(), cudaGetErrorString(ce));
+    /* The case's call, then the same call with the splits merged in the
+     * main kernel (twice) and by the combine kernel: every output is checked
+     * against the reference below, and all must carry the same bits (the
+     * split count does not depend on where the splits merge, and both
+     * merges add in the same order). */
+    const int merges[NUM_MERGES] = {c.merge, 1, 1, -1};
+    uint16_t *o_bits[NUM_MERGES];
+    float *l_bits[NUM_MERGES];
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    for (int m = 0; m < NUM_MERGES; m++) {
+        if (m > 0) {
+            poison(o_dev, q_elems * 2);
+            poison(lse_dev, n_lse * sizeof(float));
+        }
+        force_case(&c);
+        if (merges[m])
+            force_setenv("MGPU_FORCE_SPLIT_MERGE", merges[m] > 0 ? "1" : "0");
+        const mgpu_status sm = mgpu_attention_fwd(h, &desc, q_dev, k_dev, v_dev, o_dev, lse_dev);
+        unforce();
+        unforce_gather(&c);
+        cudaError_t ce = cudaDeviceSynchronize();
+        CHECK(sm == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call (merge %d): %s (%s), cuda: %s", merges[m],
+              mgpu_status_string(sm), mgpu_last_error_message(), cudaGetErrorString(ce));
+        if (sm != MGPU_STATUS_SUCCESS)
+            s = sm;
+        o_bits[m] = malloc(q_elems * 2);
+        l_bits[m] = malloc(n_lse * sizeof(float));
+        cudaMemcpy(o_bits[m], o_dev, q_elems * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(l_bits[m], lse_dev, n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+    }
     if (c.workspace) {
         CHECK_STATUS(mgpu_set_workspace(h, NULL, 0), MGPU_STATUS_SUCCESS);
         CHECK_STATUS(mgpu_reserve_workspace(h, (size_t)32 << 20), MGPU_STATUS_SUCCESS);
         cudaFree(small_ws);
     }
+    long differ = 0;
+    for (int m = 1; m < NUM_MERGES; m++)
+        differ += memcmp(o_bits[m], o_bits[0], q_elems * 2) != 0 ||
+                  memcmp(l_bits[m], l_bits[0], n_lse * sizeof(float)) != 0;
+    CHECK(differ == 0, "%ld of the calls merged in the main kernel / by the combine differ in bits from the first",
+          differ);
 
     float *og = malloc(q_elems * sizeof(float)), *lg = malloc(n_lse * sizeof(float));
-    reload(o_dev, q_elems, dt, og);
-    cudaMemcpy(lg, lse_dev, n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < q_elems; i++)
+        og[i] = host_load_elem(o_bits[0] + i, dt);
+    memcpy(lg, l_bits[0], n_lse * sizeof(float));
+    for (int m = 0; m < NUM_MERGES; m++) {
+        free(o_bits[m]);
+        free(l_bits[m]);
+    }
 
     const float scale = 1.0f / sqrtf((float)c.d);
     const int wr = c.causal ? 0 : -1; /* causal: no key right of the diagonal */
@@ -375,6 +416,146 @@ static void run_case(mgpu_handle *h, struct dcase c)
     cudaFree(lse_dev);
     cudaFree(used_dev);
     cudaFree(table_dev);
+}
+
+/* ---- Split calls replayed: the same bits from every call and graph replay,
+ * between calls of other shapes on the same handle (each launch leaves the
+ * split counters at 0 for the next). */
+struct replay_shape {
+    int batch, sk, hq, hkv, d;
+    int splits, merge; /* forcing of the call, 0: planner */
+    void *q, *k, *v, *o, *lse;
+    size_t q_elems, n_lse;
+    uint16_t *o_ref;
+    float *lse_ref;
+};
+
+static mgpu_status replay_call(mgpu_handle *h, const struct replay_shape *r)
+{
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = r->batch;
+    d.seqlen_q = 1;
+    d.seqlen_k = r->sk;
+    d.heads_q = r->hq;
+    d.heads_kv = r->hkv;
+    d.head_dim = r->d;
+    d.dtype = MGPU_DTYPE_BF16;
+    char n[16];
+    snprintf(n, sizeof n, "%d", r->splits);
+    if (r->splits)
+        force_setenv("MGPU_FORCE_NUM_SPLITS", n);
+    if (r->merge)
+        force_setenv("MGPU_FORCE_SPLIT_MERGE", r->merge > 0 ? "1" : "0");
+    const mgpu_status s = mgpu_attention_fwd(h, &d, r->q, r->k, r->v, r->o, r->lse);
+    unforce();
+    return s;
+}
+
+/* 0 when r's O and LSE hold the reference bits. */
+static int replay_differs(const struct replay_shape *r)
+{
+    uint16_t *o = malloc(r->q_elems * 2);
+    float *l = malloc(r->n_lse * sizeof(float));
+    cudaMemcpy(o, r->o, r->q_elems * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(l, r->lse, r->n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+    const int differs = memcmp(o, r->o_ref, r->q_elems * 2) != 0 || memcmp(l, r->lse_ref, r->n_lse * sizeof(float)) != 0;
+    free(o);
+    free(l);
+    return differs;
+}
+
+static void split_replays(mgpu_handle *h, int quick)
+{
+    const int reps = quick ? 1 : 3, replays = quick ? 2 : 4;
+    /* GQA 64/8 by the planner (merged in the kernel), MQA 8/1 with 40
+     * splits merged in the kernel (8 warps a row, 8 passes), MHA 32/32 of
+     * another tile count, d256 GQA with 6 splits. */
+    struct replay_shape shapes[] = {
+        {.batch = 1, .sk = 1024, .hq = 64, .hkv = 8, .d = 128},
+        {.batch = 1, .sk = 20000, .hq = 8, .hkv = 1, .d = 128, .splits = 40, .merge = 1},
+        {.batch = 2, .sk = 3000, .hq = 32, .hkv = 32, .d = 64, .merge = 1},
+        {.batch = 3, .sk = 1500, .hq = 16, .hkv = 2, .d = 256, .splits = 6, .merge = 1},
+    };
+    const int n = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int i = 0; i < n; i++) {
+        struct replay_shape *r = &shapes[i];
+        r->q_elems = (size_t)r->batch * r->hq * r->d;
+        r->n_lse = (size_t)r->batch * r->hq;
+        const size_t kv_elems = (size_t)r->batch * r->sk * r->hkv * r->d;
+        cudaMalloc(&r->q, r->q_elems * 2);
+        cudaMalloc(&r->k, kv_elems * 2);
+        cudaMalloc(&r->v, kv_elems * 2);
+        cudaMalloc(&r->o, r->q_elems * 2);
+        cudaMalloc(&r->lse, r->n_lse * sizeof(float));
+        fill_normal(r->q, MGPU_DTYPE_BF16, r->q_elems, seed++, 1.0f);
+        fill_normal(r->k, MGPU_DTYPE_BF16, kv_elems, seed++, 1.0f);
+        fill_normal(r->v, MGPU_DTYPE_BF16, kv_elems, seed++, 1.0f);
+        /* The reference bits: the combine kernel's merge, uncaptured. */
+        const int merge = r->merge;
+        r->merge = -1;
+        CHECK_STATUS(replay_call(h, r), MGPU_STATUS_SUCCESS);
+        r->merge = merge;
+        cudaDeviceSynchronize();
+        r->o_ref = malloc(r->q_elems * 2);
+        r->lse_ref = malloc(r->n_lse * sizeof(float));
+        cudaMemcpy(r->o_ref, r->o, r->q_elems * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(r->lse_ref, r->lse, r->n_lse * sizeof(float), cudaMemcpyDeviceToHost);
+    }
+    /* Calls alternating between the shapes, uncaptured. */
+    long differ = 0;
+    for (int rep = 0; rep < reps; rep++)
+        for (int i = 0; i < n; i++) {
+            poison(shapes[i].o, shapes[i].q_elems * 2);
+            poison(shapes[i].lse, shapes[i].n_lse * sizeof(float));
+            CHECK_STATUS(replay_call(h, &shapes[i]), MGPU_STATUS_SUCCESS);
+            CHECK(cudaDeviceSynchronize() == cudaSuccess, "replay call");
+            differ += replay_differs(&shapes[i]);
+        }
+    CHECK(differ == 0, "split calls between other shapes: %ld of %d differ from the combine's bits", differ,
+          reps * n);
+    /* All shapes in one CUDA graph, replayed. */
+    cudaStream_t stream;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    CHECK_STATUS(mgpu_set_stream(h, stream), MGPU_STATUS_SUCCESS);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+    for (int i = 0; i < n; i++)
+        CHECK_STATUS(replay_call(h, &shapes[i]), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(replay_call(h, &shapes[0]), MGPU_STATUS_SUCCESS); /* shape 0 again after the others */
+    CHECK(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+    CHECK(graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    differ = 0;
+    for (int rep = 0; exec && rep < replays; rep++) {
+        for (int i = 0; i < n; i++) {
+            poison(shapes[i].o, shapes[i].q_elems * 2);
+            poison(shapes[i].lse, shapes[i].n_lse * sizeof(float));
+        }
+        cudaDeviceSynchronize();
+        CHECK(cudaGraphLaunch(exec, stream) == cudaSuccess && cudaStreamSynchronize(stream) == cudaSuccess,
+              "graph replay");
+        for (int i = 0; i < n; i++)
+            differ += replay_differs(&shapes[i]);
+    }
+    CHECK(differ == 0, "graph replays: %ld of %d outputs differ from the combine's bits", differ, replays * n);
+    printf("%s split calls repeated and replayed in a graph: bitwise the combine's results\n",
+           differ == 0 ? "PASS" : "FAIL");
+    CHECK_STATUS(mgpu_set_stream(h, NULL), MGPU_STATUS_SUCCESS);
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    for (int i = 0; i < n; i++) {
+        struct replay_shape *r = &shapes[i];
+        cudaFree(r->q);
+        cudaFree(r->k);
+        cudaFree(r->v);
+        cudaFree(r->o);
+        cudaFree(r->lse);
+        free(r->o_ref);
+        free(r->lse_ref);
+    }
 }
 
 #define CASE(...) run_case(h, (struct dcase){__VA_ARGS__})
@@ -470,10 +651,12 @@ int main(void)
     const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
     snprintf(env_gather, sizeof env_gather, "%s", gather ? gather : "");
     const char *quick = getenv("MGPU_TEST_QUICK");
-    if (quick && quick[0] == '1')
+    const int is_quick = quick && quick[0] == '1';
+    if (is_quick)
         quick_cases(h);
     else
         full_cases(h);
+    split_replays(h, is_quick);
     mgpu_destroy(h);
     return check_exit();
 }

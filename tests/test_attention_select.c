@@ -331,7 +331,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -345,23 +345,35 @@ static void test_inference_plan(void)
     CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == 8 && plan.q_map.box[2] == 16 && plan.q_map.box[3] == 1 &&
               plan.q_map.box[4] == 1,
           "packed q box");
-    /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best last wave (14: 112 CTAs). */
-    CHECK(a->num_splits == 14 && plan.grid == 8 * 14, "splits %d grid %u", a->num_splits, plan.grid);
-    /* 14 splits: two combine warps per row, four rows per CTA; 112 + 16 CTAs fit 132 SMs: launched early */
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.combine_early == 1,
-          "partial rows %lld, combine grid %u, early %d", (long long)a->partial_rows, plan.combine_grid,
+    /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best
+     * last wave (14), then as many as have keys: 3 key blocks each, 11. */
+    CHECK(a->num_splits == 11 && plan.grid == 8 * 11, "splits %d grid %u", a->num_splits, plan.grid);
+    /* 11 splits: two combine warps per row, four rows per CTA; one CTA
+     * would merge a tile's 8 rows in two passes: the combine kernel, 88 + 16
+     * CTAs fit 132 SMs: launched early */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.merge_in_kernel == 0 && plan.combine_early == 1,
+          "partial rows %lld, combine grid %u, in kernel %d, early %d", (long long)a->partial_rows,
+          plan.combine_grid, plan.merge_in_kernel, plan.combine_early);
+    /* The merge in the main kernel forced: no combine launch */
+    choice.force_merge = 1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(a->num_splits == 11 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
+          "in kernel forced: splits %d in kernel %d early %d", a->num_splits, plan.merge_in_kernel,
           plan.combine_early);
-    CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 14) && plan.workspace_bytes >= 14 * 64 * 129 * 4,
+    choice.force_merge = 0;
+    CHECK(plan.workspace_bytes == mgpu_attention_fwd_split_bytes(&p, 11) && plan.workspace_bytes >= 11 * 64 * 129 * 4,
           "workspace %zu", plan.workspace_bytes);
     mgpu_attention_fwd_place_partials(&plan, 0x10000);
-    CHECK(a->o_partial == 0x10000 && a->lse_partial == 0x10000 + 14 * 64 * 128 * 4, "partials placed");
-    /* Short workspace: fewer splits; none: no split (never a failure). */
+    CHECK(a->o_partial == 0x10000 && a->lse_partial == 0x10000 + 11 * 64 * 128 * 4, "partials placed");
+    /* Short workspace: fewer splits (one merge pass: in the main kernel);
+     * none: no split (never a failure). */
     choice.workspace_bytes = mgpu_attention_fwd_split_bytes(&p, 3);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->num_splits == 3 && plan.grid == 24 && plan.combine_early == 1, "workspace for 3 splits: %d",
-          a->num_splits);
+    CHECK(a->num_splits == 3 && plan.grid == 24 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
+          "workspace for 3 splits: %d", a->num_splits);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
-    CHECK(a->num_splits == 1 && a->pack_gqa == 1 && plan.workspace_bytes == 0 && plan.combine_early == 0,
+    CHECK(a->num_splits == 1 && a->pack_gqa == 1 && plan.workspace_bytes == 0 && plan.combine_early == 0 &&
+              plan.merge_in_kernel == 0,
           "no workspace: %d splits", a->num_splits);
     /* Forcing: packing off, splits on; splits beyond the key blocks are capped. */
     choice.workspace_bytes = (size_t)32 << 20;
@@ -371,9 +383,15 @@ static void test_inference_plan(void)
     CHECK(a->pack_gqa == 0 && a->tile_heads == 64 && a->tile_queries == 128 && plan.q_map.rank == 4 &&
               a->num_splits == 5 && plan.grid == 64 * 5,
           "forced: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
-    /* 320 main CTAs leave no SM to the combine's 8: launched after the main kernel, not early */
-    CHECK(plan.combine_grid == 8 && plan.combine_early == 0, "forced: combine grid %u early %d", plan.combine_grid,
-          plan.combine_early);
+    /* one row a tile: merged in the main kernel; with the combine forced,
+     * 320 main CTAs leave no SM to the combine's 8: launched after the main
+     * kernel, not early */
+    CHECK(plan.merge_in_kernel == 1 && plan.combine_early == 0, "forced splits: in kernel %d", plan.merge_in_kernel);
+    choice.force_merge = -1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(plan.combine_grid == 8 && plan.merge_in_kernel == 0 && plan.combine_early == 0,
+          "forced: combine grid %u early %d", plan.combine_grid, plan.combine_early);
+    choice.force_merge = 0;
     choice.force_splits = 1000;
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(a->num_splits == 32, "splits capped at the 32 key blocks: %d", a->num_splits);
@@ -568,6 +586,91 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
     return v;
 }
 
+/* Split counts, and where the splits merge: in the main kernel where its
+ * last split merges a tile's rows in one pass of 8 warps and the tiles have
+ * their counters, else the combine kernel; forcing either way within that. */
+static void test_split_merge_plan(void)
+{
+    mgpu_status s;
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    const struct mgpu_attention_fwd_args *a = &plan.args;
+    if (!has_attention_cc(9, 0))
+        return;
+    CHECK(mgpu_attention_fwd_merge_passes(8, 8) == 1 && mgpu_attention_fwd_merge_passes(8, 9) == 2 &&
+              mgpu_attention_fwd_merge_passes(8, 16) == 2 && mgpu_attention_fwd_merge_passes(8, 17) == 4 &&
+              mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
+              mgpu_attention_fwd_merge_passes(16, 4) == 2,
+          "merge passes");
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0};
+    /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
+    static const struct {
+        int b, sk, hq, hkv, d;
+        int splits, in_kernel, early;
+    } rows[] = {
+        {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
+        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
+        {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
+        {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
+        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
+        {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
+        {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
+        {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
+        {64, 1024, 64, 8, 128, 1, 0, 0},    /* no split */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mgpu_attention_fwd_desc d = base_desc();
+        d.batch = rows[i].b;
+        d.seqlen_q = 1;
+        d.seqlen_k = rows[i].sk;
+        d.heads_q = rows[i].hq;
+        d.heads_kv = rows[i].hkv;
+        d.head_dim = rows[i].d;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+        if (idx < 0)
+            return;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel &&
+                  plan.combine_early == rows[i].early && a->split_counters == 0,
+              "row %zu: splits %d in kernel %d early %d", i, a->num_splits, plan.merge_in_kernel,
+              plan.combine_early);
+        /* forcing changes the merge, never the split count */
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_merge = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == (rows[i].splits > 1) &&
+                  plan.combine_early == 0,
+              "row %zu forced in kernel: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
+        forced.force_merge = -1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0, "row %zu forced combine: %d", i,
+              plan.merge_in_kernel);
+    }
+    /* More work tiles than counters: the combine kernel, even forced. */
+    mgpu_attention_fwd_desc d = base_desc();
+    d.batch = 64;
+    d.seqlen_q = 1;
+    d.seqlen_k = 1024;
+    d.heads_q = 128;
+    d.heads_kv = 128;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx < 0)
+        return;
+    choice.force_splits = 2;
+    choice.force_merge = 1;
+    mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+    CHECK(a->num_splits == 2 && plan.merge_in_kernel == 0, "8192 tiles: splits %d in kernel %d", a->num_splits,
+          plan.merge_in_kernel);
+    d.batch = 32; /* 4096 tiles: counters for all */
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+    CHECK(a->num_splits == 2 && plan.merge_in_kernel == 1, "4096 tiles: splits %d in kernel %d", a->num_splits,
+          plan.merge_in_kernel);
+}
+
 /* The combine's warps per row: the fewest (a power of two, at most 8) that
  * leave each warp at most 8 splits (past 64 splits: 8 warps); a CTA's rows
  * fill its 8 warps. */
@@ -732,7 +835,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -849,7 +952,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -895,6 +998,7 @@ int main(void)
     test_plan();
     test_inference_plan();
     test_combine_warps();
+    test_split_merge_plan();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

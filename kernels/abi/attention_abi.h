@@ -99,10 +99,18 @@
  * and its LSE (-infinity for rows without keys) to
  *     o_partial[(split * partial_rows + row) * head_dim + d], lse_partial[split * partial_rows + row]
  * with row the LSE index of the query row (the layout above, lse_*_stride),
- * and writes nothing to O or lse. The combine kernel
- * (hopper/attention_fwd_combine.cuh, same args, grid below) then merges the
- * splits of each row in a fixed order (deterministic) into O (dtype) and LSE
- * (when lse != 0).
+ * and writes nothing to O or lse. The splits of each row are then merged in
+ * a fixed order (deterministic: the same bits whichever way) into O (dtype)
+ * and LSE (when lse != 0), either
+ *   - by the combine kernel (hopper/attention_fwd_combine.cuh, same args,
+ *     grid below), launched after the main kernel (split_counters 0), or
+ *   - in the main kernel (split_counters != 0): after writing its partials,
+ *     each split CTA counts itself in at split_counters[t / num_splits]
+ *     (release / acquire at GPU scope); the last of a work tile's splits
+ *     resets that counter to 0 and merges the tile's rows, reading every
+ *     split's partials from L2. The counters are 0 before the launch and
+ *     again after it (graph replays find them so); one work tile per CTA
+ *     (grid = tiles * num_splits, no persistent grid), tiles <= the counters.
  *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
@@ -280,6 +288,11 @@ struct mgpu_attention_fwd_args {
     uint64_t q_descale, k_descale, v_descale; /* fp32 device arrays, or 0 (factor 1) */
     int64_t descale_batch_stride;             /* elements; factor of (b, kv head h): [b * batch + h * head] */
     int64_t descale_head_stride;
+
+    /* ---- Split keys merged in the main kernel (after the fp8 fields, which keep their offsets). */
+    uint64_t split_counters;  /* num_splits > 1: int32[work tiles] device counters, 0 between launches: the
+                                 last split of a work tile merges its splits ("Split keys" above); 0: the
+                                 combine kernel merges them */
 };
 
 /* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes

@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include <stdint.h>
+
 namespace mgpu {
 
 /* Waits until `threads` threads have arrived at barrier `id` (this one included). */
@@ -21,6 +23,19 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads)
 __device__ __forceinline__ void named_barrier_arrive(int id, int threads)
 {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* named_barrier_sync that also returns, in every thread, whether `pred` was
+ * true in any of them (bar.red.or). */
+__device__ __forceinline__ bool named_barrier_sync_or(int id, int threads, bool pred)
+{
+    uint32_t any;
+    asm volatile("{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tbar.red.or.pred q, %2, %3, p;\n\t"
+                 "selp.u32 %0, 1, 0, q;\n\t}\n"
+                 : "=r"(any)
+                 : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(threads)
+                 : "memory");
+    return any != 0;
 }
 
 } // namespace mgpu

@@ -27,6 +27,12 @@
  * the runtime launches this kernel for programmatic dependent launch: they
  * may be scheduled while the main kernel runs (every main CTA signals at its
  * start), and wait for that grid's completion before their first load.
+ *
+ * The merge of one row is merge_row, which the main kernel also runs where
+ * the runtime has the last split of each work tile merge the tile's rows
+ * itself (split_counters, hopper/attention_fwd_epilogue.cuh,
+ * attn_fwd_merge_splits): its two consumer warpgroups are the 8 warps, its
+ * loads of the partials go through L2, the arithmetic is this one.
  */
 #pragma once
 
@@ -61,23 +67,51 @@ __device__ __forceinline__ uint2 pack4(float4 v)
     return r;
 }
 
-/* kPasses: 128-column passes of the head dim (1 up to 128, else 2). */
-template <typename T, int kPasses>
-__device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
+/* Shared memory of one merge of the 8 warps of a CTA (the combine kernel's,
+ * or the main kernel's consumers reusing a free K stage, attn_fwd_merge_splits
+ * in hopper/attention_fwd_epilogue.cuh): each warp's split weights, and its
+ * partial sums where several warps share a row. */
+struct MergeSmem {
+    float4 part[kThreads / 32][2 * 32];
+    float weight[kThreads / 32][MGPU_ATTENTION_FWD_MAX_SPLITS];
+};
+
+/* Loads of the partials: kL2 (the main kernel's last split of a tile,
+ * after its acquire) reads them from L2, never from a possibly stale L1;
+ * the combine kernel, a later grid, through the read-only path. */
+template <bool kL2>
+__device__ __forceinline__ float4 load_partial4(const float *p)
+{
+    return kL2 ? __ldcg(reinterpret_cast<const float4 *>(p)) : __ldg(reinterpret_cast<const float4 *>(p));
+}
+
+template <bool kL2>
+__device__ __forceinline__ float load_partial(const float *p)
+{
+    return kL2 ? __ldcg(p) : *p;
+}
+
+/* Merges the splits of one row (its LSE index `row`; live false: a row past
+ * the end, whose loads read row 0 and which stores nothing) into O and LSE.
+ * Called by all 8 warps of the merge together, each with its own row: the
+ * W = mgpu_attention_fwd_combine_warps(num_splits) warps of a row are
+ * consecutive (warp w of the row: warp % W), and with W > 1 `sync` (a
+ * barrier of the 8 warps) is called once. kPasses: 128-column passes of the
+ * head dim (1 up to 128, else 2). The order of every sum is fixed by
+ * num_splits alone: the combine kernel and the main kernel's merge give the
+ * same bits. */
+template <typename T, int kPasses, bool kL2, class Sync>
+__device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int64_t row, bool live, int warp, int lane,
+                                          MergeSmem &sm, Sync sync)
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
-    constexpr int kWarps = kThreads / 32;
     constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
     constexpr int kBatch = 8; /* O loads in flight per lane and pass */
-    __shared__ float4 part[kWarps][kPasses * 32];
-    __shared__ float weight[kWarps][MGPU_ATTENTION_FWD_MAX_SPLITS];
+    static_assert(kPasses <= 2, "head dims up to 256");
 
-    const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
     const int splits = a.num_splits;
     const int warps_per_row = mgpu_attention_fwd_combine_warps(splits);
     const int w = warp % warps_per_row;
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / warps_per_row) + warp / warps_per_row;
-    const bool live = row < a.partial_rows;
     const int64_t split_lse = a.partial_rows, split_o = a.partial_rows * a.head_dim;
     const float *lse_s = reinterpret_cast<const float *>(a.lse_partial) + (live ? row : 0);
     const float *o_s = reinterpret_cast<const float *>(a.o_partial) + (live ? row : 0) * a.head_dim;
@@ -87,7 +121,7 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
 #pragma unroll
     for (int j = 0; j < kLseLoads; ++j) {
         const int s = lane + 32 * j;
-        l[j] = live && s < splits ? lse_s[s * split_lse] : -INFINITY;
+        l[j] = live && s < splits ? load_partial<kL2>(lse_s + s * split_lse) : -INFINITY;
     }
     float mx = -INFINITY;
 #pragma unroll
@@ -107,7 +141,7 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
     const float lse = empty ? INFINITY : mx + __logf(sum);
 #pragma unroll
     for (int j = 0; j < kLseLoads; ++j)
-        weight[warp][lane + 32 * j] = l[j] == -INFINITY || empty ? 0.f : __expf(l[j] - lse);
+        sm.weight[warp][lane + 32 * j] = l[j] == -INFINITY || empty ? 0.f : __expf(l[j] - lse);
     __syncwarp();
 
     /* 2. This warp's splits, kBatch at a time. */
@@ -131,11 +165,11 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
                 const int s = s0 + b < s_end ? s0 + b : s_end - 1;
 #pragma unroll
                 for (int p = 0; p < kPasses; ++p)
-                    v[b][p] = __ldg(reinterpret_cast<const float4 *>(o_s + s * split_o + col[p]));
+                    v[b][p] = load_partial4<kL2>(o_s + s * split_o + col[p]);
             }
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
-                const float wgt = s0 + b < s_end ? weight[warp][s0 + b] : 0.f;
+                const float wgt = s0 + b < s_end ? sm.weight[warp][s0 + b] : 0.f;
 #pragma unroll
                 for (int p = 0; p < kPasses; ++p) {
                     /* a select, not a product: O_s of a split without keys is never added */
@@ -152,14 +186,14 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
     if (warps_per_row > 1) {
 #pragma unroll
         for (int p = 0; p < kPasses; ++p)
-            part[warp][lane + 32 * p] = acc[p];
-        __syncthreads();
+            sm.part[warp][lane + 32 * p] = acc[p];
+        sync();
         if (w != 0)
             return;
         for (int u = 1; u < warps_per_row; ++u)
 #pragma unroll
             for (int p = 0; p < kPasses; ++p) {
-                const float4 q = part[warp + u][lane + 32 * p];
+                const float4 q = sm.part[warp + u][lane + 32 * p];
                 acc[p].x += q.x;
                 acc[p].y += q.y;
                 acc[p].z += q.z;
@@ -186,6 +220,17 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a)
         reinterpret_cast<float *>(a.lse)[row] = lse;
 }
 
+/* The combine kernel's rows: CTA c merges rows c * (8 / W) ... (W warps a row). */
+template <typename T, int kPasses>
+__device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a, MergeSmem &sm)
+{
+    constexpr int kWarps = kThreads / 32;
+    const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+    const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / warps_per_row) + warp / warps_per_row;
+    merge_row<T, kPasses, false>(a, row, row < a.partial_rows, warp, lane, sm, [] { __syncthreads(); });
+}
+
 template <typename T>
 __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
 {
@@ -193,10 +238,11 @@ __device__ __forceinline__ void combine(const mgpu_attention_fwd_args &a)
      * the plan says so (a no-op otherwise): the partials are read only once
      * that grid has completed. */
     griddep_wait();
+    __shared__ MergeSmem sm;
     if (a.head_dim > kColsPerPass)
-        combine_rows<T, 2>(a);
+        combine_rows<T, 2>(a, sm);
     else
-        combine_rows<T, 1>(a);
+        combine_rows<T, 1>(a, sm);
 }
 
 } // namespace attn_fwd_combine

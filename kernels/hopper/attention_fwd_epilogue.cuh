@@ -12,6 +12,11 @@
  * LSE is written from registers by the first thread of each quad. Finally each
  * warp arrives on q_empty: its reads of the staged O are done, and the producer
  * may load the next tile's Q over it.
+ *
+ * Split calls write fp32 partials instead (attn_fwd_epilogue_partial); where
+ * the runtime gives split counters, the last split of a work tile then merges
+ * the tile's splits in this kernel (attn_fwd_merge_splits), with the combine
+ * kernel's arithmetic (hopper/attention_fwd_combine.cuh, merge_row).
  */
 #pragma once
 
@@ -22,6 +27,7 @@
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
 #include "common/shared_memory.cuh"
+#include "hopper/attention_fwd_combine.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 
 namespace mgpu {
@@ -139,6 +145,69 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
             *reinterpret_cast<float2 *>(o_row + 8 * j) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
         if (lane % 4 == 0)
             reinterpret_cast<float *>(a.lse_partial)[row] = lse[h] == INFINITY ? -INFINITY : lse[h];
+    }
+}
+
+/* After attn_fwd_epilogue_partial of both consumer warpgroups (all 256
+ * threads call this), where a.split_counters != 0: counts this split of work
+ * tile `work_tile` in and, in the last of the tile's splits to arrive, merges
+ * the tile's rows from every split's partials into O and LSE, as the combine
+ * kernel does (merge_row: the same sums in the same order, so the same bits
+ * whichever split arrives last). Arrival: the partial stores, a barrier of
+ * the consumers, then one thread's atomic with release and acquire semantics
+ * at GPU scope; the last arriver resets the counter to 0 (every other split
+ * of the tile has counted itself in) and its loads bypass L1. The merge's
+ * shared memory is the first K stage: one tile per CTA (the runtime's split
+ * launches), so no load of K or V is pending or to come. Inlined: out of line
+ * (__noinline__, the arguments read through a generic pointer) the merged
+ * calls measured about 0.8 us slower (H100, decision XXX). */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_args &a,
+                                                      typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
+                                                      int work_tile)
+{
+    constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    static_assert(kThreads == attn_fwd_combine::kThreads, "the consumers merge as one combine CTA");
+    static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
+    constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;
+    const int thread = static_cast<int>(threadIdx.x) - Cfg::kWarpgroupThreads;
+    const auto sync = [] { named_barrier_sync(Cfg::kBarrierMerge, kThreads); };
+
+    sync(); /* every consumer thread's partial stores are done */
+    bool last = false;
+    if (thread == 0) {
+        int *counter = reinterpret_cast<int *>(a.split_counters) + work_tile;
+        int before;
+        asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
+        last = before == a.num_splits - 1;
+        if (last)
+            asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(counter), "r"(0) : "memory");
+    }
+    if (!named_barrier_sync_or(Cfg::kBarrierMerge, kThreads, last))
+        return;
+
+    /* The tile's rows that hold queries: a prefix (rows are query-major). */
+    const int rows = min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div);
+    const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
+    const int rows_per_pass = attn_fwd_combine::kThreads / 32 / warps_per_row;
+    const int warp = thread / 32, lane = thread % 32;
+    const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +
+                          static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset + w.q_row0;
+    auto &sm = *reinterpret_cast<attn_fwd_combine::MergeSmem *>(smem.k[0]);
+    for (int r0 = 0; r0 < rows; r0 += rows_per_pass) {
+        const int r = r0 + warp / warps_per_row;
+        const bool live = r < rows;
+        const int rr = live ? r : 0;
+        const int64_t row = first + static_cast<int64_t>(rr % w.row_div) * a.lse_head_stride + rr / w.row_div;
+        attn_fwd_combine::merge_row<typename Cfg::T, kPasses, true>(a, row, live, warp, lane, sm, sync);
+        /* Before the next pass writes them again: the row's first warps have
+         * read the others' sums, every lane its warp's weights. */
+        if (r0 + rows_per_pass < rows) {
+            if (warps_per_row > 1)
+                sync();
+            else
+                __syncwarp();
+        }
     }
 }
 

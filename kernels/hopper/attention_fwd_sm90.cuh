@@ -151,6 +151,7 @@ struct AttnFwdConfig {
     /* Named barrier ids (0 is __syncthreads). */
     static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */
     static constexpr int kBarrierEpilogueFirst = 3; /* ids 3, 4: one per consumer warpgroup */
+    static constexpr int kBarrierMerge = 5;         /* both consumer warpgroups: a split call's merge */
     /* The producer warpgroup's cp.async gather of paged K/V (paged_gather)
      * is compiled into head dims 64 and 128 only: at the others its loop
      * does not fit the producer's registers, and their key blocks (80 and
@@ -199,9 +200,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         int tile = t;
         asm volatile("" : "+r"(tile));
         const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
-        if (kInference && a.num_splits > 1)
+        if (kInference && a.num_splits > 1) {
             attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
-        else
+            if (a.split_counters != 0)
+                attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
+        } else
             attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;

@@ -4,7 +4,9 @@
  * attention_abi.h describes, launch on the handle's stream (one CTA per
  * query tile or key split, or a persistent grid), and for split calls the
  * combine pass after it (partial buffers in the handle's workspace; launched
- * for programmatic dependent launch where its CTAs fit beside the main grid). The
+ * for programmatic dependent launch where its CTAs fit beside the main grid)
+ * unless the plan merges the splits in the main kernel (the handle's split
+ * counters, one per work tile, zero between launches). The
  * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
  * value. mgpu_kv_cache_append: validate, one copy kernel.
  */
@@ -26,7 +28,10 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
              p->window_left, p->window_right, (double)p->softcap, p->varlen ? " varlen" : "", p->lse ? " lse" : "",
              p->seqused_k ? " seqused_k" : "", p->block_table ? " paged" : "", v->name, forced ? " (forced)" : "",
              plan->grid, plan->dynamic ? " (dynamic tiles)" : "", plan->args.pack_gqa, plan->args.num_splits,
-             plan->args.num_splits > 1 ? " + combine" : "");
+             plan->args.num_splits <= 1 ? ""
+             : plan->merge_in_kernel  ? " merged in kernel"
+             : plan->combine_early    ? " + combine (early)"
+                                      : " + combine");
 }
 
 static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_attention_problem *p)
@@ -39,14 +44,16 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         return s;
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
-                                                      env->force_paged_gather};
+                                                      env->force_paged_gather, env->force_split_merge};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
     int combine = -1;
     if (plan.args.num_splits > 1) {
-        combine = mgpu_select_attention_fwd_combine(p->dtype, &h->caps, &s);
-        if (combine < 0)
-            return s;
+        if (!plan.merge_in_kernel) {
+            combine = mgpu_select_attention_fwd_combine(p->dtype, &h->caps, &s);
+            if (combine < 0)
+                return s;
+        }
         CUdeviceptr workspace = 0;
         s = mgpu_handle_workspace(h, plan.workspace_bytes, &workspace);
         if (s != MGPU_STATUS_SUCCESS)
@@ -68,6 +75,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     params.args = plan.args;
     if (plan.dynamic)
         params.args.tile_counter = mgpu_handle_counter(h, MGPU_COUNTERS_ATTENTION);
+    if (plan.merge_in_kernel)
+        params.args.split_counters = mgpu_handle_counter(h, MGPU_COUNTERS_ATTENTION_SPLITS);
 
     /* Both kernels loaded before the first is queued. */
     CUfunction fn;

@@ -231,6 +231,12 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 #define SPLIT_MIN_FILL 0.8
 /* A split count is good when its last wave is this full relative to the best. */
 #define SPLIT_WAVE_SLACK 0.85
+/* Most passes of 8 warps in which the last split of a work tile merges the
+ * tile's rows in the main kernel; past them the combine kernel, whose CTAs
+ * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
+ * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
+ * 16.0 with the early combine, d64 14.1 against 12.7 (decision XXX). */
+#define SPLIT_MERGE_MAX_PASSES 1
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -243,6 +249,12 @@ static int64_t round_up(int64_t x, int64_t to)
 static int64_t partial_rows(const struct mgpu_attention_problem *p)
 {
     return p->varlen ? p->heads_q * p->total_q : p->batch * p->heads_q * p->seqlen_q;
+}
+
+int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
+{
+    const int64_t rows_per_pass = MGPU_ATTENTION_FWD_COMBINE_WARPS / mgpu_attention_fwd_combine_warps(num_splits);
+    return mgpu_cdiv(tile_rows, rows_per_pass);
 }
 
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
@@ -278,12 +290,14 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
     return unpacked < 0.9 * packed;
 }
 
-/* Key splits: 1 when the work tiles fill the SMs; else the fewest splits
- * whose last wave is nearly as full as the best count's (FlashAttention's
- * heuristic), at most one per key block. Then as many as the workspace
- * holds. */
+/* Key splits: 1 when the work tiles fill the SMs; one per key block when
+ * every key block of every tile then has its own CTA in one wave (short
+ * caches); else the fewest splits whose last wave is nearly as full as the
+ * best count's (FlashAttention's heuristic), at most one per key block.
+ * Then as many as the workspace holds, and none without keys: the count
+ * that gives each split the same ceil(blocks / splits) key blocks. */
 static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, int64_t key_blocks, int sms,
-                         size_t workspace_bytes, int force)
+                         size_t workspace_bytes, int force, int packed)
 {
     int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
     if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
@@ -294,6 +308,10 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     int splits = 1;
     if (force > 0) {
         splits = force;
+    } else if (sms > 0 && tiles * key_blocks <= sms) {
+        /* H100, 1 x 1024 keys, GQA 64/8, d128 (8 key blocks): 8 splits 9.0 us,
+         * the wave rule's 7 (4 of them with keys) 10.3 us (decision XXX) */
+        splits = (int)key_blocks;
     } else if (sms > 0 && (double)tiles < SPLIT_MIN_FILL * sms) {
         double eff[MGPU_ATTENTION_FWD_MAX_SPLITS + 1], best = 0;
         const int64_t top = limit < sms ? limit : sms;
@@ -308,17 +326,32 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
                 break;
             }
     }
+    /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
+     * of K and V per split): the splits that fill half the SMs, where that
+     * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
+     * (decision XXX): 8 splits against the wave rule's 15 at 32768 keys
+     * 51.7 against 55.2 us, 131072 keys 178.6 against 187.0, d256 8192
+     * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
+     * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). */
+    if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
+        const int64_t half = sms / 2 / tiles;
+        if (half >= 2 && half <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP &&
+            2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES / half >= ((int64_t)1 << 20))
+            splits = (int)half;
+    }
     if (splits > limit)
         splits = (int)limit;
     while (splits > 1 && mgpu_attention_fwd_split_bytes(p, splits) > workspace_bytes)
         splits--;
+    if (force <= 0 && splits > 1)
+        splits = (int)mgpu_cdiv(key_blocks, mgpu_cdiv(key_blocks, splits));
     return splits < 1 ? 1 : splits;
 }
 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -418,11 +451,20 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
     a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
-                                                    choice->workspace_bytes, choice->force_splits)
+                                                    choice->workspace_bytes, choice->force_splits, a->pack_gqa)
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
     out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, mgpu_attention_fwd_combine_rows_per_cta(a->num_splits));
+    /* The merge of the splits: in the main kernel (one counter per work
+     * tile, the handle's) where one CTA merges a tile's rows in few passes,
+     * else the combine kernel. A tile's rows that hold queries: */
+    const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
+    const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
+    if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
+        out->merge_in_kernel = choice->force_merge
+                                   ? choice->force_merge > 0
+                                   : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
@@ -443,7 +485,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * grid leaves free (one main CTA per SM: its shared memory); where they do
      * not, the early ones crowd a few SMs (H100, 8 x 1024 keys, GQA 64/8, d128,
      * 128 + 64 CTAs: 13.4 -> 16.5 us as GPU time), elsewhere they gain 1-4 %. */
-    out->combine_early = a->num_splits > 1 && (int64_t)out->grid + out->combine_grid <= sms;
+    out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */

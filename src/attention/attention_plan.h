@@ -42,6 +42,8 @@ struct mgpu_attention_plan {
     size_t workspace_bytes; /* split calls: the partial buffers */
     unsigned combine_grid;  /* split calls: CTAs of the combine pass */
     int combine_early;      /* split calls: the combine is launched for programmatic dependent launch */
+    int merge_in_kernel;    /* split calls: the last split of each work tile merges them in the main kernel
+                               (args.split_counters: the handle's MGPU_COUNTERS_ATTENTION_SPLITS), no combine */
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
@@ -49,13 +51,21 @@ struct mgpu_attention_plan {
  * MGPU_FORCE_NUM_SPLITS: n >= 1, 0 planner's choice; both still bounded by
  * what is valid: group sizes up to the query block, one split per key
  * block, 128 splits, the workspace; MGPU_FORCE_PAGED_GATHER: 1 / -1 / 0
- * planner's choice, paged calls of the sm_90a 16-bit forward only). */
+ * planner's choice, paged calls of the sm_90a 16-bit forward only;
+ * MGPU_FORCE_SPLIT_MERGE: 1 merge in the main kernel / -1 combine kernel /
+ * 0 planner's choice, split calls only, in the main kernel only with at
+ * most MGPU_SPLIT_COUNTERS work tiles). */
 struct mgpu_attention_fwd_choice {
     size_t workspace_bytes;
     int force_pack;
     int force_splits;
     int force_gather;
+    int force_merge;
 };
+
+/* Passes of 8 warps in which one CTA merges the splits of a work tile's rows
+ * (the combine's arithmetic: mgpu_attention_fwd_combine_warps warps a row). */
+int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits);
 
 /* Workspace bytes of the partial buffers of a call split num_splits ways. */
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits);
@@ -71,9 +81,14 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 /* The same with the workspace and forcing of `choice` (make_plan: no
  * workspace, so never split; packing by the planner). GQA packing: when an
  * unpacked query tile would be mostly padding (short queries, group <= 128).
- * Key splits: when the work tiles fill less than 80 % of the SMs, the
- * fewest splits whose last wave is within 85 % of the best, at most one
- * per key block and 128, then as many as the workspace holds. */
+ * Key splits: when the work tiles fill less than 80 % of the SMs, one per
+ * key block if a wave then holds them all, else the fewest splits whose
+ * last wave is within 85 % of the best, or half the SMs' worth for long
+ * packed GQA caches (choose_splits), at most one per key block and 128,
+ * then as many as the workspace holds, none without keys. Their merge:
+ * in the main kernel's last split of each tile when that CTA merges the
+ * tile's rows in one pass of 8 warps (few rows and splits), else the
+ * combine kernel (mgpu_attention_fwd_merge_passes). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);

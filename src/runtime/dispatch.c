@@ -91,6 +91,8 @@ static void read_env(void)
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
     const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
     env_read.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
+    const char *merge = getenv("MGPU_FORCE_SPLIT_MERGE");
+    env_read.force_split_merge = merge && merge[0] ? (atoi(merge) ? 1 : -1) : 0;
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
     const char *pdl = getenv("MGPU_GEMM_PDL");
     env_read.gemm_pdl = pdl && pdl[0] ? (atoi(pdl) ? 1 : -1) : 0;

@@ -35,6 +35,9 @@ struct mgpu_device_caps {
  * not run concurrently. */
 #define MGPU_SPLIT_COUNTERS 4096 /* GEMM split-K: one per output tile and 64-column consumer; more: no split-K */
 #define MGPU_COUNTERS_SPLIT_K 0
+/* attention forward calls whose splits merge in the main kernel: one per work
+ * tile, the same counters (a handle's calls run in stream order) */
+#define MGPU_COUNTERS_ATTENTION_SPLITS MGPU_COUNTERS_SPLIT_K
 #define MGPU_COUNTERS_ATTENTION MGPU_SPLIT_COUNTERS             /* attention's dynamic tile counters, 2 */
 #define MGPU_COUNTERS_INDEX_ERROR (MGPU_COUNTERS_ATTENTION + 2) /* the gather / scatter error word, 1 */
 #define MGPU_HANDLE_COUNTERS (MGPU_COUNTERS_INDEX_ERROR + 1)
@@ -97,6 +100,8 @@ struct mgpu_env {
     int force_pack_gqa;        /* MGPU_FORCE_PACK_GQA: 1 ("1"), -1 ("0"), 0 when unset */
     int force_num_splits;      /* MGPU_FORCE_NUM_SPLITS (attention key splits), 0 when unset */
     int force_paged_gather;    /* MGPU_FORCE_PAGED_GATHER: 1 ("1"), -1 ("0"), 0 when unset */
+    int force_split_merge;     /* MGPU_FORCE_SPLIT_MERGE: 1 ("1", in the main kernel), -1 ("0", the combine
+                                  kernel), 0 when unset */
     int force_bwd_pair_group;  /* MGPU_FORCE_BWD_PAIR_GROUP (attention backward grid order), 0 when unset */
     int gemm_pdl;              /* MGPU_GEMM_PDL: 1 ("1"), -1 ("0"), 0 when unset (the default) */
 };
