@@ -235,7 +235,7 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
  * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
  * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
- * 16.0 with the early combine, d64 14.1 against 12.7 (decision XXX). */
+ * 16.0 with the early combine, d64 14.1 against 12.7 (decision 027). */
 #define SPLIT_MERGE_MAX_PASSES 1
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
@@ -310,7 +310,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
         splits = force;
     } else if (sms > 0 && tiles * key_blocks <= sms) {
         /* H100, 1 x 1024 keys, GQA 64/8, d128 (8 key blocks): 8 splits 9.0 us,
-         * the wave rule's 7 (4 of them with keys) 10.3 us (decision XXX) */
+         * the wave rule's 7 (4 of them with keys) 10.3 us (decision 027) */
         splits = (int)key_blocks;
     } else if (sms > 0 && (double)tiles < SPLIT_MIN_FILL * sms) {
         double eff[MGPU_ATTENTION_FWD_MAX_SPLITS + 1], best = 0;
@@ -329,7 +329,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
      * of K and V per split): the splits that fill half the SMs, where that
      * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
-     * (decision XXX): 8 splits against the wave rule's 15 at 32768 keys
+     * (decision 027): 8 splits against the wave rule's 15 at 32768 keys
      * 51.7 against 55.2 us, 131072 keys 178.6 against 187.0, d256 8192
      * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
      * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). */
