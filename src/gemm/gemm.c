@@ -150,6 +150,9 @@ static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, c
 {
     struct mgpu_gemm_args args = plan->args;
     void *params[1] = {&args};
+    const int pdl_env = mgpu_env()->gemm_pdl;
+    if (pdl_env > 0 || (pdl_env == 0 && GEMM_PDL_BY_DEFAULT))
+        return mgpu_launch_programmatic(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
     return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
 }
 
