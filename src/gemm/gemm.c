@@ -85,7 +85,8 @@ static const char *const map_names[3] = {"GEMM A", "GEMM B", "GEMM C"};
  * and 128 x 8192^2 +2.7 % / +2.8 %, one process each, not re-measured
  * (docs/decisions/025-gemm-programmatic-launch.md). The sm_90a small-m
  * kernel is launched the same way (same wait before any global access):
- * 17.8 against 19.1 us at 1 x 4096^2 bf16, H100, 2026-11-27
+ * 17.2 against 18.1 us at 1 x 4096^2 bf16, 53.6 against 54.3 at 1 x 8192^2,
+ * H100, 2026-11-27
  * (docs/decisions/021-gemm-small-m-narrow-tile.md, amendment).
  * MGPU_GEMM_PDL=0 / 1 overrides both. */
 #define GEMM_PDL_BY_DEFAULT 1
