@@ -228,14 +228,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
      * while the tensor cores finish this unit's last k-tile (16-bit main
      * loop), not between its epilogue and the next main loop. */
     int64_t u = sched.first();
-    /* Experiment (MGPU_EXP_STAGGER, src/gemm/gemm.c): the second consumer
-     * starts this many cycles late, so that the two epilogues of a tile do
-     * not leave the tensor cores idle at the same moment. */
-    if (consumer == 1 && args.trans_a > 0) {
-        const long long t0 = clock64();
-        while (clock64() - t0 < args.trans_a) {
-        }
-    }
     GemmTile t{};
     int kt0 = 0, kt1 = 0;
     if (u < sched.total) {

@@ -27,7 +27,6 @@
 #include "runtime.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gemm_plan.h"
@@ -109,15 +108,6 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         return s;
     struct mgpu_gemm_args args = plan->args;
     void *params[4] = {&maps[0], &maps[1], &maps[2], &args};
-    /* Experiment: the second consumer's start delay in cycles (the sm_90a
-     * cooperative kernel reads it from trans_a, which it does not use). */
-    static int stagger = -1;
-    if (stagger < 0) {
-        const char *e = getenv("MGPU_EXP_STAGGER");
-        stagger = e && e[0] ? atoi(e) : 0;
-    }
-    if (mgpu_variants[plan->variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT)
-        args.trans_a = stagger;
     const int pdl_env = mgpu_env()->gemm_pdl;
     if (mgpu_variants[plan->variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT &&
         (pdl_env > 0 || (pdl_env == 0 && GEMM_PDL_BY_DEFAULT)))
