@@ -618,7 +618,7 @@ static int choose_band(int64_t at_once, int64_t tile_m, int64_t tile_n, int64_t 
  * plans on 64 CTAs 1.1-1.3 us; losses 128 x 8192^2 52.8 -> 54.9, 128 x 14336
  * x 4096 49.3 -> 51.4, 32 x 1024^3 106.9 -> 108.9, 2048^3 28.5 -> 29.2,
  * 256 x 4096^2 21.4 -> 21.7, 512 x 4096^2 26.8 -> 27.1 (128 or 132 CTAs,
- * 64-128 k-tiles each); 4096^3 (256 per CTA) 179.1 -> 178.2, within the
+ * 64-128 k-tiles each); 4096^3 (256 per CTA) 179.2 -> 178.2, within the
  * spread. Where between 112 and 128 CTAs of 132 the loss starts is not
  * measured (docs/decisions/025-gemm-programmatic-launch.md, amended). */
 #define PROGRAMMATIC_BY_DEFAULT 1
