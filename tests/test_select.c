@@ -312,6 +312,48 @@ static void check_plans(const struct mgpu_device_caps *caps)
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
 }
 
+/* Programmatic dependent launch of the sm_90a persistent kernel
+ * (gemm_plan.c, programmatic_wanted): on, except for two-consumer rows on
+ * 7/8 of the SMs or more whose busiest CTA runs 64 k-tiles or more; the
+ * small-m kernel's always. */
+static void check_programmatic(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k, batch; int want; } cases[] = {
+        {64, 4096, 4096, 1, 1},    /* 64 x 64 row (one consumer), 64 CTAs */
+        {128, 4096, 4096, 1, 1},   /* 64 x 64 row, 128 CTAs of 64 k-tiles */
+        {64, 8192, 8192, 1, 1},    /* 64 x 64 row, 128 CTAs of 128 k-tiles */
+        {1024, 1024, 1024, 1, 1},  /* 128 CTAs of 16 k-tiles */
+        {1024, 4096, 1024, 1, 1},  /* 132 CTAs, at most 2 units of 16 k-tiles */
+        {256, 256, 256, 1, 1},     /* 8 CTAs */
+        {64, 14336, 4096, 1, 1},   /* 112 CTAs: 20 SMs free */
+        {128, 6144, 4096, 1, 1},   /* 96 CTAs */
+        {64, 2048, 4096, 1, 1},    /* split-K, 64 CTAs */
+        {128, 4096, 14336, 1, 1},  /* split-K, 64 CTAs */
+        {128, 8192, 8192, 1, 0},   /* 128 CTAs of 128 k-tiles */
+        {256, 4096, 4096, 1, 0},   /* 128 CTAs of 64 k-tiles */
+        {512, 4096, 4096, 1, 0},   /* 128 x 128 tiles, 128 CTAs of 64 k-tiles */
+        {2048, 2048, 2048, 1, 0},  /* 132 CTAs, at most 2 units of 32 k-tiles */
+        {128, 14336, 4096, 1, 0},  /* 132 CTAs, at most 2 units of 64 k-tiles */
+        {1024, 1024, 1024, 32, 0}, /* 132 CTAs, at most 8 units of 16 k-tiles */
+        {4096, 4096, 4096, 1, 0},
+        {8192, 8192, 8192, 1, 0},  /* 2-CTA clusters */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+        CHECK(plan.persistent && plan.programmatic == cases[i].want,
+              "%lldx%lldx%lld batch %lld (%s, grid %lld, split-k %d): programmatic %d, want %d", (long long)cases[i].m,
+              (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
+              mgpu_variants[plan.variant].name, (long long)plan.grid, plan.splits, plan.programmatic, cases[i].want);
+    }
+    /* the SM count decides what "every SM" is: 128 x 8192^2 fills 128 of 132, not of 160 */
+    struct mgpu_device_caps more = *caps;
+    more.sm_count = 160;
+    CHECK(plan_of(128, 8192, 8192, 1, &more, 0).programmatic, "128x8192x8192 on 160 SMs: not programmatic");
+    /* the small-m (decode) kernel always (plan_small_m) */
+    const struct mgpu_gemm_plan decode = plan_of(16, 4096, 4096, 1, caps, 0);
+    CHECK(decode.small_m && decode.programmatic, "16x4096x4096 (small-m kernel): not programmatic");
+}
+
 /* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
  * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
  * two CTAs per SM run, at least 8 steps of 32 per slice, at most 32 slices;
@@ -494,6 +536,7 @@ static void check_blackwell_plans(const struct mgpu_device_caps *caps)
               v->name, plan.splits, plan.band, (long long)plan.grid, cases[i].pairs, cases[i].band,
               (long long)cases[i].grid, cases[i].splits);
         CHECK(plan.grid % pairs == 0 && plan.grid <= caps->sm_count, "%s: grid %lld", v->name, (long long)plan.grid);
+        CHECK(!plan.programmatic, "%s: programmatic (the sm_100a kernel has no griddepcontrol)", v->name);
         CHECK(v->gemm.tile_m == 256 && v->gemm.tile_n == 128 && v->gemm.tile_k == 64 && v->threads == 192, "%s: tile", v->name);
         /* A boxes: each CTA of a pair loads half the 256 A rows (K-major here) */
         CHECK(plan.use_map[MGPU_GEMM_MAP_A] && plan.maps[MGPU_GEMM_MAP_A].box[1] == (uint32_t)(256 / pairs) &&
@@ -936,6 +979,7 @@ int main(void)
         check_unaligned_paths(&hopper, MGPU_KIND_GEMM_SM90_PERSISTENT);
         check_force(&hopper);
         check_plans(&hopper);
+        check_programmatic(&hopper);
         check_small_m_plans(&hopper);
         check_selection_memo(&hopper);
         check_fp8(&hopper);

@@ -47,7 +47,7 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
 {
     const struct mgpu_variant *v = &mgpu_variants[plan->variant];
     mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s%s%s->%s%s%s%s%s lda=%lld ldb=%lld ldc=%lld: "
-             "%s%s [%s; split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s]",
+             "%s%s [%s; split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s%s]",
              p->transa == MGPU_OP_N ? "N" : "T", p->transb == MGPU_OP_N ? "N" : "T", (long long)p->m,
              (long long)p->n, (long long)p->k, (long long)p->batch, mgpu_dtype_name(p->a_dtype),
              p->b_dtype != p->a_dtype ? "x" : "", p->b_dtype != p->a_dtype ? mgpu_dtype_name(p->b_dtype) : "",
@@ -60,7 +60,8 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
              (long long)p->lda, (long long)p->ldb, (long long)p->ldc, v->name, plan->forced ? " (forced)" : "",
              plan->shape_class, plan->splits, (long long)plan->grid, plan->band, v->gemm.cluster_m, v->gemm.cluster_n,
              plan->pack_a ? ", A packed" : "", plan->pack_b ? ", B packed" : "",
-             plan->persistent && !plan->args.c_tma ? ", direct stores" : "");
+             plan->persistent && !plan->args.c_tma ? ", direct stores" : "",
+             plan->programmatic ? ", programmatic" : "");
     if (plan->degraded) {
         char wanted[32];
         if (plan->workspace_wanted == MGPU_GEMM_WANTED_OVER_LIMIT)
@@ -74,22 +75,6 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
 }
 
 static const char *const map_names[3] = {"GEMM A", "GEMM B", "GEMM C"};
-
-/* Programmatic dependent launch of the sm_90a persistent kernel (which waits
- * for the grids before it, griddepcontrol.wait, before it touches global
- * memory, and lets the next grid start its prologue at once): its CTAs'
- * launch and set-up (barriers, tensor-map prefetch) overlap the previous
- * kernel's tail when that is one of ours. Measured on H100 (2026-11-27,
- * back to back, same process as cuBLAS): 64 x 4096^2 17.0 against 18.3 us,
- * 1024^3 8.6 against 10.0, 128 x 4096^2 18.4 against 18.6; 256 x 4096^2
- * and 128 x 8192^2 +2.7 % / +2.8 %, one process each, not re-measured
- * (docs/decisions/025-gemm-programmatic-launch.md). The sm_90a small-m
- * kernel is launched the same way (same wait before any global access):
- * 17.2 against 18.1 us at 1 x 4096^2 bf16, 53.6 against 54.3 at 1 x 8192^2,
- * H100, 2026-11-27
- * (docs/decisions/021-gemm-small-m-narrow-tile.md, amendment).
- * MGPU_GEMM_PDL=0 / 1 overrides both. */
-#define GEMM_PDL_BY_DEFAULT 1
 
 /* The pack kernels, then the persistent kernel with its three maps. */
 static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
@@ -112,9 +97,14 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
         return s;
     struct mgpu_gemm_args args = plan->args;
     void *params[4] = {&maps[0], &maps[1], &maps[2], &args};
+    /* Programmatic dependent launch of the sm_90a persistent kernel, which
+     * waits for the grids before it (griddepcontrol.wait) before it touches
+     * global memory and lets the next grid start its prologue at once: where
+     * the plan says (gemm_plan.c, programmatic_wanted); MGPU_GEMM_PDL=0 / 1
+     * overrides (docs/decisions/025-gemm-programmatic-launch.md). */
     const int pdl_env = mgpu_env()->gemm_pdl;
     if (mgpu_variants[plan->variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT &&
-        (pdl_env > 0 || (pdl_env == 0 && GEMM_PDL_BY_DEFAULT)))
+        (pdl_env > 0 || (pdl_env == 0 && plan->programmatic)))
         return mgpu_launch_programmatic(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
     return mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
 }
@@ -149,13 +139,16 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
     return s;
 }
 
-/* The small-m kernel: one launch, the arguments only. */
+/* The small-m kernel: one launch, the arguments only; for programmatic
+ * dependent launch (the kernel waits, griddepcontrol.wait, before any global
+ * access) where the plan says (gemm_plan.c, plan_small_m); MGPU_GEMM_PDL=0 / 1
+ * overrides. */
 static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
 {
     struct mgpu_gemm_args args = plan->args;
     void *params[1] = {&args};
     const int pdl_env = mgpu_env()->gemm_pdl;
-    if (pdl_env > 0 || (pdl_env == 0 && GEMM_PDL_BY_DEFAULT))
+    if (pdl_env > 0 || (pdl_env == 0 && plan->programmatic))
         return mgpu_launch_programmatic(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
     return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
 }

@@ -607,6 +607,37 @@ static int choose_band(int64_t at_once, int64_t tile_m, int64_t tile_n, int64_t 
     return band < 1 ? 1 : (int)band;
 }
 
+/* Programmatic dependent launch of the sm_90a persistent kernel (kernel
+ * side: griddepcontrol in hopper/gemm_sm90_persistent.cuh; launch:
+ * src/gemm/gemm.c). It hides about 1.3 us of launch and set-up per call of
+ * ours queued behind another, but a two-consumer row that keeps (nearly)
+ * every SM busy with a long run per CTA lost more than that. Measured on
+ * H100 (2026-11-27, bf16 TN, back to back, one process per setting, 2-4
+ * alternations; us per call, off -> on): gains 64 x 4096^2 17.6 -> 16.2,
+ * 128 x 4096^2 18.0 -> 17.3 and 64 x 8192^2 51.4 -> 50.0 (the 64 x 64 row,
+ * one consumer), 1024^3 9.5 -> 8.2 and 1024 x 4096 x 1024 18.3 -> 17.0 (16 /
+ * 32 k-tiles per CTA), 64 x 14336 x 4096 46.6 -> 46.0 (112 CTAs), split-K
+ * plans on 64 CTAs 1.1-1.3 us; losses 128 x 8192^2 52.8 -> 54.9, 128 x 14336
+ * x 4096 49.3 -> 51.4, 32 x 1024^3 106.9 -> 108.9, 2048^3 28.5 -> 29.2,
+ * 256 x 4096^2 21.4 -> 21.7, 512 x 4096^2 26.8 -> 27.1 (128 or 132 CTAs,
+ * 64-128 k-tiles each); 4096^3 (256 per CTA) 179.2 -> 178.2, within the
+ * spread. Where between 112 and 128 CTAs of 132 the loss starts is not
+ * measured (docs/decisions/025-gemm-programmatic-launch.md, amended). */
+#define PROGRAMMATIC_BY_DEFAULT 1
+#define PROGRAMMATIC_MAX_KTILES_PER_CTA 64 /* two-consumer rows on 7/8 of the SMs or more: off from here */
+static int programmatic_wanted(const struct mgpu_variant *v, int64_t grid, int64_t cluster, int64_t work_units,
+                               int64_t ktiles_per_unit, int64_t sms)
+{
+    if (!PROGRAMMATIC_BY_DEFAULT || v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT)
+        return 0;
+    if (v->threads <= 256 || grid * 8 <= sms * 7) /* one consumer warpgroup, or an eighth of the SMs free */
+        return 1;
+    /* k-tiles of the busiest CTA: its units (a cluster's CTAs share each) times a unit's k-tiles */
+    const int64_t units_per_cta = mgpu_cdiv(work_units, grid / cluster > 0 ? grid / cluster : 1);
+    return units_per_cta < PROGRAMMATIC_MAX_KTILES_PER_CTA &&
+           units_per_cta * ktiles_per_unit < PROGRAMMATIC_MAX_KTILES_PER_CTA;
+}
+
 /* The scale, bias, activation and plain fields of the kernel arguments. */
 static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
 {
@@ -688,6 +719,12 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     }
     plan->variant = variant;
     plan->small_m = 1;
+    /* programmatic dependent launch (kernel side: griddepcontrol in
+     * hopper/gemm_sm90_small_m.cuh): 17.2 against 18.1 us at 1 x 4096^2 bf16,
+     * 53.6 against 54.3 at 1 x 8192^2, m = 16 and f16 alike (H100,
+     * 2026-11-27, back to back; docs/decisions/021-gemm-small-m-narrow-tile.md,
+     * amendment) */
+    plan->programmatic = PROGRAMMATIC_BY_DEFAULT;
     plan->splits = (int)splits;
     plan->workspace_bytes = splits > 1 ? (size_t)(per_split * splits) : 0;
     plan->grid_x = (unsigned)blocks;
@@ -919,6 +956,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     plan->band = choose_band(plan->grid / cluster, (int64_t)v->gemm.tile_m * v->gemm.cluster_m,
                              (int64_t)v->gemm.tile_n * v->gemm.cluster_n, mgpu_cdiv(mgpu_cdiv(p->m, v->gemm.tile_m), v->gemm.cluster_m),
                              force ? force->band : 0);
+    plan->programmatic = programmatic_wanted(v, plan->grid, cluster, units * splits, mgpu_cdiv(k_tiles, splits), sms);
 
     struct mgpu_gemm_args *args = &plan->args;
     *args = base_args(p);
