@@ -201,6 +201,10 @@ static void check_graph_safe(void)
     CHECK(stats().last_programmatic == (getenv("FAKE_CUDA_CC") == NULL || strcmp(getenv("FAKE_CUDA_CC"), "10.0") != 0),
           "%s launched with programmatic serialization %d", stats().last_kernel, stats().last_programmatic);
     CHECK_STATUS(gemm_tn(h, 64, 2048, 4096, 4096, &one), MGPU_STATUS_SUCCESS);     /* split-K */
+    /* the sm_90a small-m (decode) kernel too */
+    CHECK_STATUS(gemm_tn(h, 16, 4096, 4096, 4096, &one), MGPU_STATUS_SUCCESS);
+    CHECK(stats().last_programmatic == (getenv("FAKE_CUDA_CC") == NULL || strcmp(getenv("FAKE_CUDA_CC"), "10.0") != 0),
+          "%s launched with programmatic serialization %d", stats().last_kernel, stats().last_programmatic);
     CHECK_STATUS(gemm_tn(h, 1000, 1000, 1000, 1001, &one), MGPU_STATUS_SUCCESS);   /* A packed */
     CHECK(ran_tensor_core_gemm(), "packed GEMM ran %s", stats().last_kernel);
     CHECK_STATUS(fp8_gemm(h), MGPU_STATUS_SUCCESS);

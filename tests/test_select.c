@@ -314,7 +314,8 @@ static void check_plans(const struct mgpu_device_caps *caps)
 
 /* Programmatic dependent launch of the sm_90a persistent kernel
  * (gemm_plan.c, programmatic_wanted): on, except for two-consumer rows on
- * 7/8 of the SMs or more whose busiest CTA runs 64 k-tiles or more. */
+ * 7/8 of the SMs or more whose busiest CTA runs 64 k-tiles or more; the
+ * small-m kernel's always. */
 static void check_programmatic(const struct mgpu_device_caps *caps)
 {
     const struct { int64_t m, n, k, batch; int want; } cases[] = {
@@ -348,26 +349,27 @@ static void check_programmatic(const struct mgpu_device_caps *caps)
     struct mgpu_device_caps more = *caps;
     more.sm_count = 160;
     CHECK(plan_of(128, 8192, 8192, 1, &more, 0).programmatic, "128x8192x8192 on 160 SMs: not programmatic");
-    /* the small-m (decode) kernel is launched as before */
-    CHECK(!plan_of(16, 4096, 4096, 1, caps, 0).programmatic, "16x4096x4096 (small-m kernel): programmatic");
+    /* the small-m (decode) kernel always (plan_small_m) */
+    const struct mgpu_gemm_plan decode = plan_of(16, 4096, 4096, 1, caps, 0);
+    CHECK(decode.small_m && decode.programmatic, "16x4096x4096 (small-m kernel): not programmatic");
 }
 
 /* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
  * possible (aligned bases, lda, ldb and k multiples of 8); K split so that
- * one CTA per SM runs, at least 8 steps of 32 per slice, at most 32 slices;
+ * two CTAs per SM run, at least 8 steps of 32 per slice, at most 32 slices;
  * one counter per column block and batch entry; partials in the workspace. */
 static void check_small_m_plans(const struct mgpu_device_caps *caps)
 {
     const struct { int64_t m, n, k, batch; int splits; } cases[] = {
-        {1, 8192, 8192, 1, 2},    /* 64 column blocks of 128: 132 / 64 */
-        {16, 8192, 8192, 1, 2},
-        {1, 4096, 4096, 1, 4},    /* 32 blocks: 132 / 32 */
-        {16, 4096, 4096, 1, 4},
-        {8, 4096, 14336, 1, 4},
+        {1, 8192, 8192, 1, 4},    /* 64 column blocks of 128: 2 x 132 / 64 */
+        {16, 8192, 8192, 1, 4},
+        {1, 4096, 4096, 1, 8},    /* 32 blocks: 2 x 132 / 32 */
+        {16, 4096, 4096, 1, 8},
+        {8, 4096, 14336, 1, 8},
         {16, 1024, 4096, 1, 16},  /* 8 blocks: 16, as many as 128 steps / 8 allow */
         {16, 128, 256, 1, 1},     /* 8 steps: one slice */
         {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
-        {4, 1000, 2048, 3, 5},    /* 8 blocks x 3 entries: 132 / 24 */
+        {4, 1000, 2048, 3, 8},    /* 8 blocks x 3 entries: 2 x 132 / 24 = 11, as many as 64 steps / 8 allow */
         {16, 128, 65536, 1, 32},  /* capped at 32 slices */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -437,13 +439,13 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;
     plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.small_m && plan.splits == 2, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
+    CHECK(plan.small_m && plan.splits == 4, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
     /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
     struct mgpu_gemm_problem q = p;
     struct mgpu_gemm_resources small = ample;
     small.workspace_bytes = (size_t)3 << 18;
     CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
-              plan.degraded && plan.workspace_wanted == (size_t)4 << 18,
+              plan.degraded && plan.workspace_wanted == (size_t)8 << 18,
           "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
     small.workspace_bytes = 1000;
     CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&

@@ -30,8 +30,14 @@
  * column block's counter (handle-owned, zero between launches); the last CTA
  * of a column block to arrive resets the counter, sums the S partials in
  * slice order 0 .. S - 1 (the same bits whichever CTA is last) and applies
- * the epilogue. With S == 1 each thread applies the epilogue to its
- * accumulators directly.
+ * the epilogue, four rows of a column per 16-byte load with every slice's
+ * loads in flight together. With S == 1 each thread applies the epilogue to
+ * its accumulators directly.
+ *
+ * Launched for programmatic dependent launch (src/gemm/gemm.c): each CTA
+ * lets the stream's next grid be scheduled and waits for the grids before
+ * it (griddepcontrol) before its first global memory access, so that its
+ * launch overlaps the previous kernel's tail.
  *
  * Requirements the runtime checks (src/gemm/gemm_plan.c): A and B 16-byte
  * aligned, lda, ldb and the batch strides multiples of 8 elements, k a
@@ -47,6 +53,7 @@
 #include <type_traits>
 
 #include "abi/gemm_abi.h"
+#include "common/grid_dependency.cuh"
 #include "common/numeric.cuh"
 
 namespace mgpu {
@@ -144,6 +151,14 @@ __device__ __forceinline__ void gemm_small_m(const mgpu_gemm_args &args)
     for (int mb = 0; mb < kMB; ++mb)
         acc[mb][0] = acc[mb][1] = acc[mb][2] = acc[mb][3] = 0.0f;
 
+    /* Programmatic dependent launch (src/gemm/gemm.c, launch_small_m): the
+     * stream's next grid may be scheduled now (its CTAs take only room this
+     * grid leaves free, and wait as below), and nothing of this grid touches
+     * global memory before the grids it depends on have completed. Without
+     * the launch attribute both are no-ops. */
+    griddep_launch_dependents();
+    griddep_wait();
+
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int s = s0; s < s1; s += kU) {
         uint4 bl[kU], bh[kU], av[kU][kMB];
@@ -210,16 +225,48 @@ __device__ __forceinline__ void gemm_small_m(const mgpu_gemm_args &args)
     __syncthreads();
     if (!last)
         return;
-    /* Sum the slices in order; consecutive threads take consecutive rows, then columns. */
-    for (int e = threadIdx.x; e < Cfg::kCols * Cfg::kMaxM; e += Cfg::kThreads) {
-        const int64_t row = e % Cfg::kMaxM, col = n_block0 + e / Cfg::kMaxM;
-        if (row >= args.m || col >= args.n)
+    /* Sum the slices in order 0 .. S - 1, four rows of a column per 16-byte
+     * load: consecutive threads take consecutive row quads, then columns.
+     * Every load of a slice is issued before the sums need them (kQuadsPerThread
+     * independent chains), and quads wholly beyond m or n are skipped. */
+    constexpr int kQuads = Cfg::kMaxM / 4; /* per column */
+    constexpr int kQuadsPerThread = Cfg::kCols * kQuads / Cfg::kThreads;
+    static_assert(Cfg::kCols * kQuads % Cfg::kThreads == 0, "whole quads per thread");
+    const int64_t slice_quads = slice_floats / 4;
+    const float4 *q_p[kQuadsPerThread];
+    bool q_ok[kQuadsPerThread];
+    float4 v[kQuadsPerThread];
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+        const int q = threadIdx.x + j * Cfg::kThreads;
+        const int row = 4 * (q % kQuads);
+        const int64_t col = n_block0 + q / kQuads;
+        q_ok[j] = row < args.m && col < args.n;
+        q_p[j] = reinterpret_cast<const float4 *>(slice0 + col * Cfg::kMaxM + row);
+        v[j] = q_ok[j] ? __ldcg(q_p[j]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll 4
+    for (int s = 1; s < splits; ++s)
+#pragma unroll
+        for (int j = 0; j < kQuadsPerThread; ++j)
+            if (q_ok[j]) {
+                const float4 t = __ldcg(q_p[j] + s * slice_quads);
+                v[j].x += t.x;
+                v[j].y += t.y;
+                v[j].z += t.z;
+                v[j].w += t.w;
+            }
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+        if (!q_ok[j])
             continue;
-        const float *p = slice0 + col * Cfg::kMaxM + row;
-        float v = __ldcg(p);
-        for (int s = 1; s < splits; ++s)
-            v += __ldcg(p + s * slice_floats);
-        epilogue_store(args, ep, c_batch + row + col * args.ldc, v, row, col);
+        const int q = threadIdx.x + j * Cfg::kThreads;
+        const int64_t row = 4 * (q % kQuads), col = n_block0 + q / kQuads;
+        const float r[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (row + e < args.m)
+                epilogue_store(args, ep, c_batch + (row + e) + col * args.ldc, r[e], row + e, col);
     }
 }
 

@@ -139,11 +139,17 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
     return s;
 }
 
-/* The small-m kernel: one launch, the arguments only. */
+/* The small-m kernel: one launch, the arguments only; for programmatic
+ * dependent launch (the kernel waits, griddepcontrol.wait, before any global
+ * access) where the plan says (gemm_plan.c, plan_small_m); MGPU_GEMM_PDL=0 / 1
+ * overrides. */
 static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
 {
     struct mgpu_gemm_args args = plan->args;
     void *params[1] = {&args};
+    const int pdl_env = mgpu_env()->gemm_pdl;
+    if (pdl_env > 0 || (pdl_env == 0 && plan->programmatic))
+        return mgpu_launch_programmatic(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
     return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
 }
 

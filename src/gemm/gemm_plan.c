@@ -313,13 +313,15 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
  * operands (TN) that it can read with 16-byte loads. The planner sends
  * m <= DECODE_MAX_M there (decode_wanted) and splits K so that the CTAs
  * fill the SMs, DECODE_CTAS_PER_SM each, with at least DECODE_MIN_STEPS
- * 32-element steps of K per slice (plan_small_m). Measured on H100 (bf16,
- * m = 1 and 16, n = k = 4096 and 8192, forced 2 / 4 / 8 / 16 slices): 2 to 8
- * slices within 0.94-1.07x cuBLAS of each other (the spread of repeated
- * runs), 16 slices 0.82-0.91x; one CTA per SM gives 4 slices at n = 4096
- * and 2 at n = 8192. */
+ * 32-element steps of K per slice (plan_small_m). Two CTAs per SM (8
+ * slices at n = 4096, 4 at n = 8192; both CTAs resident: 122 registers)
+ * keep twice the bytes of B in flight per SM: measured on H100 (2026-11-27,
+ * back to back, programmatic launch, the split sum with 16-byte loads),
+ * 17.2 against 17.8 us at 1 x 4096^2 and 53.7 against 55.2 at 1 x 8192^2
+ * (bf16; m = 16 and f16 alike); four per SM (two waves) lost, 19.3 and 54.5
+ * (docs/decisions/021-gemm-small-m-narrow-tile.md, amendment). */
 #define DECODE_MAX_M 16
-#define DECODE_CTAS_PER_SM 1
+#define DECODE_CTAS_PER_SM 2
 #define DECODE_MIN_STEPS 8
 #define DECODE_MAX_SPLITS 32
 #define DECODE_STEP_K 32
@@ -717,6 +719,12 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     }
     plan->variant = variant;
     plan->small_m = 1;
+    /* programmatic dependent launch (kernel side: griddepcontrol in
+     * hopper/gemm_sm90_small_m.cuh): 17.2 against 18.1 us at 1 x 4096^2 bf16,
+     * 53.6 against 54.3 at 1 x 8192^2, m = 16 and f16 alike (H100,
+     * 2026-11-27, back to back; docs/decisions/021-gemm-small-m-narrow-tile.md,
+     * amendment) */
+    plan->programmatic = PROGRAMMATIC_BY_DEFAULT;
     plan->splits = (int)splits;
     plan->workspace_bytes = splits > 1 ? (size_t)(per_split * splits) : 0;
     plan->grid_x = (unsigned)blocks;

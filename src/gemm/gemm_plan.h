@@ -90,8 +90,8 @@ struct mgpu_gemm_plan {
     int variant;          /* the GEMM kernel: index into mgpu_variants */
     int forced;           /* MGPU_FORCE_VARIANT chose it */
     int persistent;       /* the persistent kernel (else one CTA per tile or small_m) */
-    int programmatic;     /* launch the sm_90a persistent kernel for programmatic dependent launch
-                           * (MGPU_GEMM_PDL=0 / 1 overrides at launch) */
+    int programmatic;     /* launch the sm_90a persistent or small-m kernel for programmatic
+                           * dependent launch (MGPU_GEMM_PDL=0 / 1 overrides at launch) */
     int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
