@@ -223,6 +223,12 @@ static void test_plan(void)
     const struct mgpu_variant *v = &mgpu_variants[idx];
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
+    /* prefill: launched as before; forced, for programmatic dependent launch */
+    CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1};
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
+    CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
+    mgpu_attention_make_plan(&p, v, &hopper, &plan);
     CHECK(plan.q_map.dims[0] == 96 && plan.q_map.dims[1] == 1000 && plan.q_map.dims[2] == 16 &&
               plan.q_map.dims[3] == 2,
           "q map dims");
@@ -331,11 +337,19 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
           a->pack_gqa, a->tile_heads, a->tile_queries);
+    /* an inference call: the main kernel launched for programmatic
+     * dependent launch, unless forced off */
+    CHECK(plan.programmatic == 1, "decode: programmatic %d", plan.programmatic);
+    choice.force_programmatic = -1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(plan.programmatic == 0, "decode forced off: programmatic %d", plan.programmatic);
+    choice.force_programmatic = 0;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     CHECK(plan.q_map.rank == 5 && plan.q_map.dims[0] == 128 && plan.q_map.dims[1] == 8 && plan.q_map.dims[2] == 1 &&
               plan.q_map.dims[3] == 8 && plan.q_map.dims[4] == 1,
           "packed q map dims");
@@ -602,7 +616,7 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -835,7 +849,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -865,6 +879,8 @@ static void test_serving_sm100(void)
                 CHECK(a->page_box_rows == (int32_t)small_pages[j].box && plan.k_map.box[1] == small_pages[j].box &&
                           plan.v_map.box[1] == small_pages[j].box && plan.v_map.dims[1] == (uint64_t)small_pages[j].page,
                       "%s page %d: box %d", v->name, small_pages[j].page, a->page_box_rows);
+                /* the sm_100a kernel is launched as before (no griddepcontrol) */
+                CHECK(plan.programmatic == 0, "%s paged: programmatic %d", v->name, plan.programmatic);
             }
             /* masks, soft-cap, MQA and prefill-length queries with pages */
             d.page_size = 256;
@@ -952,7 +968,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");

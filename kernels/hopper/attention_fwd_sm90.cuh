@@ -241,10 +241,16 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         mbar_fence_init();
     }
     __syncthreads();
-    /* The stream's next grid (a split call's combine, launched for
-     * programmatic dependent launch) may be scheduled once every CTA is here;
-     * it waits for this grid's completion before it reads anything. */
+    /* The stream's next grid (a split call's combine, or the next call's
+     * main kernel, launched for programmatic dependent launch) may be
+     * scheduled once every CTA is here; it waits for this grid's completion
+     * before it reads anything. Likewise this grid, where the runtime
+     * launched it so (inference calls): nothing above touched global memory
+     * (the tensor maps are kernel parameters), and every access below comes
+     * after the previous grid's completion. Without the launch attribute the
+     * wait returns at once. */
     griddep_launch_dependents();
+    griddep_wait();
 
     /* Calls without the inference features (prefill) run code in which
      * those features are compiled out (uniform over the CTA). */

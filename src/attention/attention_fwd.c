@@ -19,7 +19,7 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
                      const struct mgpu_attention_plan *plan)
 {
     mgpu_log("attention_fwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) "
-             "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s",
+             "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s%s",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
              (long long)p->heads_kv, (long long)p->head_dim,
              p->qkv_fp8 ? (p->dtype == MGPU_DTYPE_BF16 ? "e4m3->bf16" : "e4m3->f16")
@@ -31,7 +31,8 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
              plan->args.num_splits <= 1 ? ""
              : plan->merge_in_kernel  ? " merged in kernel"
              : plan->combine_early    ? " + combine (early)"
-                                      : " + combine");
+                                      : " + combine",
+             plan->programmatic ? ", programmatic" : "");
 }
 
 static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_attention_problem *p)
@@ -44,7 +45,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         return s;
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
-                                                      env->force_paged_gather, env->force_split_merge};
+                                                      env->force_paged_gather, env->force_split_merge,
+                                                      env->attention_pdl};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
     int combine = -1;
@@ -86,7 +88,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     void *kernel_params[1] = {&params};
-    s = mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
+    s = plan.programmatic ? mgpu_launch_programmatic(h, d, variant, plan.grid, 1, 1, kernel_params)
+                          : mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0) {
         /* Programmatic dependent launch where the plan says so: the
          * combine's CTAs are scheduled while the main kernel runs, and wait

@@ -351,7 +351,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -486,6 +486,14 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * not, the early ones crowd a few SMs (H100, 8 x 1024 keys, GQA 64/8, d128,
      * 128 + 64 CTAs: 13.4 -> 16.5 us as GPU time), elsewhere they gain 1-4 %. */
     out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
+    /* Inference calls (the kernel's inference path: packed GQA, splits,
+     * per-sequence lengths, pages) are short: the main kernel is launched for
+     * programmatic dependent launch, so its CTAs are set up on the SMs the
+     * stream's previous kernel leaves free (a decode step's previous call, a
+     * projection GEMM) and start as soon as it completes (decision 028).
+     * Prefill grids are long and take every SM: launched as before. */
+    const int inference_call = a->pack_gqa || a->num_splits > 1 || p->seqused_k || p->block_table;
+    out->programmatic = decode_features && (choice->force_programmatic ? choice->force_programmatic > 0 : inference_call);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */

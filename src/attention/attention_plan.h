@@ -42,6 +42,7 @@ struct mgpu_attention_plan {
     size_t workspace_bytes; /* split calls: the partial buffers */
     unsigned combine_grid;  /* split calls: CTAs of the combine pass */
     int combine_early;      /* split calls: the combine is launched for programmatic dependent launch */
+    int programmatic;       /* the main kernel is launched for programmatic dependent launch (inference calls) */
     int merge_in_kernel;    /* split calls: the last split of each work tile merges them in the main kernel
                                (args.split_counters: the handle's MGPU_COUNTERS_ATTENTION_SPLITS), no combine */
 };
@@ -54,13 +55,16 @@ struct mgpu_attention_plan {
  * planner's choice, paged calls of the sm_90a 16-bit forward only;
  * MGPU_FORCE_SPLIT_MERGE: 1 merge in the main kernel / -1 combine kernel /
  * 0 planner's choice, split calls only, in the main kernel only with at
- * most MGPU_SPLIT_COUNTERS work tiles). */
+ * most MGPU_SPLIT_COUNTERS work tiles; MGPU_ATTENTION_PDL: 1 / -1 / 0
+ * planner's choice, whether the sm_90a 16-bit main kernel is launched for
+ * programmatic dependent launch). */
 struct mgpu_attention_fwd_choice {
     size_t workspace_bytes;
     int force_pack;
     int force_splits;
     int force_gather;
     int force_merge;
+    int force_programmatic;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows

@@ -94,6 +94,8 @@ static void read_env(void)
     const char *merge = getenv("MGPU_FORCE_SPLIT_MERGE");
     env_read.force_split_merge = merge && merge[0] ? (atoi(merge) ? 1 : -1) : 0;
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
+    const char *attention_pdl = getenv("MGPU_ATTENTION_PDL");
+    env_read.attention_pdl = attention_pdl && attention_pdl[0] ? (atoi(attention_pdl) ? 1 : -1) : 0;
     const char *pdl = getenv("MGPU_GEMM_PDL");
     env_read.gemm_pdl = pdl && pdl[0] ? (atoi(pdl) ? 1 : -1) : 0;
 }
