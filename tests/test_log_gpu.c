@@ -63,12 +63,13 @@ int main(void)
     const int hopper = major == 9 && minor == 0;
     char log[LOG_BYTES];
 
-    /* A shape of one wave of large tiles: the planner's smaller tile (132 SMs). */
+    /* A shape of one wave of large tiles: the planner's smaller tile (132 SMs),
+     * 16 k-tiles per CTA: launched for programmatic dependent launch. */
     CHECK_STATUS(logged_gemm(h, 2048, 2048, 512, 512, log), MGPU_STATUS_SUCCESS);
     CHECK(strstr(log, "mgpu: gemm TN m=2048 n=2048 k=512 batch=1 bf16->bf16") != NULL, "no call line in: %s", log);
     if (hopper) {
         CHECK(strstr(log, "mgpu_gemm_sm90_ws_bf16_tn_128x128x64_s6_c1") != NULL, "no variant in: %s", log);
-        CHECK(strstr(log, "[few tiles, smaller tile; split-k 1, grid 132, band 11, cluster 1x1]") != NULL,
+        CHECK(strstr(log, "[few tiles, smaller tile; split-k 1, grid 132, band 11, cluster 1x1, programmatic]") != NULL,
               "no plan in: %s", log);
     }
 
@@ -77,7 +78,7 @@ int main(void)
     force_setenv("MGPU_FORCE_SPLIT_K", "2");
     CHECK_STATUS(logged_gemm(h, 1024, 1024, 512, 513, log), MGPU_STATUS_SUCCESS);
     if (hopper)
-        CHECK(strstr(log, "split-k 2, grid 132, band 3, cluster 1x1, A packed]") != NULL, "forced plan not in: %s",
+        CHECK(strstr(log, "split-k 2, grid 132, band 3, cluster 1x1, A packed, programmatic]") != NULL, "forced plan not in: %s",
               log);
     force_unsetenv("MGPU_FORCE_BAND");
     force_unsetenv("MGPU_FORCE_SPLIT_K");
