@@ -78,8 +78,8 @@ int main(void)
     force_setenv("MGPU_FORCE_SPLIT_K", "2");
     CHECK_STATUS(logged_gemm(h, 1024, 1024, 512, 513, log), MGPU_STATUS_SUCCESS);
     if (hopper)
-        CHECK(strstr(log, "split-k 2, grid 132, band 3, cluster 1x1, A packed, programmatic]") != NULL, "forced plan not in: %s",
-              log);
+        CHECK(strstr(log, "split-k 2, grid 132, band 3, cluster 1x1, A packed, programmatic]") != NULL,
+              "forced plan not in: %s", log);
     force_unsetenv("MGPU_FORCE_BAND");
     force_unsetenv("MGPU_FORCE_SPLIT_K");
 

@@ -493,7 +493,8 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * projection GEMM) and start as soon as it completes (decision 028).
      * Prefill grids are long and take every SM: launched as before. */
     const int inference_call = a->pack_gqa || a->num_splits > 1 || p->seqused_k || p->block_table;
-    out->programmatic = decode_features && (choice->force_programmatic ? choice->force_programmatic > 0 : inference_call);
+    out->programmatic =
+        decode_features && (choice->force_programmatic ? choice->force_programmatic > 0 : inference_call);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */
