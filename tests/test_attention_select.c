@@ -1007,6 +1007,48 @@ static void test_fp8(void)
           "fp8 on 10.0: %s", mgpu_status_string(s));
 }
 
+/* Which decode calls launch the main kernel for programmatic dependent
+ * launch: all inference calls but long key loops on a full grid (132 SMs). */
+static void test_programmatic_plan(void)
+{
+    if (!has_attention_cc(9, 0))
+        return;
+    static const struct {
+        int batch, seqlen_k, heads_q, heads_kv, head_dim;
+        unsigned grid;
+        int programmatic;
+    } rows[] = {
+        {1, 1024, 64, 8, 128, 64, 1},     /* 8 splits of one key block */
+        {1, 131072, 64, 8, 128, 64, 1},   /* 128 key blocks a CTA, half the SMs */
+        {8, 8192, 64, 8, 128, 128, 1},    /* a full grid, 32 key blocks a CTA */
+        {8, 32768, 64, 8, 128, 128, 0},   /* a full grid, 128 key blocks a CTA */
+        {8, 32768, 64, 8, 64, 128, 0},
+        {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        mgpu_status s;
+        mgpu_attention_fwd_desc d = base_desc();
+        d.batch = rows[i].batch;
+        d.seqlen_q = 1;
+        d.seqlen_k = rows[i].seqlen_k;
+        d.heads_q = rows[i].heads_q;
+        d.heads_kv = rows[i].heads_kv;
+        d.head_dim = rows[i].head_dim;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "row %zu: select: %s", i, mgpu_last_error_message());
+        if (idx < 0)
+            continue;
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+        CHECK(plan.grid == rows[i].grid && plan.programmatic == rows[i].programmatic,
+              "row %zu: grid %u (want %u), programmatic %d (want %d)", i, plan.grid, rows[i].grid, plan.programmatic,
+              rows[i].programmatic);
+    }
+}
+
 int main(void)
 {
     test_validation();
@@ -1015,6 +1057,7 @@ int main(void)
     test_inference_plan();
     test_combine_warps();
     test_split_merge_plan();
+    test_programmatic_plan();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

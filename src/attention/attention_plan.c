@@ -237,6 +237,13 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
  * 16.0 with the early combine, d64 14.1 against 12.7 (decision 027). */
 #define SPLIT_MERGE_MAX_PASSES 1
+/* Inference calls launch the main kernel for programmatic dependent launch
+ * except where its grid takes nearly every SM (at least 7/8) and each CTA
+ * walks at least this many key blocks: there the early set-up is worth
+ * under 1 % of the call and the launch measured slower (H100, GPU time:
+ * 8 x 32768 keys, GQA 64/8, d64, 128 CTAs of 128 key blocks 177.9 -> 184.9
+ * us; d256 +0.7 %; decision 028). */
+#define PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID 128
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -490,11 +497,15 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * per-sequence lengths, pages) are short: the main kernel is launched for
      * programmatic dependent launch, so its CTAs are set up on the SMs the
      * stream's previous kernel leaves free (a decode step's previous call, a
-     * projection GEMM) and start as soon as it completes (decision 028).
-     * Prefill grids are long and take every SM: launched as before. */
+     * projection GEMM) and start as soon as it completes (decision 028),
+     * except long loops on a full grid. Prefill grids are long and take every
+     * SM: launched as before. */
     const int inference_call = a->pack_gqa || a->num_splits > 1 || p->seqused_k || p->block_table;
-    out->programmatic =
-        decode_features && (choice->force_programmatic ? choice->force_programmatic > 0 : inference_call);
+    const int64_t blocks_per_cta = mgpu_cdiv(mgpu_cdiv(p->seqlen_k, block_n), a->num_splits);
+    const int long_full_grid =
+        (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
+    out->programmatic = decode_features && (choice->force_programmatic ? choice->force_programmatic > 0
+                                                                      : inference_call && !long_full_grid);
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */
