@@ -600,6 +600,28 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
     return v;
 }
 
+/* The plan of a decode step (one query row per sequence) of the given shape on
+ * the Hopper caps; the selected variant, or -1 (checked). */
+static int decode_plan(int batch, int seqlen_k, int heads_q, int heads_kv, int head_dim,
+                       const struct mgpu_attention_fwd_choice *choice, struct mgpu_attention_problem *p,
+                       struct mgpu_attention_plan *plan)
+{
+    mgpu_status s;
+    mgpu_attention_fwd_desc d = base_desc();
+    d.batch = batch;
+    d.seqlen_q = 1;
+    d.seqlen_k = seqlen_k;
+    d.heads_q = heads_q;
+    d.heads_kv = heads_kv;
+    d.head_dim = head_dim;
+    CHECK_STATUS(validate(&d, p), MGPU_STATUS_SUCCESS);
+    const int idx = mgpu_select_attention_fwd(p, &hopper, NULL, &s);
+    CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+    if (idx >= 0)
+        mgpu_attention_make_plan_ex(p, &mgpu_variants[idx], &hopper, choice, plan);
+    return idx;
+}
+
 /* Split counts, and where the splits merge: in the main kernel where its
  * last split merges a tile's rows in one pass of 8 warps and the tiles have
  * their counters, else the combine kernel; forcing either way within that. */
@@ -633,19 +655,9 @@ static void test_split_merge_plan(void)
         {64, 1024, 64, 8, 128, 1, 0, 0},    /* no split */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        mgpu_attention_fwd_desc d = base_desc();
-        d.batch = rows[i].b;
-        d.seqlen_q = 1;
-        d.seqlen_k = rows[i].sk;
-        d.heads_q = rows[i].hq;
-        d.heads_kv = rows[i].hkv;
-        d.head_dim = rows[i].d;
-        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
-        CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+        const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
-        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
         CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel &&
                   plan.combine_early == rows[i].early && a->split_counters == 0,
               "row %zu: splits %d in kernel %d early %d", i, a->num_splits, plan.merge_in_kernel,
@@ -1025,24 +1037,13 @@ static void test_programmatic_plan(void)
         {8, 32768, 64, 8, 64, 128, 0},
         {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
     };
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
-        mgpu_status s;
-        mgpu_attention_fwd_desc d = base_desc();
-        d.batch = rows[i].batch;
-        d.seqlen_q = 1;
-        d.seqlen_k = rows[i].seqlen_k;
-        d.heads_q = rows[i].heads_q;
-        d.heads_kv = rows[i].heads_kv;
-        d.head_dim = rows[i].head_dim;
-        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
-        CHECK(idx >= 0, "row %zu: select: %s", i, mgpu_last_error_message());
-        if (idx < 0)
+        if (decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &choice,
+                        &p, &plan) < 0)
             continue;
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
-        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
         CHECK(plan.grid == rows[i].grid && plan.programmatic == rows[i].programmatic,
               "row %zu: grid %u (want %u), programmatic %d (want %d)", i, plan.grid, rows[i].grid, plan.programmatic,
               rows[i].programmatic);
