@@ -200,6 +200,23 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
         {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
         {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */
+        /* wave quantization (half_rows_wanted): 128 x 128 tiles where 64-row tiles of 64 < m <= 128
+         * make more than a wave and 128-row ones give the busiest CTA no more rows ... */
+        {128, 10240, 8192, 1, 128, 1, 1, 1},  /* 160 tiles of 64 x 128 (2 waves): 80 of 128 x 128 */
+        {96, 10240, 8192, 1, 128, 1, 1, 1},
+        {128, 14336, 4096, 1, 128, 1, 1, 1},  /* 224 -> 112 */
+        {128, 28672, 8192, 1, 128, 1, 1, 1},  /* 448 (4 waves of 64 rows) -> 224 (2 of 128) */
+        {64, 28672, 8192, 1, 64, 1, 1, 1},    /* m <= 64: as many 128-row tiles, no gain */
+        {128, 10240, 8192, 2, 64, 1, 1, 2},   /* batched: unchanged (not measured) */
+        /* ... and where 256 x 128 tiles beyond one wave (no cluster) give the busiest CTA more than
+         * 8/7 of the rows 128 x 128 ones would */
+        {1024, 10240, 8192, 1, 128, 1, 1, 8}, /* 320 tiles, 3 waves (768 rows) -> 640, 5 (640) */
+        {1024, 6144, 4096, 1, 128, 1, 1, 8},  /* 192, 2 (512) -> 384, 3 (384) */
+        {1024, 14336, 4096, 1, 128, 1, 1, 8}, /* 448, 4 (1024) -> 896, 7 (896): 7/8 exactly */
+        {512, 10240, 8192, 1, 128, 1, 1, 4},  /* 160, 2 (512) -> 320, 3 (384) */
+        {1024, 8192, 8192, 1, 256, 1, 1, 4},  /* 256, 2 (512) -> 512, 4 (512): unchanged */
+        {2048, 10240, 8192, 1, 256, 1, 1, 8}, /* 640, 5 (1280) -> 1280, 10 (1280) */
+        {3072, 6144, 4096, 1, 256, 1, 1, 8},  /* 576, 5 (1280) -> 1152, 9 (1152 > 7/8 x 1280) */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
@@ -270,6 +287,7 @@ static void check_plans(const struct mgpu_device_caps *caps)
     const struct { int64_t m, n, k; enum mgpu_gemm_shape_class want; int tile_m, cluster; } schedules[] = {
         {8192, 8192, 8192, MGPU_GEMM_LARGE_PINGPONG_CLUSTER, 128, 2},
         {4096, 4096, 4096, MGPU_GEMM_LARGE_PINGPONG, 128, 1},
+        {1024, 10240, 8192, MGPU_GEMM_LARGE_PINGPONG, 128, 1}, /* large on 128 x 128 tiles by default */
         {128, 4096, 4096, MGPU_GEMM_TINY_M, 64, 1},
     };
     /* by default: cooperative, with or without a fused bias or activation (decision 018) */
@@ -333,7 +351,7 @@ static void check_programmatic(const struct mgpu_device_caps *caps)
         {256, 4096, 4096, 1, 0},   /* 128 CTAs of 64 k-tiles */
         {512, 4096, 4096, 1, 0},   /* 128 x 128 tiles, 128 CTAs of 64 k-tiles */
         {2048, 2048, 2048, 1, 0},  /* 132 CTAs, at most 2 units of 32 k-tiles */
-        {128, 14336, 4096, 1, 0},  /* 132 CTAs, at most 2 units of 64 k-tiles */
+        {128, 14336, 4096, 1, 1},  /* 128 x 128 tiles (half_rows_wanted): 112 CTAs */
         {1024, 1024, 1024, 32, 0}, /* 132 CTAs, at most 8 units of 16 k-tiles */
         {4096, 4096, 4096, 1, 0},
         {8192, 8192, 8192, 1, 0},  /* 2-CTA clusters */

@@ -14,7 +14,10 @@
  *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; TN whose
  *                            64 x 64 tiles make more than a quarter of a
  *                            wave and at most one: the 64 x 64 row, no
- *                            split, narrow_wanted);
+ *                            split, narrow_wanted; 64 < m, one batch
+ *                            entry, whose 64 x 128 tiles make more than a
+ *                            wave: MGPU_GEMM_SMALL_M when that gives the
+ *                            busiest CTA no more rows, half_rows_wanted);
  *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
  *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
  *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
@@ -23,7 +26,10 @@
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
- *                            or >= 8 of them);
+ *                            or >= 8 of them); 16-bit, one batch entry,
+ *                            no cluster: MGPU_GEMM_SMALL_M (128 x 128) when
+ *                            its waves give the busiest CTA at most 7/8 of
+ *                            the rows (half_rows_wanted);
  *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
@@ -410,6 +416,7 @@ struct gemm_fit {
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
+    int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -525,6 +532,46 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
     return 1;
 }
 
+/* Wave quantization of one-batch-entry 16-bit problems beyond one wave
+ * (half_rows_wanted): the persistent CTAs each take whole tiles, so a plan
+ * runs about as long as its busiest CTA, ceil(tiles / SMs) tiles of tile_m
+ * rows. 128 x 128 tiles (the MGPU_GEMM_SMALL_M row) are taken instead of
+ *   - 64 x 128 tiles (64 < m <= 128, k <= TINY_TILE_MAX_K, where the
+ *     64 x 64 row is not taken) when the 64-row tiles make more than one
+ *     wave and the 128-row ones give the busiest CTA no more rows: half
+ *     the CTAs per column of B, each column read by one CTA rather than two;
+ *   - 256 x 128 tiles (MGPU_GEMM_LARGE, below the cluster threshold) when
+ *     they give the busiest CTA at most 7/8 of the rows: a 128 x 128 tile
+ *     runs slower per row than a 256 x 128 one (1024 x 8192 x 8192, 4
+ *     against 2 waves of the same rows: 0.185-0.188 against 0.175 ms), so it
+ *     pays only where it cuts the busiest CTA's work.
+ * Measured on H100 (2026-11-27, bf16 TN, same process as cuBLAS;
+ * docs/decisions/013-gemm-few-tiles-and-decode.md, amendment): back to back
+ * 128 x 10240 x 8192 72.3-73.1 against 84.9-85.1 us (cuBLAS 63.6-63.9),
+ * 96 x 10240 x 8192 75.8-76.0 against 86.1-88.4, 128 x 28672 x 8192
+ * 167.9-171.4 against 179.6-179.7, 128 x 14336 x 4096 47.6 against
+ * 49.0-49.2, 512 x 10240 x 8192 139.4-141.1 against 171.7-172.6; single
+ * launches 1024 x 10240 x 8192 0.98-0.99x cuBLAS (0.88x before),
+ * 1024 x 6144 x 4096 1.01-1.04x (0.83x), 1024 x 14336 x 4096 1.04-1.06x
+ * (1.005x). Batched problems and fp8 keep their tiles (not measured). */
+#define HALF_ROWS_TILE_ROWS 128
+#define HALF_ROWS_TILE_N 128 /* the 64 x 128, 128 x 128 and 256 x 128 rows */
+static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int64_t rows_now,
+                            int64_t share_num, int64_t share_den)
+{
+    if (mgpu_dtype_is_fp8(p->a_dtype) || p->batch != 1)
+        return 0;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t tiles_n = mgpu_cdiv(p->n, HALF_ROWS_TILE_N);
+    /* bounded by validation: m, n <= 2^31 - 1 */
+    const int64_t now = mgpu_cdiv(p->m, rows_now) * tiles_n, then = mgpu_cdiv(p->m, HALF_ROWS_TILE_ROWS) * tiles_n;
+    /* m <= 64 has as many 128-row tiles as 64-row ones */
+    if (now <= sms || (rows_now < HALF_ROWS_TILE_ROWS && then >= now))
+        return 0;
+    /* rows of the busiest CTA */
+    return mgpu_cdiv(then, sms) * HALF_ROWS_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -544,6 +591,11 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
         f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
         f->narrow = f->want == MGPU_GEMM_TINY_M && narrow_wanted(p, caps);
+        if (f->want == MGPU_GEMM_TINY_M && !f->narrow &&
+            half_rows_wanted(p, caps, TINY_TILE_ROWS, 1, 1)) {
+            f->want = MGPU_GEMM_SMALL_M;
+            f->half_rows = 1;
+        }
         return;
     }
     /* A 2-CTA cluster takes two tile columns; with an odd count one CTA per
@@ -555,6 +607,10 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
         (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
+    else if (large->gemm.tile_n == HALF_ROWS_TILE_N && half_rows_wanted(p, caps, large->gemm.tile_m, 7, 8)) {
+        f->want = MGPU_GEMM_SMALL_M;
+        f->half_rows = 1;
+    }
 }
 
 /* The schedule of the sm_90a persistent kernel for a large problem: the
@@ -567,7 +623,8 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
 static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_force *force,
                             struct gemm_fit *f)
 {
-    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER)
+    /* a large problem on 128 x 128 tiles for their waves (half_rows_wanted) counts as large here */
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !(f->half_rows && p->m > SMALL_M))
         return;
     const struct mgpu_variant *large = NULL;
     for (int i = 0; i < mgpu_variant_count && !large; i++) {
@@ -1063,7 +1120,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles, narrow;
+    int tma, decode_rows, few_tiles, narrow, half_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1114,6 +1171,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->decode_rows = e->decode_rows;
             fit->few_tiles = e->few_tiles;
             fit->narrow = e->narrow;
+            fit->half_rows = e->half_rows;
             return e->variant;
         }
     }
@@ -1132,6 +1190,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->decode_rows = fit->decode_rows;
     e->few_tiles = fit->few_tiles;
     e->narrow = fit->narrow;
+    e->half_rows = fit->half_rows;
 }
 
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
@@ -1198,7 +1257,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
             plan->shape_class = plan->forced       ? "forced"
                                 : plan->splits > 1  ? (small_m ? "small m, split-K" : "few tiles, split-K")
                                 : fit.few_tiles     ? "few tiles, smaller tile"
-                                : small_m           ? "small m"
+                                : small_m           ? (fit.half_rows ? "small m, 128-row tiles" : "small m")
+                                : fit.half_rows     ? "large, 128-row tiles"
                                 : pp                ? "large, ping-pong"
                                                     : "large";
             return 0;
