@@ -197,6 +197,11 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {1000, 1000, 1000, 1, 64, 1, 1, 16},
         {2048, 2048, 2048, 1, 128, 1, 1, 11}, /* 512 tiles of 64 rows: 256 of 128, sqrt(132) */
         {1024, 4096, 1024, 1, 128, 1, 1, 8},  /* 256 tiles of 128 x 128 (8 tile rows) */
+        /* ... but with k >= 4096 the 256 x 128 tiles stay where the 128-row ones take more than a wave */
+        {256, 10240, 8192, 1, 256, 1, 1, 1},  /* 80 large tiles (one wave) against 160 of 128 x 128 */
+        {512, 6144, 4096, 1, 256, 1, 1, 2},   /* 96 against 192 */
+        {256, 8192, 4096, 1, 128, 1, 1, 2},   /* 128 tiles of 128 x 128: one wave, taken */
+        {512, 4096, 4096, 1, 128, 1, 1, 4},
         {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
         {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
         {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */

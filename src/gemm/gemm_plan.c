@@ -90,6 +90,7 @@
 #define SMALL_M 128              /* m up to this is "small m": MGPU_GEMM_TINY_M or SMALL_M */
 #define TINY_M_MAX 64            /* 16-bit m up to this is MGPU_GEMM_TINY_M (64-row tiles) */
 #define TINY_TILE_ROWS 64        /* tile_m of the MGPU_GEMM_TINY_M rows */
+#define SMALL_TILE_ROWS 128      /* tile_m of the MGPU_GEMM_SMALL_M rows */
 /* 16-bit m <= SMALL_M with k up to this is also TINY_M (two tile
  * rows, no split-K for the shapes measured): on H100, same process,
  * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
@@ -515,7 +516,13 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * than none (its fp32 partials cost more than the idle SMs). So: 64-row
  * tiles when they make at most one wave, else 128-row tiles; K is split
  * only when the tiles fill at most half the SMs and K is long
- * (FEW_TILES_SPLIT_MIN_KTILES). Larger problems keep LARGE / LARGE_CLUSTER. */
+ * (FEW_TILES_SPLIT_MIN_KTILES). Larger problems keep LARGE / LARGE_CLUSTER.
+ * With K that long the large tiles also stay where the 128-row ones would
+ * take more than one wave (the busiest CTA then runs as many rows either
+ * way, and a 256 x 128 tile runs faster per row): H100, 2026-11-27, back to
+ * back, 256 x 10240 x 8192 82.2 us in one wave of 80 large tiles against
+ * 99.1 in 160 of 128 x 128, 512 x 6144 x 4096 43.3 against 47.6 (decision
+ * 013, amended). */
 #define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
 static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                            const struct mgpu_variant *large, struct gemm_fit *f)
@@ -527,8 +534,12 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
     /* bounded by validation: m, n <= 2^31, batch * m * n <= 2^56 */
     if (mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n * p->batch > sms)
         return 0;
+    const int want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+    if (want == MGPU_GEMM_SMALL_M && mgpu_cdiv(p->k, large->gemm.tile_k) >= FEW_TILES_SPLIT_MIN_KTILES &&
+        mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n * p->batch > sms)
+        return 0;
     f->few_tiles = 1;
-    f->want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+    f->want = want;
     return 1;
 }
 
