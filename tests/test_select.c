@@ -200,6 +200,8 @@ static void check_plans(const struct mgpu_device_caps *caps)
         /* ... but with k >= 4096 the 256 x 128 tiles stay where the 128-row ones take more than a wave */
         {256, 10240, 8192, 1, 256, 1, 1, 1},  /* 80 large tiles (one wave) against 160 of 128 x 128 */
         {512, 6144, 4096, 1, 256, 1, 1, 2},   /* 96 against 192 */
+        {256, 14336, 4096, 1, 256, 1, 1, 1},  /* 112 against 224 */
+        {384, 8192, 4096, 1, 128, 1, 1, 3},   /* 256-row tiles would pad 128 rows: 192 of 128 x 128 */
         {256, 8192, 4096, 1, 128, 1, 1, 2},   /* 128 tiles of 128 x 128: one wave, taken */
         {512, 4096, 4096, 1, 128, 1, 1, 4},
         {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */

@@ -518,11 +518,13 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * only when the tiles fill at most half the SMs and K is long
  * (FEW_TILES_SPLIT_MIN_KTILES). Larger problems keep LARGE / LARGE_CLUSTER.
  * With K that long the large tiles also stay where the 128-row ones would
- * take more than one wave (the busiest CTA then runs as many rows either
- * way, and a 256 x 128 tile runs faster per row): H100, 2026-11-27, back to
- * back, 256 x 10240 x 8192 82.2 us in one wave of 80 large tiles against
- * 99.1 in 160 of 128 x 128, 512 x 6144 x 4096 43.3 against 47.6 (decision
- * 013, amended). */
+ * take more than one wave and the large ones pad no more rows (the busiest
+ * CTA then runs as many rows either way, and a 256 x 128 tile runs faster
+ * per row): H100, 2026-11-27, back to back, 256 x 10240 x 8192 82.5-82.8
+ * us in one wave of 80 large tiles against 99.3-99.5 in 160 of 128 x 128,
+ * 512 x 6144 x 4096 43.4-43.5 against 47.1, 256 x 14336 x 4096 52.6-52.7
+ * against 55.9; but 384 x 8192 x 4096, whose second tile row of 256 is half
+ * padding, 60.1-60.6 against 48.9 (decision 013, amended). */
 #define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
 static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                            const struct mgpu_variant *large, struct gemm_fit *f)
@@ -536,7 +538,8 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
         return 0;
     const int want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
     if (want == MGPU_GEMM_SMALL_M && mgpu_cdiv(p->k, large->gemm.tile_k) >= FEW_TILES_SPLIT_MIN_KTILES &&
-        mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n * p->batch > sms)
+        mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n * p->batch > sms &&
+        mgpu_cdiv(p->m, large->gemm.tile_m) * large->gemm.tile_m <= mgpu_cdiv(p->m, SMALL_TILE_ROWS) * SMALL_TILE_ROWS)
         return 0;
     f->few_tiles = 1;
     f->want = want;
