@@ -377,6 +377,11 @@ static void check_programmatic(const struct mgpu_device_caps *caps)
     /* the small-m (decode) kernel always (plan_small_m) */
     const struct mgpu_gemm_plan decode = plan_of(16, 4096, 4096, 1, caps, 0);
     CHECK(decode.small_m && decode.programmatic, "16x4096x4096 (small-m kernel): not programmatic");
+    /* MGPU_GEMM_PDL forces either way, for both kernels */
+    const struct mgpu_gemm_force on = {.programmatic = 1}, off = {.programmatic = -1};
+    CHECK(plan_forced(128, 8192, 8192, 1, caps, &on).programmatic, "128x8192x8192 forced on: not programmatic");
+    CHECK(!plan_forced(64, 4096, 4096, 1, caps, &off).programmatic, "64x4096x4096 forced off: programmatic");
+    CHECK(!plan_forced(16, 4096, 4096, 1, caps, &off).programmatic, "16x4096x4096 forced off: programmatic");
 }
 
 /* The small-m (decode) kernel on Hopper: m <= 16, TN, 16-byte loads
@@ -562,6 +567,9 @@ static void check_blackwell_plans(const struct mgpu_device_caps *caps)
               (long long)cases[i].grid, cases[i].splits);
         CHECK(plan.grid % pairs == 0 && plan.grid <= caps->sm_count, "%s: grid %lld", v->name, (long long)plan.grid);
         CHECK(!plan.programmatic, "%s: programmatic (the sm_100a kernel has no griddepcontrol)", v->name);
+        const struct mgpu_gemm_force on = {.programmatic = 1}; /* MGPU_GEMM_PDL=1 cannot change that */
+        CHECK(!plan_forced(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, &on).programmatic,
+              "%s: programmatic when forced", v->name);
         CHECK(v->gemm.tile_m == 256 && v->gemm.tile_n == 128 && v->gemm.tile_k == 64 && v->threads == 192, "%s: tile", v->name);
         /* A boxes: each CTA of a pair loads half the 256 A rows (K-major here) */
         CHECK(plan.use_map[MGPU_GEMM_MAP_A] && plan.maps[MGPU_GEMM_MAP_A].box[1] == (uint32_t)(256 / pairs) &&

@@ -100,11 +100,9 @@ static mgpu_status launch_persistent(mgpu_handle *h, const struct mgpu_driver *d
     /* Programmatic dependent launch of the sm_90a persistent kernel, which
      * waits for the grids before it (griddepcontrol.wait) before it touches
      * global memory and lets the next grid start its prologue at once: where
-     * the plan says (gemm_plan.c, programmatic_wanted); MGPU_GEMM_PDL=0 / 1
-     * overrides (docs/decisions/025-gemm-programmatic-launch.md). */
-    const int pdl_env = mgpu_env()->gemm_pdl;
-    if (mgpu_variants[plan->variant].kind == MGPU_KIND_GEMM_SM90_PERSISTENT &&
-        (pdl_env > 0 || (pdl_env == 0 && plan->programmatic)))
+     * the plan says (gemm_plan.c, programmatic_wanted, or MGPU_GEMM_PDL;
+     * docs/decisions/025-gemm-programmatic-launch.md). */
+    if (plan->programmatic)
         return mgpu_launch_programmatic(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
     return mgpu_launch(h, d, plan->variant, (unsigned)plan->grid, 1, 1, params);
 }
@@ -141,14 +139,12 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
 
 /* The small-m kernel: one launch, the arguments only; for programmatic
  * dependent launch (the kernel waits, griddepcontrol.wait, before any global
- * access) where the plan says (gemm_plan.c, plan_small_m); MGPU_GEMM_PDL=0 / 1
- * overrides. */
+ * access) where the plan says (gemm_plan.c, plan_small_m, or MGPU_GEMM_PDL). */
 static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
 {
     struct mgpu_gemm_args args = plan->args;
     void *params[1] = {&args};
-    const int pdl_env = mgpu_env()->gemm_pdl;
-    if (pdl_env > 0 || (pdl_env == 0 && plan->programmatic))
+    if (plan->programmatic)
         return mgpu_launch_programmatic(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
     return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
 }
@@ -159,7 +155,8 @@ static struct mgpu_gemm_force env_force(void)
     const struct mgpu_env *env = mgpu_env();
     const struct mgpu_gemm_force force = {
         .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band,
-        .schedule = env->force_schedule, .fp8_no_promotion = env->debug_fp8_no_promotion};
+        .schedule = env->force_schedule, .fp8_no_promotion = env->debug_fp8_no_promotion,
+        .programmatic = env->gemm_pdl};
     return force;
 }
 

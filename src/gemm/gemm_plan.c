@@ -568,7 +568,6 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
  * launches 1024 x 10240 x 8192 0.98-0.99x cuBLAS (0.88x before),
  * 1024 x 6144 x 4096 1.01-1.04x (0.83x), 1024 x 14336 x 4096 1.04-1.06x
  * (1.005x). Batched problems and fp8 keep their tiles (not measured). */
-#define HALF_ROWS_TILE_ROWS 128
 #define HALF_ROWS_TILE_N 128 /* the 64 x 128, 128 x 128 and 256 x 128 rows */
 static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int64_t rows_now,
                             int64_t share_num, int64_t share_den)
@@ -578,12 +577,12 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
     const int64_t tiles_n = mgpu_cdiv(p->n, HALF_ROWS_TILE_N);
     /* bounded by validation: m, n <= 2^31 - 1 */
-    const int64_t now = mgpu_cdiv(p->m, rows_now) * tiles_n, then = mgpu_cdiv(p->m, HALF_ROWS_TILE_ROWS) * tiles_n;
+    const int64_t now = mgpu_cdiv(p->m, rows_now) * tiles_n, then = mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n;
     /* m <= 64 has as many 128-row tiles as 64-row ones */
-    if (now <= sms || (rows_now < HALF_ROWS_TILE_ROWS && then >= now))
+    if (now <= sms || (rows_now < SMALL_TILE_ROWS && then >= now))
         return 0;
     /* rows of the busiest CTA */
-    return mgpu_cdiv(then, sms) * HALF_ROWS_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
+    return mgpu_cdiv(then, sms) * SMALL_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
 }
 
 /* The persistent shape class the heuristic wants for p. */
@@ -696,17 +695,20 @@ static int choose_band(int64_t at_once, int64_t tile_m, int64_t tile_n, int64_t 
  * measured (docs/decisions/025-gemm-programmatic-launch.md, amended). */
 #define PROGRAMMATIC_BY_DEFAULT 1
 #define PROGRAMMATIC_MAX_KTILES_PER_CTA 64 /* two-consumer rows on 7/8 of the SMs or more: off from here */
-static int programmatic_wanted(const struct mgpu_variant *v, int64_t grid, int64_t cluster, int64_t work_units,
-                               int64_t ktiles_per_unit, int64_t sms)
+static int programmatic_wanted(const struct mgpu_variant *v, const struct mgpu_gemm_force *force, int64_t grid,
+                               int64_t cluster, int64_t work_units, int64_t ktiles_per_unit, int64_t sms)
 {
-    if (!PROGRAMMATIC_BY_DEFAULT || v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT)
+    if (v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT) /* the kernels without griddepcontrol */
+        return 0;
+    if (force && force->programmatic)
+        return force->programmatic > 0;
+    if (!PROGRAMMATIC_BY_DEFAULT)
         return 0;
     if (v->threads <= 256 || grid * 8 <= sms * 7) /* one consumer warpgroup, or an eighth of the SMs free */
         return 1;
     /* k-tiles of the busiest CTA: its units (a cluster's CTAs share each) times a unit's k-tiles */
     const int64_t units_per_cta = mgpu_cdiv(work_units, grid / cluster > 0 ? grid / cluster : 1);
-    return units_per_cta < PROGRAMMATIC_MAX_KTILES_PER_CTA &&
-           units_per_cta * ktiles_per_unit < PROGRAMMATIC_MAX_KTILES_PER_CTA;
+    return units_per_cta * ktiles_per_unit < PROGRAMMATIC_MAX_KTILES_PER_CTA;
 }
 
 /* The scale, bias, activation and plain fields of the kernel arguments. */
@@ -795,7 +797,7 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
      * 53.6 against 54.3 at 1 x 8192^2, m = 16 and f16 alike (H100,
      * 2026-11-27, back to back; docs/decisions/021-gemm-small-m-narrow-tile.md,
      * amendment) */
-    plan->programmatic = PROGRAMMATIC_BY_DEFAULT;
+    plan->programmatic = force && force->programmatic ? force->programmatic > 0 : PROGRAMMATIC_BY_DEFAULT;
     plan->splits = (int)splits;
     plan->workspace_bytes = splits > 1 ? (size_t)(per_split * splits) : 0;
     plan->grid_x = (unsigned)blocks;
@@ -1027,7 +1029,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     plan->band = choose_band(plan->grid / cluster, (int64_t)v->gemm.tile_m * v->gemm.cluster_m,
                              (int64_t)v->gemm.tile_n * v->gemm.cluster_n, mgpu_cdiv(mgpu_cdiv(p->m, v->gemm.tile_m), v->gemm.cluster_m),
                              force ? force->band : 0);
-    plan->programmatic = programmatic_wanted(v, plan->grid, cluster, units * splits, mgpu_cdiv(k_tiles, splits), sms);
+    plan->programmatic =
+        programmatic_wanted(v, force, plan->grid, cluster, units * splits, mgpu_cdiv(k_tiles, splits), sms);
 
     struct mgpu_gemm_args *args = &plan->args;
     *args = base_args(p);

@@ -63,6 +63,8 @@ struct mgpu_gemm_force {
     int band;            /* band width in (cluster) tile rows, clamped to [1, tile rows] */
     int schedule;        /* MGPU_SCHEDULE_*: large 16-bit problems on cooperative or ping-pong rows */
     int fp8_no_promotion; /* debugging: fp8 without the per-k-tile fp32 promotion (loses accuracy) */
+    int programmatic;    /* MGPU_GEMM_PDL: 1 / -1 the sm_90a persistent and small-m kernels launched
+                            with / without programmatic dependent launch, 0 the plan's choice */
 };
 
 /* What the handle lends a call. */
@@ -91,7 +93,7 @@ struct mgpu_gemm_plan {
     int forced;           /* MGPU_FORCE_VARIANT chose it */
     int persistent;       /* the persistent kernel (else one CTA per tile or small_m) */
     int programmatic;     /* launch the sm_90a persistent or small-m kernel for programmatic
-                           * dependent launch (MGPU_GEMM_PDL=0 / 1 overrides at launch) */
+                           * dependent launch (the plan's rule, or MGPU_GEMM_PDL) */
     int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */

@@ -68,6 +68,13 @@ static int env_int(const char *name)
     return v ? atoi(v) : 0;
 }
 
+/* An on / off switch: 1 (set, not "0"), -1 ("0"), 0 (unset or empty: the planner's choice). */
+static int env_switch(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] ? (atoi(v) ? 1 : -1) : 0;
+}
+
 static void read_env(void)
 {
     const char *log = getenv("MGPU_LOG");
@@ -86,18 +93,13 @@ static void read_env(void)
                               : strcmp(schedule, "cooperative") == 0 ? 1
                               : strcmp(schedule, "pingpong") == 0    ? 2
                                                                      : 0;
-    const char *pack = getenv("MGPU_FORCE_PACK_GQA");
-    env_read.force_pack_gqa = pack && pack[0] ? (atoi(pack) ? 1 : -1) : 0;
+    env_read.force_pack_gqa = env_switch("MGPU_FORCE_PACK_GQA");
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
-    const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
-    env_read.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
-    const char *merge = getenv("MGPU_FORCE_SPLIT_MERGE");
-    env_read.force_split_merge = merge && merge[0] ? (atoi(merge) ? 1 : -1) : 0;
+    env_read.force_paged_gather = env_switch("MGPU_FORCE_PAGED_GATHER");
+    env_read.force_split_merge = env_switch("MGPU_FORCE_SPLIT_MERGE");
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
-    const char *attention_pdl = getenv("MGPU_ATTENTION_PDL");
-    env_read.attention_pdl = attention_pdl && attention_pdl[0] ? (atoi(attention_pdl) ? 1 : -1) : 0;
-    const char *pdl = getenv("MGPU_GEMM_PDL");
-    env_read.gemm_pdl = pdl && pdl[0] ? (atoi(pdl) ? 1 : -1) : 0;
+    env_read.attention_pdl = env_switch("MGPU_ATTENTION_PDL");
+    env_read.gemm_pdl = env_switch("MGPU_GEMM_PDL");
 }
 
 const struct mgpu_env *mgpu_env(void)
