@@ -185,11 +185,11 @@ namespace persistent {
 template <class Cfg, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
                                            const GemmScales &scales, const CUtensorMap *tma_c, uint8_t *bufs, int &buf,
-                                           int row0, int col0, int out, int batch, int consumer)
+                                           int row0, int col0, int batch, int consumer)
 {
     GemmEpilogue ep(args, scales);
     ep.select_batch(batch);
-    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, out, 1 + consumer);
+    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, batch, 1 + consumer);
 }
 
 /* Consumer warpgroup `consumer` of the cooperative schedule: its 64 columns
@@ -210,17 +210,16 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     const auto store_unit = [&](const GemmTile &tile) {
         const int row0 = tile.m_tile * Cfg::kBM;
         const int col0 = tile.n_tile * Cfg::kBN + 64 * consumer;
-        const int out = tile.batch;
         switch (args.c_dtype) {
         case MGPU_ABI_F16:
-            persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out, consumer);
+            persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, tile.batch, consumer);
             break;
         case MGPU_ABI_BF16:
-            persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out,
+            persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, tile.batch,
                                                        consumer);
             break;
         default:
-            persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, out, out, consumer);
+            persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, tile.batch, consumer);
             break;
         }
     };
