@@ -198,7 +198,10 @@ def bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
     for name, backend in peers:
         try:
             call, grads = sdpa_bwd_call(backend, q, k, v, do, causal)
-            row[name + "_bwd_rel_err"] = max(rel_err(m, g) for m, g in zip(mine, grads))
+            # NaN (a gradient element never written: the outputs start as NaN) must win the max,
+            # which a plain max() of floats would drop unless it came first
+            row[name + "_bwd_rel_err"] = max((rel_err(m, g) for m, g in zip(mine, grads)),
+                                             key=lambda e: (math.isnan(e), e))
             row[name + "_bwd_ms"] = median_ms(call)
             del call, grads
         except RuntimeError as e:
