@@ -26,7 +26,9 @@
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
- *                            or >= 8 of them); 16-bit, one batch entry,
+ *                            or >= 8 of them), or, 16-bit, when an operand
+ *                            TMA reads as it is has rows off 128-byte lines
+ *                            (lines_straddled); 16-bit, one batch entry,
  *                            no cluster: MGPU_GEMM_SMALL_M (128 x 128) when
  *                            its waves give the busiest CTA at most 7/8 of
  *                            the rows (half_rows_wanted);
@@ -43,7 +45,8 @@
  *                            m (streaming B, half the SMs already draw the memory
  *                            bandwidth, and each slice adds partials to move);
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
- *                         -> that operand is packed into the handle's workspace;
+ *                         -> that operand is packed into the handle's workspace
+ *                            (rows of a multiple of 128 bytes from 1 KB up);
  *   every persistent plan -> the band width of the tile order (choose_band);
  *   alpha == 0            -> as k == 0: A and B are not read (BLAS).
  * The workspace holds the packed operands, then the split-K partials. A plan
@@ -120,7 +123,12 @@
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
 #define SM100_EPI_COLS 32  /* the same on sm_100a: one epilogue warp's TMEM lanes */
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
-#define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
+/* Packed leading dimensions: multiples of one swizzle row (128 bytes) for
+ * rows of at least PACK_LINE_MIN_BYTES, so that every TMA box row of the
+ * copy starts on a 128-byte line (lines_straddled; at most 1/8 more bytes),
+ * else multiples of 16 bytes (TMA's alignment). */
+#define PACK_BYTES 16
+#define PACK_LINE_MIN_BYTES 1024
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack kernel */
 #define MAX_GRID_Z 65535
 /* Tile columns per one-CTA-per-tile launch (grid y is at most 65535): a
@@ -585,6 +593,31 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     return mgpu_cdiv(then, sms) * SMALL_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
 }
 
+/* Operands whose TMA box rows (128 bytes each, TMA_ROW_BYTES) start off a
+ * 128-byte line: an operand TMA reads as it is with a base, leading
+ * dimension or batch stride that is not a multiple of 128 bytes (packed
+ * operands have 128-byte rows, PACK_BYTES). Each such row touches two lines
+ * of L2 instead of one. With 4000 x 4000 x 4000 (8000-byte rows) the
+ * 256 x 128 tiles ran at 0.916x cuBLAS against 1.013x at 4096^3 with the
+ * same 512 tiles (H100, 2026-11-27); 2-CTA clusters, which fetch the A tile
+ * once per pair, gained 5 % there and lost 2-4 % at 4096^3
+ * (docs/decisions/004-2cta-clusters-threshold.md). MISALIGNED_CLUSTER: such
+ * 16-bit problems take the clusters below MIN_TILES_FOR_CLUSTER too. */
+#define MISALIGNED_CLUSTER 1
+static int rows_off_lines(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int esize)
+{
+    if (!tma_ok(base, ld, stride, batch, 1, esize))
+        return 0; /* packed: rows of 128-byte multiples (short rows: 16) in the 256-byte-aligned workspace */
+    return base % TMA_ROW_BYTES != 0 || (ld * esize) % TMA_ROW_BYTES != 0 ||
+           (batch > 1 && (stride * esize) % TMA_ROW_BYTES != 0);
+}
+
+static int lines_straddled(const struct mgpu_gemm_problem *p)
+{
+    return rows_off_lines(p->a, p->lda, p->stride_a, p->batch, mgpu_dtype_size(p->a_dtype)) ||
+           rows_off_lines(p->b, p->ldb, p->stride_b, p->batch, mgpu_dtype_size(p->b_dtype));
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -617,8 +650,9 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (!large || few_tiles_shape(p, caps, large, f))
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
-    if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
-        (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
+    const int many_tiles = mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER ||
+                           (MISALIGNED_CLUSTER && !fp8 && lines_straddled(p));
+    if (CLUSTER_BY_DEFAULT && many_tiles && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
     else if (large->gemm.tile_n == HALF_ROWS_TILE_N && half_rows_wanted(p, caps, large->gemm.tile_m, 7, 8)) {
         f->want = MGPU_GEMM_SMALL_M;
@@ -857,7 +891,8 @@ static struct operand describe_operand(uintptr_t base, int trans_is_n, int64_t m
     o.packed_bytes = 0;
     if (o.pack) {
         int64_t bytes;
-        if (mgpu_round_up_ok(o.rows, PACK_BYTES / o.esize, &o.packed_ld) &&
+        const int64_t align = o.rows * o.esize >= PACK_LINE_MIN_BYTES ? TMA_ROW_BYTES : PACK_BYTES;
+        if (mgpu_round_up_ok(o.rows, align / o.esize, &o.packed_ld) &&
             mgpu_mul3_ok(o.packed_ld, o.cols, o.batches, &bytes) && mgpu_mul_ok(bytes, o.esize, &bytes) &&
             mgpu_round_up_ok(bytes, WS_ALIGN, &bytes))
             o.packed_bytes = bytes;
@@ -1123,13 +1158,13 @@ void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_g
  * The registry lookup and the shape class are most of a call's host time
  * (a profile against the fake driver: about 70 %). They depend on the
  * problem's sizes, dtypes, layouts, leading dimensions and strides, on the
- * pointers only through their 16-byte alignment, on whether scales, a bias
+ * pointers only through their offset in 128 bytes, on whether scales, a bias
  * or an activation are present, and on the device: the last SELECTION_MEMO
  * of them are kept per thread, keyed on exactly that. A forced variant is
  * never memoized. */
 #define SELECTION_MEMO 8
 struct selection_key {
-    struct mgpu_gemm_problem p; /* pointers reduced to their offset in 16 bytes; alpha, beta NULL */
+    struct mgpu_gemm_problem p; /* A, B: offset in 128 bytes, C in 16; alpha, beta NULL */
     struct mgpu_device_caps caps;
 };
 struct selection_memo {
@@ -1155,8 +1190,8 @@ static void selection_key_of(const struct mgpu_gemm_problem *p, const struct mgp
     k->p.a_dtype = p->a_dtype;
     k->p.b_dtype = p->b_dtype;
     k->p.c_dtype = p->c_dtype;
-    k->p.a = p->a % TMA_ALIGN;
-    k->p.b = p->b % TMA_ALIGN;
+    k->p.a = p->a % TMA_ROW_BYTES; /* lines_straddled */
+    k->p.b = p->b % TMA_ROW_BYTES;
     k->p.c = p->c % TMA_ALIGN;
     k->p.lda = p->lda;
     k->p.ldb = p->ldb;
