@@ -282,12 +282,10 @@ static size_t gemm_need(mgpu_handle *h, mgpu_operation ta, int64_t m, int64_t n,
 }
 
 /* Bytes of one bf16 operand's aligned copy: rows (contiguous) rounded up to
- * 64 elements (128 bytes; rows under 512 elements: 8, 16 bytes), times cols,
- * rounded up to 256 bytes. */
+ * 8 elements (16 bytes), times cols, rounded up to 256 bytes. */
 static size_t packed_bf16(int64_t rows, int64_t cols)
 {
-    const int64_t r = rows >= 512 ? 64 : 8;
-    const size_t b = (size_t)((rows + r - 1) / r * r) * (size_t)cols * 2;
+    const size_t b = (size_t)((rows + 7) / 8 * 8) * (size_t)cols * 2;
     return (b + 255) / 256 * 256;
 }
 
@@ -297,13 +295,13 @@ static void check_workspace_query(void)
     CHECK_STATUS(mgpu_create(&h), MGPU_STATUS_SUCCESS);
     /* aligned, enough tiles: nothing */
     CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 1024, 1024, 1024) == 0, "aligned GEMM wants workspace");
-    /* A (T: k contiguous) unreadable by TMA: its copy, k = 999 rounded to 1024 */
+    /* A (T: k contiguous) unreadable by TMA: its copy, k = 999 rounded to 1000 */
     CHECK(gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000) == packed_bf16(999, 4096), "A pack: %zu",
           gemm_need(h, MGPU_OP_T, 4096, 4096, 999, 999, 1000));
-    /* both unreadable: 1024-element rows */
+    /* both unreadable, with the 256-byte rounding: 1001 x 1000 copies */
     CHECK(gemm_need(h, MGPU_OP_T, 1001, 8192, 1000, 1001, 1001) == packed_bf16(1000, 1001) + packed_bf16(1000, 8192),
           "A and B packs: %zu", gemm_need(h, MGPU_OP_T, 1001, 8192, 1000, 1001, 1001));
-    CHECK(packed_bf16(1000, 1001) == 2050048u && packed_bf16(100, 1001) == 208384u, "the 128- and 256-byte rounding");
+    CHECK(packed_bf16(1000, 1001) == 2002176u, "the 256-byte rounding");
     /* 8191^3 NN: 268 MB of copies, over the default 32 MiB: portable until reserved */
     const size_t big = gemm_need(h, MGPU_OP_N, 8191, 8191, 8191, 8191, 8191);
     CHECK(big == 2 * packed_bf16(8191, 8191) && big == 268402688u, "8191^3: %zu", big);
@@ -345,7 +343,7 @@ static void check_workspace_query(void)
     CHECK(ex == packed_bf16(999, 4096), "ex, batch 1: %zu", ex);
     d.batch_count = 3, d.stride_a = 999 * 4096, d.stride_b = 1000 * 4096, d.stride_c = 4096 * 4096;
     CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, &d, &ex), MGPU_STATUS_SUCCESS);
-    CHECK(ex == (3 * (size_t)1024 * 4096 * 2 + 255) / 256 * 256, "ex, 3 batches: %zu", ex);
+    CHECK(ex == (3 * (size_t)1000 * 4096 * 2 + 255) / 256 * 256, "ex, 3 batches: %zu", ex);
     d.alpha = 0.0f;
     CHECK_STATUS(mgpu_gemm_ex_workspace_size(h, &d, &ex), MGPU_STATUS_SUCCESS);
     CHECK(ex == 0, "alpha = 0 wants %zu", ex);

@@ -45,8 +45,7 @@
  *                            m (streaming B, half the SMs already draw the memory
  *                            bandwidth, and each slice adds partials to move);
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
- *                         -> that operand is packed into the handle's workspace
- *                            (rows of a multiple of 128 bytes from 1 KB up);
+ *                         -> that operand is packed into the handle's workspace;
  *   every persistent plan -> the band width of the tile order (choose_band);
  *   alpha == 0            -> as k == 0: A and B are not read (BLAS).
  * The workspace holds the packed operands, then the split-K partials. A plan
@@ -123,12 +122,7 @@
 #define EPI_COLS 64        /* columns of D per TMA store box (one consumer warpgroup) */
 #define SM100_EPI_COLS 32  /* the same on sm_100a: one epilogue warp's TMEM lanes */
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
-/* Packed leading dimensions: multiples of one swizzle row (128 bytes) for
- * rows of at least PACK_LINE_MIN_BYTES, so that every TMA box row of the
- * copy starts on a 128-byte line (lines_straddled; at most 1/8 more bytes),
- * else multiples of 16 bytes (TMA's alignment). */
-#define PACK_BYTES 16
-#define PACK_LINE_MIN_BYTES 1024
+#define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack kernel */
 #define MAX_GRID_Z 65535
 /* Tile columns per one-CTA-per-tile launch (grid y is at most 65535): a
@@ -595,19 +589,22 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
 
 /* Operands whose TMA box rows (128 bytes each, TMA_ROW_BYTES) start off a
  * 128-byte line: an operand TMA reads as it is with a base, leading
- * dimension or batch stride that is not a multiple of 128 bytes (packed
- * operands have 128-byte rows, PACK_BYTES). Each such row touches two lines
- * of L2 instead of one. With 4000 x 4000 x 4000 (8000-byte rows) the
- * 256 x 128 tiles ran at 0.916x cuBLAS against 1.013x at 4096^3 with the
- * same 512 tiles (H100, 2026-11-27); 2-CTA clusters, which fetch the A tile
- * once per pair, gained 5 % there and lost 2-4 % at 4096^3
- * (docs/decisions/004-2cta-clusters-threshold.md). MISALIGNED_CLUSTER: such
- * 16-bit problems take the clusters below MIN_TILES_FOR_CLUSTER too. */
+ * dimension or batch stride that is not a multiple of 128 bytes (each box
+ * row then touches two L2 lines). Such 16-bit problems take 2-CTA clusters
+ * (the A tile fetched once per pair) below MIN_TILES_FOR_CLUSTER too
+ * (MISALIGNED_CLUSTER). Measured on H100 (2026-11-27, bf16 TN, single
+ * launches, same process as cuBLAS, medians of 15, two processes each; ms):
+ * 4000^3 0.1953-0.1972 (0.90x) on lone CTAs, 0.1817-0.1858 (0.98-1.00x) on
+ * clusters, where 4096^3 runs 0.182-0.187 either way; 3000^3 0.192 on the
+ * 128 x 128 rows (half_rows_wanted), 0.166 on lone 256 x 128 CTAs,
+ * 0.123-0.127 on clusters; 4096 x 4096 x 4000 0.182-0.190 lone, 0.182-0.186
+ * clusters. Operands the plan packs are left out (not measured: 3999^3
+ * keeps lone CTAs). fp8 keeps its threshold (not measured). */
 #define MISALIGNED_CLUSTER 1
 static int rows_off_lines(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int esize)
 {
     if (!tma_ok(base, ld, stride, batch, 1, esize))
-        return 0; /* packed: rows of 128-byte multiples (short rows: 16) in the 256-byte-aligned workspace */
+        return 0; /* packed into the workspace (not measured) */
     return base % TMA_ROW_BYTES != 0 || (ld * esize) % TMA_ROW_BYTES != 0 ||
            (batch > 1 && (stride * esize) % TMA_ROW_BYTES != 0);
 }
@@ -891,8 +888,7 @@ static struct operand describe_operand(uintptr_t base, int trans_is_n, int64_t m
     o.packed_bytes = 0;
     if (o.pack) {
         int64_t bytes;
-        const int64_t align = o.rows * o.esize >= PACK_LINE_MIN_BYTES ? TMA_ROW_BYTES : PACK_BYTES;
-        if (mgpu_round_up_ok(o.rows, align / o.esize, &o.packed_ld) &&
+        if (mgpu_round_up_ok(o.rows, PACK_BYTES / o.esize, &o.packed_ld) &&
             mgpu_mul3_ok(o.packed_ld, o.cols, o.batches, &bytes) && mgpu_mul_ok(bytes, o.esize, &bytes) &&
             mgpu_round_up_ok(bytes, WS_ALIGN, &bytes))
             o.packed_bytes = bytes;
