@@ -242,6 +242,8 @@ static void check_persistent_paths(mgpu_dtype t)
         {MGPU_OP_N, MGPU_OP_T, 1024, 1024, 1024, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
         {MGPU_OP_N, MGPU_OP_N, 2048, 2048, 2048, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
         {MGPU_OP_T, MGPU_OP_T, 1000, 4000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        /* 171 large tiles, rows of A and B off 128-byte lines (400 bytes): 2-CTA clusters */
+        {MGPU_OP_T, MGPU_OP_N, 2056, 2312, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
     for (unsigned i = 0; i < sizeof heuristics / sizeof heuristics[0]; i++)
         run_case(&heuristics[i]);

@@ -177,7 +177,10 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {8192, 8192, 8192, 1, 256, 2, 1, 8},  /* large: 256 x 128 tiles, 2-CTA clusters: sqrt(66) */
         {8192, 4096, 4096, 1, 256, 2, 1, 8},  /* 1024 tiles */
         {4096, 4096, 4096, 1, 256, 1, 1, 8},  /* 512 tiles: no cluster, sqrt(132 / 2) */
-        {4000, 4000, 4000, 1, 256, 1, 1, 8},
+        {4000, 4000, 4000, 1, 256, 2, 1, 8},  /* 8000-byte rows of A and B (lines_straddled): clusters */
+        {4096, 4096, 4000, 1, 256, 2, 1, 8},
+        {4000, 4096, 4096, 1, 256, 1, 1, 8},  /* A and B rows on 128-byte lines (only D's are not) */
+        {2056, 2312, 200, 1, 256, 2, 1, 8},   /* 171 tiles, 400-byte rows */
         {32768, 600, 4096, 1, 256, 1, 1, 8},  /* 5 tile columns: an odd cluster would idle a CTA */
         {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
         {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */

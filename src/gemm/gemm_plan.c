@@ -26,7 +26,9 @@
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
  *                            row's tiles and the tile columns pair up (even,
- *                            or >= 8 of them); 16-bit, one batch entry,
+ *                            or >= 8 of them), or, 16-bit, when an operand
+ *                            TMA reads as it is has rows off 128-byte lines
+ *                            (lines_straddled); 16-bit, one batch entry,
  *                            no cluster: MGPU_GEMM_SMALL_M (128 x 128) when
  *                            its waves give the busiest CTA at most 7/8 of
  *                            the rows (half_rows_wanted);
@@ -585,6 +587,34 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     return mgpu_cdiv(then, sms) * SMALL_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
 }
 
+/* Operands whose TMA box rows (128 bytes each, TMA_ROW_BYTES) start off a
+ * 128-byte line: an operand TMA reads as it is with a base, leading
+ * dimension or batch stride that is not a multiple of 128 bytes (each box
+ * row then touches two L2 lines). Such 16-bit problems take 2-CTA clusters
+ * (the A tile fetched once per pair) below MIN_TILES_FOR_CLUSTER too
+ * (MISALIGNED_CLUSTER). Measured on H100 (2026-11-27, bf16 TN, single
+ * launches, same process as cuBLAS, medians of 15, two processes each; ms):
+ * 4000^3 0.1953-0.1972 (0.90x) on lone CTAs, 0.1817-0.1858 (0.98-1.00x) on
+ * clusters, where 4096^3 runs 0.182-0.187 either way; 3000^3 0.192 on the
+ * 128 x 128 rows (half_rows_wanted), 0.166 on lone 256 x 128 CTAs,
+ * 0.123-0.127 on clusters; 4096 x 4096 x 4000 0.182-0.190 lone, 0.182-0.186
+ * clusters. Operands the plan packs are left out (not measured: 3999^3
+ * keeps lone CTAs). fp8 keeps its threshold (not measured). */
+#define MISALIGNED_CLUSTER 1
+static int rows_off_lines(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int esize)
+{
+    if (!tma_ok(base, ld, stride, batch, 1, esize))
+        return 0; /* packed into the workspace (not measured) */
+    return base % TMA_ROW_BYTES != 0 || (ld * esize) % TMA_ROW_BYTES != 0 ||
+           (batch > 1 && (stride * esize) % TMA_ROW_BYTES != 0);
+}
+
+static int lines_straddled(const struct mgpu_gemm_problem *p)
+{
+    return rows_off_lines(p->a, p->lda, p->stride_a, p->batch, mgpu_dtype_size(p->a_dtype)) ||
+           rows_off_lines(p->b, p->ldb, p->stride_b, p->batch, mgpu_dtype_size(p->b_dtype));
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -617,8 +647,9 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (!large || few_tiles_shape(p, caps, large, f))
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
-    if (CLUSTER_BY_DEFAULT && mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER &&
-        (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
+    const int many_tiles = mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER ||
+                           (MISALIGNED_CLUSTER && !fp8 && lines_straddled(p));
+    if (CLUSTER_BY_DEFAULT && many_tiles && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
     else if (large->gemm.tile_n == HALF_ROWS_TILE_N && half_rows_wanted(p, caps, large->gemm.tile_m, 7, 8)) {
         f->want = MGPU_GEMM_SMALL_M;
@@ -1123,13 +1154,13 @@ void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_g
  * The registry lookup and the shape class are most of a call's host time
  * (a profile against the fake driver: about 70 %). They depend on the
  * problem's sizes, dtypes, layouts, leading dimensions and strides, on the
- * pointers only through their 16-byte alignment, on whether scales, a bias
+ * pointers only through their offset in 128 bytes, on whether scales, a bias
  * or an activation are present, and on the device: the last SELECTION_MEMO
  * of them are kept per thread, keyed on exactly that. A forced variant is
  * never memoized. */
 #define SELECTION_MEMO 8
 struct selection_key {
-    struct mgpu_gemm_problem p; /* pointers reduced to their offset in 16 bytes; alpha, beta NULL */
+    struct mgpu_gemm_problem p; /* A, B: offset in 128 bytes, C in 16; alpha, beta NULL */
     struct mgpu_device_caps caps;
 };
 struct selection_memo {
@@ -1155,8 +1186,8 @@ static void selection_key_of(const struct mgpu_gemm_problem *p, const struct mgp
     k->p.a_dtype = p->a_dtype;
     k->p.b_dtype = p->b_dtype;
     k->p.c_dtype = p->c_dtype;
-    k->p.a = p->a % TMA_ALIGN;
-    k->p.b = p->b % TMA_ALIGN;
+    k->p.a = p->a % TMA_ROW_BYTES; /* lines_straddled */
+    k->p.b = p->b % TMA_ROW_BYTES;
     k->p.c = p->c % TMA_ALIGN;
     k->p.lda = p->lda;
     k->p.ldb = p->ldb;
