@@ -639,29 +639,41 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
     struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0};
-    /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
+    /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early, cluster (merge in
+     * clusters: one pass over 2, 4 or 8 splits) */
     static const struct {
         int b, sk, hq, hkv, d;
-        int splits, in_kernel, early;
+        int splits, in_kernel, early, cluster;
     } rows[] = {
-        {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
-        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
-        {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
-        {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
-        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
-        {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
-        {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
-        {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
-        {64, 1024, 64, 8, 128, 1, 0, 0},    /* no split */
+        {1, 1024, 64, 8, 128, 8, 1, 0, 8},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
+        {1, 8192, 64, 8, 128, 13, 0, 1, 0},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
+        {1, 32768, 64, 8, 128, 8, 1, 0, 8},    /* long cache, d128: half the SMs */
+        {1, 8192, 64, 8, 256, 8, 1, 0, 8},     /* 1 MiB of K and V per split at d256: half the SMs */
+        {1, 32768, 64, 8, 64, 15, 0, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
+        {1, 1024, 32, 32, 128, 4, 1, 0, 4},    /* MHA: one row a tile */
+        {8, 1024, 64, 8, 128, 2, 1, 0, 2},     /* 64 tiles */
+        {1, 131072, 8, 1, 128, 103, 0, 1, 0},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
+        {64, 1024, 64, 8, 128, 1, 0, 0, 0},    /* no split */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
         CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel &&
-                  plan.combine_early == rows[i].early && a->split_counters == 0,
-              "row %zu: splits %d in kernel %d early %d", i, a->num_splits, plan.merge_in_kernel,
-              plan.combine_early);
+                  plan.combine_early == rows[i].early && a->split_counters == 0 &&
+                  plan.cluster == (unsigned)rows[i].cluster,
+              "row %zu: splits %d in kernel %d early %d cluster %u", i, a->num_splits, plan.merge_in_kernel,
+              plan.combine_early, plan.cluster);
+        /* clusters forced off: the counters' merge; forced on: only where valid */
+        struct mgpu_attention_fwd_choice no_cluster = choice;
+        no_cluster.force_cluster = -1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &no_cluster, &plan);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel && plan.cluster == 0,
+              "row %zu clusters off: splits %d in kernel %d cluster %u", i, a->num_splits, plan.merge_in_kernel,
+              plan.cluster);
+        no_cluster.force_cluster = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &no_cluster, &plan);
+        CHECK(plan.cluster == (unsigned)rows[i].cluster, "row %zu clusters forced: %u", i, plan.cluster);
         /* forcing changes the merge, never the split count */
         struct mgpu_attention_fwd_choice forced = choice;
         forced.force_merge = 1;
@@ -671,8 +683,8 @@ static void test_split_merge_plan(void)
               "row %zu forced in kernel: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
         forced.force_merge = -1;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
-        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0, "row %zu forced combine: %d", i,
-              plan.merge_in_kernel);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0 && plan.cluster == 0,
+              "row %zu forced combine: %d", i, plan.merge_in_kernel);
     }
     /* More work tiles than counters: the combine kernel, even forced. */
     mgpu_attention_fwd_desc d = base_desc();
