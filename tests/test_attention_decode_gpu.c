@@ -467,10 +467,9 @@ static int replay_differs(const struct replay_shape *r)
 static void split_replays(mgpu_handle *h, int quick)
 {
     const int reps = quick ? 1 : 3, replays = quick ? 2 : 4;
-    /* GQA 64/8 by the planner (merged in clusters of 8 splits), MQA 8/1
-     * with 40 splits merged in the kernel (8 warps a row, 8 passes), MHA
-     * 32/32 of another tile count (clusters of 2), d256 GQA with 6 splits
-     * (the counters' merge) and with 4 (clusters of 4). */
+    /* GQA 64/8 by the planner (merged in the kernel), MQA 8/1 with 40
+     * splits merged in the kernel (8 warps a row, 8 passes), MHA 32/32 of
+     * another tile count, d256 GQA with 6 splits and with 4. */
     struct replay_shape shapes[] = {
         {.batch = 1, .sk = 1024, .hq = 64, .hkv = 8, .d = 128},
         {.batch = 1, .sk = 20000, .hq = 8, .hkv = 1, .d = 128, .splits = 40, .merge = 1},

@@ -225,7 +225,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -337,7 +337,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -638,42 +638,30 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0};
-    /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early, cluster (merge in
-     * clusters: one pass over 2, 4 or 8 splits) */
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0};
+    /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
-        int splits, in_kernel, early, cluster;
+        int splits, in_kernel, early;
     } rows[] = {
-        {1, 1024, 64, 8, 128, 8, 1, 0, 8},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
-        {1, 8192, 64, 8, 128, 13, 0, 1, 0},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
-        {1, 32768, 64, 8, 128, 8, 1, 0, 8},    /* long cache, d128: half the SMs */
-        {1, 8192, 64, 8, 256, 8, 1, 0, 8},     /* 1 MiB of K and V per split at d256: half the SMs */
-        {1, 32768, 64, 8, 64, 15, 0, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
-        {1, 1024, 32, 32, 128, 4, 1, 0, 4},    /* MHA: one row a tile */
-        {8, 1024, 64, 8, 128, 2, 1, 0, 2},     /* 64 tiles */
-        {1, 131072, 8, 1, 128, 103, 0, 1, 0},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
-        {64, 1024, 64, 8, 128, 1, 0, 0, 0},    /* no split */
+        {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
+        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
+        {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
+        {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
+        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
+        {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
+        {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
+        {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
+        {64, 1024, 64, 8, 128, 1, 0, 0},    /* no split */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
         CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel &&
-                  plan.combine_early == rows[i].early && a->split_counters == 0 &&
-                  plan.cluster == (unsigned)rows[i].cluster,
-              "row %zu: splits %d in kernel %d early %d cluster %u", i, a->num_splits, plan.merge_in_kernel,
-              plan.combine_early, plan.cluster);
-        /* clusters forced off: the counters' merge; forced on: only where valid */
-        struct mgpu_attention_fwd_choice no_cluster = choice;
-        no_cluster.force_cluster = -1;
-        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &no_cluster, &plan);
-        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == rows[i].in_kernel && plan.cluster == 0,
-              "row %zu clusters off: splits %d in kernel %d cluster %u", i, a->num_splits, plan.merge_in_kernel,
-              plan.cluster);
-        no_cluster.force_cluster = 1;
-        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &no_cluster, &plan);
-        CHECK(plan.cluster == (unsigned)rows[i].cluster, "row %zu clusters forced: %u", i, plan.cluster);
+                  plan.combine_early == rows[i].early && a->split_counters == 0,
+              "row %zu: splits %d in kernel %d early %d", i, a->num_splits, plan.merge_in_kernel,
+              plan.combine_early);
         /* forcing changes the merge, never the split count */
         struct mgpu_attention_fwd_choice forced = choice;
         forced.force_merge = 1;
@@ -683,8 +671,8 @@ static void test_split_merge_plan(void)
               "row %zu forced in kernel: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
         forced.force_merge = -1;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
-        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0 && plan.cluster == 0,
-              "row %zu forced combine: %d", i, plan.merge_in_kernel);
+        CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0, "row %zu forced combine: %d", i,
+              plan.merge_in_kernel);
     }
     /* More work tiles than counters: the combine kernel, even forced. */
     mgpu_attention_fwd_desc d = base_desc();
@@ -873,7 +861,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -992,7 +980,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1049,7 +1037,7 @@ static void test_programmatic_plan(void)
         {8, 32768, 64, 8, 64, 128, 0},
         {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;

@@ -18,12 +18,6 @@ __device__ __forceinline__ uint32_t cluster_rank()
     return ptx::get_sreg_cluster_ctarank();
 }
 
-/* CTAs in this CTA's cluster (1: launched without clusters). */
-__device__ __forceinline__ uint32_t cluster_ctas()
-{
-    return ptx::get_sreg_cluster_nctarank();
-}
-
 /* Every thread of every CTA of the cluster arrives and waits. */
 __device__ __forceinline__ void cluster_sync()
 {

@@ -25,7 +25,6 @@
 #include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
-#include "common/cluster.cuh"
 #include "common/numeric.cuh"
 #include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_combine.cuh"
@@ -215,114 +214,6 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
         }
     }
     MGPU_ATTN_FWD_STAMP(a, kTlMerged, thread == 0);
-}
-
-/* The partials of tile row r of a cluster's splits (attn_fwd_merge_cluster):
- * split s's rows in the shared memory of CTA s of the cluster, at the same
- * offsets as this CTA's (O: row r at `o_row`, LSE at `lse_at`). */
-struct ClusterPartials {
-    uint32_t o_row, lse_at;
-    __device__ __forceinline__ float lse(int s) const
-    {
-        uint32_t remote;
-        float x;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(lse_at), "r"(s));
-        asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(remote) : "memory");
-        return x;
-    }
-    __device__ __forceinline__ float4 o4(int s, int col) const
-    {
-        uint32_t remote;
-        float4 x;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(o_row + 4u * col), "r"(s));
-        asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
-                     : "r"(remote)
-                     : "memory");
-        return x;
-    }
-};
-
-/* Rows a cluster's merge takes: one pass of the 8 consumer warps, one warp a
- * row (up to 8 splits a warp). */
-constexpr int kClusterMergeRows = 8;
-
-/* The epilogue of a split launched as one cluster per work tile (cluster
- * size num_splits, CTA rank = split; both consumer warpgroups, 256 threads,
- * call it): the split's normalised O (fp32) and LSE (-infinity without keys)
- * go to this CTA's shared memory (the first V stage: one tile per CTA in
- * split launches, no K / V load pending, and the named barrier first makes
- * sure both consumers are past their last reads of it); a cluster barrier
- * (release / acquire) publishes them; CTA 0 merges the tile's rows from every
- * CTA's shared memory with the combine's arithmetic (merge_row: the same sums
- * in the same order as the combine kernel and attn_fwd_merge_splits, so the
- * same bits) into O and LSE; a second cluster barrier keeps every CTA's
- * shared memory until CTA 0 has read it. No workspace round trip and no
- * counter. The runtime launches so only where the tile's rows hold at most
- * kClusterMergeRows and num_splits is 2, 4 or 8. */
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_merge_cluster(const mgpu_attention_fwd_args &a,
-                                                       typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
-                                                       int consumer, int q_stage, const float (&o)[Cfg::kHeadDim / 2],
-                                                       const float (&lse)[2])
-{
-    constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    constexpr int kRowsPerWarp = 16;
-    static_assert(kThreads == attn_fwd_combine::kThreads, "the consumers merge as one combine CTA");
-    static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
-    static_assert(kClusterMergeRows * (Cfg::kHeadDim + 1) * 4 <= Cfg::kKVTileBytes, "the partials fit a V stage");
-    static_assert(kClusterMergeRows * 32 == kThreads, "one warp a row");
-    constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;
-    const int thread = static_cast<int>(threadIdx.x) - Cfg::kWarpgroupThreads;
-    const int warp = thread / 32, lane = thread % 32;
-    const auto sync = [] { named_barrier_sync(Cfg::kBarrierMerge, kThreads); };
-    __syncwarp();
-    if (lane == 0)
-        mbar_arrive(&smem.q_empty[q_stage]);
-    sync(); /* both consumers are past their key loops: the V stage is free */
-
-    const uint32_t part_o = smem_u32(smem.v[0]);
-    const uint32_t part_lse = part_o + kClusterMergeRows * Cfg::kHeadDim * 4;
-    {
-        const int wg_warp = warp % 4;
-        const int tile_row0 = consumer * Cfg::kRowsPerConsumer + wg_warp * kRowsPerWarp + lane / 4;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int tile_row = tile_row0 + 8 * h;
-            const int query = w.q_row0 + tile_row / w.row_div;
-            if (tile_row >= w.tile_rows || tile_row >= kClusterMergeRows || query >= w.seqlen_q)
-                continue;
-            const uint32_t o_row = part_o + (tile_row * Cfg::kHeadDim + 2 * (lane % 4)) * 4;
-#pragma unroll
-            for (int j = 0; j < Cfg::kHeadDim / 8; ++j)
-                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(o_row + 32u * j), "f"(o[4 * j + 2 * h]),
-                             "f"(o[4 * j + 2 * h + 1])
-                             : "memory");
-            if (lane % 4 == 0)
-                st_shared_u32(part_lse + 4 * tile_row, __float_as_uint(lse[h] == INFINITY ? -INFINITY : lse[h]));
-        }
-    }
-    ptx::barrier_cluster_arrive(ptx::sem_release);
-    ptx::barrier_cluster_wait(ptx::sem_acquire);
-    MGPU_ATTN_FWD_STAMP(a, kTlCounted, thread == 0);
-
-    if (cluster_rank() == 0) {
-        /* The tile's rows that hold queries: a prefix (rows are query-major). */
-        const int rows = min(min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div), kClusterMergeRows);
-        const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +
-                              static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset + w.q_row0;
-        auto &sm = *reinterpret_cast<attn_fwd_combine::MergeSmem *>(smem.k[0]);
-        const int r = warp;
-        const bool live = r < rows;
-        const int rr = live ? r : 0;
-        const int64_t row = first + static_cast<int64_t>(rr % w.row_div) * a.lse_head_stride + rr / w.row_div;
-        const ClusterPartials partials{part_o + rr * Cfg::kHeadDim * 4u, part_lse + 4u * rr};
-        attn_fwd_combine::merge_row<typename Cfg::T, kPasses>(a, row, live, warp, lane, sm, sync, partials);
-        MGPU_ATTN_FWD_STAMP(a, kTlMerged, thread == 0);
-    }
-    /* Every CTA's shared memory stays until CTA 0's reads are done. */
-    ptx::barrier_cluster_arrive(ptx::sem_release);
-    ptx::barrier_cluster_wait(ptx::sem_acquire);
 }
 
 } // namespace sm90

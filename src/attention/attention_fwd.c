@@ -29,7 +29,6 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
              p->seqused_k ? " seqused_k" : "", p->block_table ? " paged" : "", v->name, forced ? " (forced)" : "",
              plan->grid, plan->dynamic ? " (dynamic tiles)" : "", plan->args.pack_gqa, plan->args.num_splits,
              plan->args.num_splits <= 1 ? ""
-             : plan->cluster          ? " merged in clusters"
              : plan->merge_in_kernel  ? " merged in kernel"
              : plan->combine_early    ? " + combine (early)"
                                       : " + combine",
@@ -47,7 +46,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     const struct mgpu_variant *v = &mgpu_variants[variant];
     const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
                                                       env->force_paged_gather, env->force_split_merge,
-                                                      env->attention_pdl, env->force_cluster_merge};
+                                                      env->attention_pdl};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
     int combine = -1;
@@ -78,7 +77,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     params.args = plan.args;
     if (plan.dynamic)
         params.args.tile_counter = mgpu_handle_counter(h, MGPU_COUNTERS_ATTENTION);
-    if (plan.merge_in_kernel && !plan.cluster)
+    if (plan.merge_in_kernel)
         params.args.split_counters = mgpu_handle_counter(h, MGPU_COUNTERS_ATTENTION_SPLITS);
 
     /* Both kernels loaded before the first is queued. */
@@ -89,11 +88,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (s != MGPU_STATUS_SUCCESS)
         return s;
     void *kernel_params[1] = {&params};
-    if (plan.cluster)
-        s = mgpu_launch_clusters(h, d, variant, plan.grid, plan.cluster, plan.programmatic, kernel_params);
-    else
-        s = plan.programmatic ? mgpu_launch_programmatic(h, d, variant, plan.grid, 1, 1, kernel_params)
-                              : mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
+    s = plan.programmatic ? mgpu_launch_programmatic(h, d, variant, plan.grid, 1, 1, kernel_params)
+                          : mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0) {
         /* Programmatic dependent launch where the plan says so: the
          * combine's CTAs are scheduled while the main kernel runs, and wait

@@ -244,9 +244,6 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * 8 x 32768 keys, GQA 64/8, d64, 128 CTAs of 128 key blocks 177.9 -> 184.9
  * us; d256 +0.7 %; decision 028). */
 #define PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID 128
-/* Rows of a work tile that a merge in clusters takes: one warp of the 8
- * consumer warps a row (kClusterMergeRows, hopper/attention_fwd_epilogue.cuh). */
-#define CLUSTER_MERGE_MAX_ROWS 8
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -361,7 +358,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -475,15 +472,6 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         out->merge_in_kernel = choice->force_merge
                                    ? choice->force_merge > 0
                                    : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
-    /* A merge of one pass over 2, 4 or 8 splits runs in clusters: the
-     * splits of a work tile are one cluster (neighbouring CTAs), each keeps
-     * its partial rows in shared memory and CTA 0 reads them there after a
-     * cluster barrier, rather than the partials' round trip through L2 and
-     * the counter's atomic (decision XXX). */
-    const int n_splits = a->num_splits;
-    if (out->merge_in_kernel && choice->force_cluster >= 0 && (n_splits == 2 || n_splits == 4 || n_splits == 8) &&
-        tile_rows <= CLUSTER_MERGE_MAX_ROWS && mgpu_attention_fwd_merge_passes(tile_rows, n_splits) <= 1)
-        out->cluster = (unsigned)n_splits;
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the

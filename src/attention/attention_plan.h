@@ -45,9 +45,6 @@ struct mgpu_attention_plan {
     int programmatic;       /* the main kernel is launched for programmatic dependent launch (inference calls) */
     int merge_in_kernel;    /* split calls: the last split of each work tile merges them in the main kernel
                                (args.split_counters: the handle's MGPU_COUNTERS_ATTENTION_SPLITS), no combine */
-    unsigned cluster;       /* merge_in_kernel calls launched as one cluster of num_splits CTAs per work tile
-                               (2, 4 or 8), whose CTA 0 merges the tile's rows from the CTAs' shared memory
-                               (split_counters 0); 0 otherwise */
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
@@ -58,9 +55,7 @@ struct mgpu_attention_plan {
  * planner's choice, paged calls of the sm_90a 16-bit forward only;
  * MGPU_FORCE_SPLIT_MERGE: 1 merge in the main kernel / -1 combine kernel /
  * 0 planner's choice, split calls only, in the main kernel only with at
- * most MGPU_SPLIT_COUNTERS work tiles; MGPU_FORCE_CLUSTER_MERGE: 1 / -1 / 0
- * planner's choice, whether a merge in the main kernel runs in clusters
- * (only where valid: one pass, 2, 4 or 8 splits); MGPU_ATTENTION_PDL: 1 / -1 / 0
+ * most MGPU_SPLIT_COUNTERS work tiles; MGPU_ATTENTION_PDL: 1 / -1 / 0
  * planner's choice, whether the sm_90a 16-bit main kernel is launched for
  * programmatic dependent launch). */
 struct mgpu_attention_fwd_choice {
@@ -70,7 +65,6 @@ struct mgpu_attention_fwd_choice {
     int force_gather;
     int force_merge;
     int force_programmatic;
-    int force_cluster; /* MGPU_FORCE_CLUSTER_MERGE: 1 where valid / -1 never / 0 the planner's choice */
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows

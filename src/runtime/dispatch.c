@@ -97,7 +97,6 @@ static void read_env(void)
     env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
     env_read.force_paged_gather = env_switch("MGPU_FORCE_PAGED_GATHER");
     env_read.force_split_merge = env_switch("MGPU_FORCE_SPLIT_MERGE");
-    env_read.force_cluster_merge = env_switch("MGPU_FORCE_CLUSTER_MERGE");
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
     env_read.attention_pdl = env_switch("MGPU_ATTENTION_PDL");
     env_read.gemm_pdl = env_switch("MGPU_GEMM_PDL");

@@ -47,16 +47,15 @@ mgpu_status mgpu_encode_tensor_map(const struct mgpu_driver *d, const struct mgp
     return MGPU_STATUS_SUCCESS;
 }
 
-/* cluster_x 0: the variant's cluster shape. */
 static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
-                          unsigned grid_z, void **params, int programmatic, unsigned cluster_x)
+                          unsigned grid_z, void **params, int programmatic)
 {
     const struct mgpu_variant *v = &mgpu_variants[variant];
     CUfunction fn = NULL;
     mgpu_status s = mgpu_kernel_function(h, d, variant, &fn);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
-    const unsigned cluster = cluster_x ? cluster_x : (unsigned)v->cluster;
+    const unsigned cluster = (unsigned)v->cluster;
     CUlaunchAttribute attrs[2];
     unsigned n_attrs = 0;
     memset(attrs, 0, sizeof attrs);
@@ -90,17 +89,11 @@ static mgpu_status launch(mgpu_handle *h, const struct mgpu_driver *d, int varia
 mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x, unsigned grid_y,
                         unsigned grid_z, void **params)
 {
-    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 0, 0);
+    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 0);
 }
 
 mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
                                      unsigned grid_y, unsigned grid_z, void **params)
 {
-    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 1, 0);
-}
-
-mgpu_status mgpu_launch_clusters(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
-                                 unsigned cluster, int programmatic, void **params)
-{
-    return launch(h, d, variant, grid_x, 1, 1, params, programmatic, cluster);
+    return launch(h, d, variant, grid_x, grid_y, grid_z, params, 1);
 }

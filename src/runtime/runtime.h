@@ -111,11 +111,5 @@ mgpu_status mgpu_launch(mgpu_handle *h, const struct mgpu_driver *d, int variant
  * drivers before 12.3 get an ordinary launch. */
 mgpu_status mgpu_launch_programmatic(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
                                      unsigned grid_y, unsigned grid_z, void **params);
-/* A one-dimensional grid in clusters of `cluster` CTAs along x (grid_x a
- * multiple of it) rather than the registry's cluster shape, launched for
- * programmatic dependent launch when `programmatic` is set (as above). For
- * kernels that read their cluster shape at run time. */
-mgpu_status mgpu_launch_clusters(mgpu_handle *h, const struct mgpu_driver *d, int variant, unsigned grid_x,
-                                 unsigned cluster, int programmatic, void **params);
 
 #endif
