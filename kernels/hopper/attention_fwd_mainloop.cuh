@@ -29,7 +29,6 @@
 #include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
-#include "common/grid_dependency.cuh"
 #include "common/numeric.cuh"
 #include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_mask.cuh"
@@ -339,13 +338,8 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
  * producer fits kProducerRegisters) or by one thread; the first active lane
  * issues the loads and arrivals. kWarp: the caller is a whole warp, whose
  * lanes then look up a paged block's boxes (produce_kv_paged); one thread
- * loads contiguous caches only. kLateGridDep: the kernel has not executed
- * griddepcontrol.wait yet (attention_fwd_sm90.cuh); the producer does so
- * before its first global access: at once where working out a tile reads
- * global memory (cu_seqlens, seqused_k) or the scheduler's counter, else
- * once it has its first tile's coordinates and bounds, right before that
- * tile's Q load. */
-template <class Cfg, bool kInference = true, bool kWarp = false, bool kLateGridDep = false>
+ * loads contiguous caches only. */
+template <class Cfg, bool kInference = true, bool kWarp = false>
 __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_params &p,
                                                   typename Cfg::SharedStorage &smem,
                                                   const AttnFwdScheduler<Cfg, kInference> &scheduler)
@@ -363,12 +357,6 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
     };
     int kv_iter = 0; /* key blocks loaded so far, over all tiles: stage and phase */
     int q_iter = 0;  /* tiles loaded so far: q_empty / q_full phase */
-    bool waited = !kLateGridDep;
-    if (kLateGridDep && (p.args.cu_seqlens_q != 0 || p.args.seqused_k != 0 || p.args.tile_counter != 0)) {
-        griddep_wait();
-        waited = true;
-        MGPU_ATTN_FWD_STAMP(p.args, kTlGridDepDone, leader);
-    }
     int t = scheduler.first();
     if (!scheduler.valid(t))
         t = next(t); /* a dynamic scheduler counts every CTA out */
@@ -376,11 +364,6 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w))
             continue;
-        if (kLateGridDep && !waited) {
-            griddep_wait();
-            waited = true;
-            MGPU_ATTN_FWD_STAMP(p.args, kTlGridDepDone, leader);
-        }
         /* A Q buffer is free once both consumers have stored from it the O of
          * the tile it last held (kQStages tiles ago). The tile index goes
          * beside it; q_full's arrival publishes both. */

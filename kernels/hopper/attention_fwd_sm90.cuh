@@ -179,11 +179,6 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         /* The producer's next tile, published with its Q (-1: done). */
         const int q_stage = q_iter % Cfg::kQStages;
         const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
-        /* Inference calls: the producer has waited for the previous grid
-         * before it published the first tile (or no tile); this thread
-         * waits too (returns at once), before its own global accesses. */
-        if (kInference && q_iter == 0)
-            griddep_wait();
         if (t < 0)
             break;
         const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(t));
@@ -261,20 +256,12 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
      * after the previous grid's completion. Without the launch attribute the
      * wait returns at once. */
     griddep_launch_dependents();
+    griddep_wait();
+    MGPU_ATTN_FWD_STAMP(p.args, kTlGridDepDone, threadIdx.x == 0);
+
     /* Calls without the inference features (prefill) run code in which
      * those features are compiled out (uniform over the CTA). */
     const bool inference = attn_fwd_inference(p.args);
-    /* Inference calls with TMA loads wait later: the producer warp first
-     * works out its first tile from the parameters (divisions, mask bounds:
-     * about 2000 cycles of a decode CTA's critical path, H100) and waits
-     * just before its first global access (attn_fwd_producer, kLateGridDep);
-     * each consumer waits once it has its first tile, i.e. after the
-     * producer's wait. A CTA scheduled early (programmatic launch) thereby
-     * does that work while the previous grid still runs. */
-    if (!inference || gather) {
-        griddep_wait();
-        MGPU_ATTN_FWD_STAMP(p.args, kTlGridDepDone, threadIdx.x == 0);
-    }
     /* Broadcast from lane 0: the compiler then treats the warpgroup index
      * (and the consumers' shared-memory addresses derived from it) as
      * warp-uniform, kept in uniform registers rather than the consumers'. */
@@ -285,7 +272,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
             attn_fwd_producer_gather<Cfg>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
         } else if (threadIdx.x < 32) {
             if (inference)
-                attn_fwd_producer<Cfg, true, true, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+                attn_fwd_producer<Cfg, true, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
             else
                 attn_fwd_producer<Cfg, false, true>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
         }
