@@ -469,12 +469,13 @@ static void split_replays(mgpu_handle *h, int quick)
     const int reps = quick ? 1 : 3, replays = quick ? 2 : 4;
     /* GQA 64/8 by the planner (merged in the kernel), MQA 8/1 with 40
      * splits merged in the kernel (8 warps a row, 8 passes), MHA 32/32 of
-     * another tile count, d256 GQA with 6 splits. */
+     * another tile count, d256 GQA with 6 splits and with 4. */
     struct replay_shape shapes[] = {
         {.batch = 1, .sk = 1024, .hq = 64, .hkv = 8, .d = 128},
         {.batch = 1, .sk = 20000, .hq = 8, .hkv = 1, .d = 128, .splits = 40, .merge = 1},
         {.batch = 2, .sk = 3000, .hq = 32, .hkv = 32, .d = 64, .merge = 1},
         {.batch = 3, .sk = 1500, .hq = 16, .hkv = 2, .d = 256, .splits = 6, .merge = 1},
+        {.batch = 2, .sk = 4000, .hq = 16, .hkv = 2, .d = 256, .splits = 4, .merge = 1},
     };
     const int n = (int)(sizeof shapes / sizeof shapes[0]);
     for (int i = 0; i < n; i++) {

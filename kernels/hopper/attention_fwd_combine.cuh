@@ -16,8 +16,9 @@
  *   1. each warp loads all of the row's split LSEs at once (lane l: splits
  *      l, l + 32, ...), finds the row's LSE with shuffle reductions and
  *      leaves its splits' weights exp(LSE_s - LSE) in shared memory;
- *   2. each warp loads the O_s of up to kBatch of its splits at once and adds
- *      them weighted, in split order (a split without keys, LSE_s =
+ *   2. each warp loads the O_s of up to kBatch of its splits at once (the
+ *      first kBatch already beside the LSEs of step 1) and adds them
+ *      weighted, in split order (a split without keys, LSE_s =
  *      -infinity, weighs 0 and its O_s is never added);
  *   3. with W > 1 the warps' sums meet in shared memory and the row's first
  *      warp adds them in warp order.
@@ -91,6 +92,23 @@ __device__ __forceinline__ float load_partial(const float *p)
     return kL2 ? __ldcg(p) : *p;
 }
 
+/* The partials of one row in the handle's workspace (abi/attention_abi.h,
+ * "Split keys"): split s's LSE and four of its O columns from `col`. A row
+ * past the end (live false) reads row 0's. */
+template <bool kL2>
+struct GlobalPartials {
+    const float *lse_s, *o_s;
+    int64_t split_lse, split_o;
+    __device__ __forceinline__ GlobalPartials(const mgpu_attention_fwd_args &a, int64_t row, bool live)
+        : lse_s(reinterpret_cast<const float *>(a.lse_partial) + (live ? row : 0)),
+          o_s(reinterpret_cast<const float *>(a.o_partial) + (live ? row : 0) * a.head_dim),
+          split_lse(a.partial_rows), split_o(a.partial_rows * a.head_dim)
+    {
+    }
+    __device__ __forceinline__ float lse(int s) const { return load_partial<kL2>(lse_s + s * split_lse); }
+    __device__ __forceinline__ float4 o4(int s, int col) const { return load_partial4<kL2>(o_s + s * split_o + col); }
+};
+
 /* Merges the splits of one row (its LSE index `row`; live false: a row past
  * the end, whose loads read row 0 and which stores nothing) into O and LSE.
  * Called by all 8 warps of the merge together, each with its own row: the
@@ -100,9 +118,9 @@ __device__ __forceinline__ float load_partial(const float *p)
  * head dim (1 up to 128, else 2). The order of every sum is fixed by
  * num_splits alone: the combine kernel and the main kernel's merge give the
  * same bits. */
-template <typename T, int kPasses, bool kL2, class Sync>
+template <typename T, int kPasses, class Partials, class Sync>
 __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int64_t row, bool live, int warp, int lane,
-                                          MergeSmem &sm, Sync sync)
+                                          MergeSmem &sm, Sync sync, const Partials &partials)
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
     constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
@@ -112,16 +130,34 @@ __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int6
     const int splits = a.num_splits;
     const int warps_per_row = mgpu_attention_fwd_combine_warps(splits);
     const int w = warp % warps_per_row;
-    const int64_t split_lse = a.partial_rows, split_o = a.partial_rows * a.head_dim;
-    const float *lse_s = reinterpret_cast<const float *>(a.lse_partial) + (live ? row : 0);
-    const float *o_s = reinterpret_cast<const float *>(a.o_partial) + (live ? row : 0) * a.head_dim;
+    const int per = (splits + warps_per_row - 1) / warps_per_row;
+    const int s_begin = w * per, s_end = s_begin + per < splits ? s_begin + per : splits;
+    int col[kPasses];
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p)
+        col[p] = 4 * lane + p * kColsPerPass < a.head_dim ? 4 * lane + p * kColsPerPass : 0;
+    /* Loads past the warp's splits or the head dim read a valid place (its
+     * last split, column 0) and weigh 0: no predicate splits the batch. The
+     * first batch is loaded before the LSEs are reduced (its loads do not
+     * depend on them): one latency of memory for both. */
+    float4 v[kBatch][kPasses];
+    auto load_batch = [&](int s0) {
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const int s = s0 + b < s_end ? s0 + b : s_end - 1;
+#pragma unroll
+            for (int p = 0; p < kPasses; ++p)
+                v[b][p] = partials.o4(s, col[p]);
+        }
+    };
+    load_batch(s_begin);
 
     /* 1. The row's LSE over all splits, and this warp's weights. */
     float l[kLseLoads];
 #pragma unroll
     for (int j = 0; j < kLseLoads; ++j) {
         const int s = lane + 32 * j;
-        l[j] = live && s < splits ? load_partial<kL2>(lse_s + s * split_lse) : -INFINITY;
+        l[j] = live && s < splits ? partials.lse(s) : -INFINITY;
     }
     float mx = -INFINITY;
 #pragma unroll
@@ -145,28 +181,14 @@ __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int6
     __syncwarp();
 
     /* 2. This warp's splits, kBatch at a time. */
-    const int per = (splits + warps_per_row - 1) / warps_per_row;
-    const int s_begin = w * per, s_end = s_begin + per < splits ? s_begin + per : splits;
     float4 acc[kPasses];
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)
         acc[p] = make_float4(0.f, 0.f, 0.f, 0.f);
-    /* Loads past the warp's splits or the head dim read a valid place (its
-     * last split, column 0) and weigh 0: no predicate splits the batch. */
     if (live && !empty) {
-        int col[kPasses];
-#pragma unroll
-        for (int p = 0; p < kPasses; ++p)
-            col[p] = 4 * lane + p * kColsPerPass < a.head_dim ? 4 * lane + p * kColsPerPass : 0;
         for (int s0 = s_begin; s0 < s_end; s0 += kBatch) {
-            float4 v[kBatch][kPasses];
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                const int s = s0 + b < s_end ? s0 + b : s_end - 1;
-#pragma unroll
-                for (int p = 0; p < kPasses; ++p)
-                    v[b][p] = load_partial4<kL2>(o_s + s * split_o + col[p]);
-            }
+            if (s0 != s_begin)
+                load_batch(s0);
 #pragma unroll
             for (int b = 0; b < kBatch; ++b) {
                 const float wgt = s0 + b < s_end ? sm.weight[warp][s0 + b] : 0.f;
@@ -228,7 +250,8 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a, M
     const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
     const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
     const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / warps_per_row) + warp / warps_per_row;
-    merge_row<T, kPasses, false>(a, row, row < a.partial_rows, warp, lane, sm, [] { __syncthreads(); });
+    const bool live = row < a.partial_rows;
+    merge_row<T, kPasses>(a, row, live, warp, lane, sm, [] { __syncthreads(); }, GlobalPartials<false>(a, row, live));
 }
 
 template <typename T>

@@ -29,6 +29,7 @@
 #include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_combine.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/attention_fwd_timeline.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -183,7 +184,9 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
         if (last)
             asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(counter), "r"(0) : "memory");
     }
-    if (!named_barrier_sync_or(Cfg::kBarrierMerge, kThreads, last))
+    const bool merge = named_barrier_sync_or(Cfg::kBarrierMerge, kThreads, last);
+    MGPU_ATTN_FWD_STAMP(a, kTlCounted, thread == 0);
+    if (!merge)
         return;
 
     /* The tile's rows that hold queries: a prefix (rows are query-major). */
@@ -199,7 +202,8 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
         const bool live = r < rows;
         const int rr = live ? r : 0;
         const int64_t row = first + static_cast<int64_t>(rr % w.row_div) * a.lse_head_stride + rr / w.row_div;
-        attn_fwd_combine::merge_row<typename Cfg::T, kPasses, true>(a, row, live, warp, lane, sm, sync);
+        attn_fwd_combine::merge_row<typename Cfg::T, kPasses>(a, row, live, warp, lane, sm, sync,
+                                                              attn_fwd_combine::GlobalPartials<true>(a, row, live));
         /* Before the next pass writes them again: the row's first warps have
          * read the others' sums, every lane its warp's weights. */
         if (r0 + rows_per_pass < rows) {
@@ -209,6 +213,7 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
                 __syncwarp();
         }
     }
+    MGPU_ATTN_FWD_STAMP(a, kTlMerged, thread == 0);
 }
 
 } // namespace sm90

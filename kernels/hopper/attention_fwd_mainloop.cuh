@@ -34,6 +34,7 @@
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
+#include "hopper/attention_fwd_timeline.cuh"
 #include "hopper/wgmma.cuh"
 
 namespace mgpu {
@@ -380,6 +381,7 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
                                                   w.q_offset + w.q_row0, w.head_q, w.tma_batch);
             }
         }
+        MGPU_ATTN_FWD_STAMP(p.args, kTlQIssued, leader && q_iter == 0);
         ++q_iter;
         if constexpr (kWarp) {
             kv_iter = kInference && p.args.block_table ? produce_kv_paged<Cfg>(p, smem, w, kv_iter, leader)
@@ -389,6 +391,7 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
              * runtime refuses paged ones there. */
             kv_iter = produce_kv<Cfg>(p, smem, w, kv_iter, leader);
         }
+        MGPU_ATTN_FWD_STAMP(p.args, kTlKvIssued, leader && q_iter == 1);
     }
     /* No more tiles: the next Q buffer carries -1 (no data, a plain arrival). */
     const int q_stage = q_iter % Cfg::kQStages;
@@ -680,11 +683,13 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
         return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
     };
     auto scores_to_probs = [&](int n) {
+        MGPU_ATTN_FWD_STAMP(a, kTlKFull, threadIdx.x == Cfg::kWarpgroupThreads && n == w.n_block_end - 1);
         if (a.softcap > 0.f)
             apply_softcap(s, __fdividef(a.softmax_scale, a.softcap), __fdividef(a.softcap, a.softmax_scale));
         if (needs_mask(n))
             apply_mask<Cfg::kBlockN>(s, w.mask, w.q_row0, row_base, w.row_div, n * Cfg::kBlockN, thread);
         softmax.update(s, a.scale_log2, correction);
+        MGPU_ATTN_FWD_STAMP(a, kTlScores, threadIdx.x == Cfg::kWarpgroupThreads && n == w.n_block_end - 1);
     };
 
     const uint32_t q_rows = smem_u32(smem.q[q_stage]) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;

@@ -73,6 +73,7 @@
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
 #include "hopper/attention_fwd_tile_size.cuh"
+#include "hopper/attention_fwd_timeline.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 
@@ -189,8 +190,10 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
         softmax.init();
 
+        MGPU_ATTN_FWD_STAMP(a, kTlQFull, threadIdx.x == Cfg::kWarpgroupThreads);
         if (count > 0)
             attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+        MGPU_ATTN_FWD_STAMP(a, kTlKeyLoopDone, threadIdx.x == Cfg::kWarpgroupThreads);
 
         float o_scale[2], lse[2];
         softmax.finalize(o_scale, lse);
@@ -202,6 +205,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
         if (kInference && a.num_splits > 1) {
             attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
+            MGPU_ATTN_FWD_STAMP(a, kTlPartialDone, threadIdx.x == Cfg::kWarpgroupThreads);
             if (a.split_counters != 0)
                 attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
         } else
@@ -222,6 +226,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     /* Paged K/V gathered by the producer warpgroup's cp.async copies: 128
      * arrivals complete a K / V stage instead of one arrival and its bytes
      * (one tile per CTA: abi/attention_abi.h). */
+    MGPU_ATTN_FWD_STAMP(p.args, kTlEntry, threadIdx.x == 0);
     const bool gather = Cfg::kPagedGather && attn_fwd_inference(p.args) && p.args.block_table && p.args.paged_gather &&
                         !p.args.tile_counter;
     if (threadIdx.x == 0) {
@@ -241,6 +246,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         mbar_fence_init();
     }
     __syncthreads();
+    MGPU_ATTN_FWD_STAMP(p.args, kTlBarriersSet, threadIdx.x == 0);
     /* The stream's next grid (a split call's combine, or the next call's
      * main kernel, launched for programmatic dependent launch) may be
      * scheduled once every CTA is here; it waits for this grid's completion
@@ -251,6 +257,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
      * wait returns at once. */
     griddep_launch_dependents();
     griddep_wait();
+    MGPU_ATTN_FWD_STAMP(p.args, kTlGridDepDone, threadIdx.x == 0);
 
     /* Calls without the inference features (prefill) run code in which
      * those features are compiled out (uniform over the CTA). */
