@@ -207,6 +207,12 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {384, 8192, 4096, 1, 128, 1, 1, 3},   /* 256-row tiles would pad 128 rows: 192 of 128 x 128 */
         {256, 8192, 4096, 1, 128, 1, 1, 2},   /* 128 tiles of 128 x 128: one wave, taken */
         {512, 4096, 4096, 1, 128, 1, 1, 4},
+        /* ... and (FEW_TILES_OFF_LINES_LARGE) where A or B rows start off 128-byte lines, any k:
+         * lone CTAs of 256 x 128 */
+        {2000, 2000, 2000, 1, 256, 1, 1, 8},  /* 4000-byte rows: 128 large tiles against 256 of 128 x 128 */
+        {2000, 2000, 2048, 1, 128, 1, 1, 11}, /* rows on lines: 256 of 128 x 128, as 2048^3 */
+        {1300, 1300, 1000, 1, 128, 1, 1, 11}, /* 121 tiles of 128 x 128 make one wave: taken */
+        {384, 8192, 1000, 1, 128, 1, 1, 3},   /* 256-row tiles would pad 128 rows */
         {4096, 128, 8192, 1, 64, 1, 2, 16},   /* skinny n, long k: 64 tiles, two slices */
         {300, 200, 20000, 1, 64, 1, 13, 5},   /* 10 tiles: 132 / 10 slices */
         {2048, 2048, 2048, 2, 256, 1, 1, 8},  /* two entries: 256 large tiles, more than one wave */
@@ -265,6 +271,26 @@ static void check_plans(const struct mgpu_device_caps *caps)
         CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &pn, &s) == 0 &&
                   mgpu_variants[pn.variant].gemm.tile_n == 128 && mgpu_variants[pn.variant].gemm.tile_m == 64,
               "NN 64x4096x4096: the 64 x 128 row (no 64 x 64 row for NN), got %s", mgpu_variants[pn.variant].name);
+    }
+    /* few tiles with both operands packed: packed rows off 128-byte lines (1500 -> 1504
+     * elements, 3008 bytes) take lone 256 x 128 CTAs; packed rows on lines (2044 -> 2048
+     * elements, 4096 bytes) keep 128 x 128 tiles */
+    {
+        const struct { int64_t mnk; int tile_m; } packed[] = {{1500, 256}, {2044, 128}};
+        for (unsigned i = 0; i < sizeof packed / sizeof packed[0]; i++) {
+            const int64_t d = packed[i].mnk;
+            struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+            p.m = d, p.n = d, p.k = d, p.lda = d, p.ldb = d, p.ldc = d;
+            struct mgpu_gemm_plan pp = {0};
+            mgpu_status s = MGPU_STATUS_SUCCESS;
+            CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &pp, &s) == 0, "%lld^3 packed: %s", (long long)d,
+                  mgpu_status_string(s));
+            const struct mgpu_variant *v = &mgpu_variants[pp.variant];
+            CHECK(v->gemm.tile_m == packed[i].tile_m && v->gemm.cluster_m * v->gemm.cluster_n == 1 &&
+                      pp.splits == 1 && pp.pack_a && pp.pack_b,
+                  "%lld^3: got %s, split-k %d, packs %d %d (want tile_m %d, lone)", (long long)d, v->name,
+                  pp.splits, pp.pack_a, pp.pack_b, packed[i].tile_m);
+        }
     }
     /* the grid follows the device's SM count, never a constant */
     struct mgpu_device_caps fewer = *caps;

@@ -20,8 +20,12 @@
  *                            busiest CTA no more rows, half_rows_wanted);
  *   16-bit, at most one wave of LARGE tiles ("few tiles", few_tiles_shape)
  *                         -> MGPU_GEMM_TINY_M when its 64-row tiles make at
- *                            most one wave, else MGPU_GEMM_SMALL_M; split-K
- *                            only with k >= 4096;
+ *                            most one wave, else MGPU_GEMM_SMALL_M (one batch
+ *                            entry whose A or B rows as read start off
+ *                            128-byte lines: lone MGPU_GEMM_LARGE CTAs where
+ *                            the 128-row tiles take more than a wave and the
+ *                            large ones pad no more rows); split-K only with
+ *                            k >= 4096;
  *   otherwise ("large")   -> MGPU_GEMM_LARGE; with CLUSTER_BY_DEFAULT,
  *                            MGPU_GEMM_LARGE_CLUSTER (2-CTA clusters along N)
  *                            when one batch entry has >= 1024 of the LARGE
@@ -526,8 +530,22 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * us in one wave of 80 large tiles against 99.3-99.5 in 160 of 128 x 128,
  * 512 x 6144 x 4096 43.4-43.5 against 47.1, 256 x 14336 x 4096 52.6-52.7
  * against 55.9; but 384 x 8192 x 4096, whose second tile row of 256 is half
- * padding, 60.1-60.6 against 48.9 (decision 013, amended). */
+ * padding, 60.1-60.6 against 48.9 (decision 013, amended).
+ * One batch entry whose A or B rows, as the kernel reads them (as they are,
+ * or packed: PACK_BYTES-aligned rows), start off 128-byte lines keeps the
+ * large tiles there whatever K (FEW_TILES_OFF_LINES_LARGE, lone CTAs; see
+ * rows_read_off_lines). Measured on H100 (2026-11-27, bf16 TN, single
+ * launches, same process as cuBLAS, medians of 21, two alternations; ms):
+ * 2000^3 (4000-byte rows) 0.036-0.039 on 128 lone 256 x 128 CTAs against
+ * 0.051-0.053 on 256 of 128 x 128 (cuBLAS 0.038; 2-CTA clusters
+ * 0.040-0.042, ping-pong 0.046-0.051); 1500^3 (both packed to 3008-byte
+ * rows) 0.049-0.051 on 72 lone 256 x 128 CTAs against 0.055-0.061 (cuBLAS
+ * 0.074; clusters 0.054-0.059); 2048^3, rows on lines, keeps 128 x 128
+ * (0.038-0.040 against 0.040-0.041 on 256 x 128)
+ * (docs/decisions/032-gemm-medium-odd-shapes.md). */
 #define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
+#define FEW_TILES_OFF_LINES_LARGE 1
+static int rows_read_off_lines(const struct mgpu_gemm_problem *p);
 static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                            const struct mgpu_variant *large, struct gemm_fit *f)
 {
@@ -538,11 +556,15 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
     /* bounded by validation: m, n <= 2^31, batch * m * n <= 2^56 */
     if (mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n * p->batch > sms)
         return 0;
-    const int want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
-    if (want == MGPU_GEMM_SMALL_M && mgpu_cdiv(p->k, large->gemm.tile_k) >= FEW_TILES_SPLIT_MIN_KTILES &&
-        mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n * p->batch > sms &&
-        mgpu_cdiv(p->m, large->gemm.tile_m) * large->gemm.tile_m <= mgpu_cdiv(p->m, SMALL_TILE_ROWS) * SMALL_TILE_ROWS)
+    int want = mgpu_cdiv(p->m, TINY_TILE_ROWS) * tiles_n * p->batch <= sms ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
+    /* the 128-row tiles take more than one wave, and the large ones pad no more rows */
+    const int large_as_good = want == MGPU_GEMM_SMALL_M && mgpu_cdiv(p->m, SMALL_TILE_ROWS) * tiles_n * p->batch > sms &&
+                              mgpu_cdiv(p->m, large->gemm.tile_m) * large->gemm.tile_m <=
+                                  mgpu_cdiv(p->m, SMALL_TILE_ROWS) * SMALL_TILE_ROWS;
+    if (large_as_good && mgpu_cdiv(p->k, large->gemm.tile_k) >= FEW_TILES_SPLIT_MIN_KTILES)
         return 0;
+    if (FEW_TILES_OFF_LINES_LARGE && large_as_good && p->batch == 1 && rows_read_off_lines(p))
+        want = MGPU_GEMM_LARGE; /* lone CTAs: wanted_shape returns before the cluster rule */
     f->few_tiles = 1;
     f->want = want;
     return 1;
@@ -613,6 +635,26 @@ static int lines_straddled(const struct mgpu_gemm_problem *p)
 {
     return rows_off_lines(p->a, p->lda, p->stride_a, p->batch, mgpu_dtype_size(p->a_dtype)) ||
            rows_off_lines(p->b, p->ldb, p->stride_b, p->batch, mgpu_dtype_size(p->b_dtype));
+}
+
+/* Whether the rows of an operand, as the kernel reads them, start off
+ * 128-byte lines: as it is (rows_off_lines), or, where it is packed first
+ * (describe_operand), rows of `row_elems` rounded up to PACK_BYTES. */
+static int read_off_lines(uintptr_t base, int64_t row_elems, int64_t ld, int64_t stride, int64_t batch, int esize)
+{
+    if (tma_ok(base, ld, stride, batch, 1, esize))
+        return rows_off_lines(base, ld, stride, batch, esize);
+    int64_t packed_ld;
+    return !mgpu_round_up_ok(row_elems, PACK_BYTES / esize, &packed_ld) || (packed_ld * esize) % TMA_ROW_BYTES != 0;
+}
+
+/* A: rows of k elements when transposed (K-major), else m; B: k when not, else n. */
+static int rows_read_off_lines(const struct mgpu_gemm_problem *p)
+{
+    return read_off_lines(p->a, p->transa == MGPU_OP_T ? p->k : p->m, p->lda, p->stride_a, p->batch,
+                          mgpu_dtype_size(p->a_dtype)) ||
+           read_off_lines(p->b, p->transb == MGPU_OP_N ? p->k : p->n, p->ldb, p->stride_b, p->batch,
+                          mgpu_dtype_size(p->b_dtype));
 }
 
 /* The persistent shape class the heuristic wants for p. */
@@ -1304,7 +1346,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                            v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER;
             plan->shape_class = plan->forced       ? "forced"
                                 : plan->splits > 1  ? (small_m ? "small m, split-K" : "few tiles, split-K")
-                                : fit.few_tiles     ? "few tiles, smaller tile"
+                                : fit.few_tiles     ? (fit.want == MGPU_GEMM_LARGE ? "few tiles, large tile"
+                                                                                   : "few tiles, smaller tile")
                                 : small_m           ? (fit.half_rows ? "small m, 128-row tiles" : "small m")
                                 : fit.half_rows     ? "large, 128-row tiles"
                                 : pp                ? "large, ping-pong"
