@@ -211,6 +211,214 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     }
 }
 
+/*
+ * Consumer warpgroup `consumer` of prefill calls (no inference feature) at
+ * head dims whose key block has the query tile's 128 rows: the tiles' key
+ * loops run back to back, each tile's last O += P V issued in the same turn
+ * as the next tile's first S = Q K^T (as inside a tile), so a tile boundary
+ * costs no half-empty turns. Per tile of count key blocks:
+ *
+ *   block 0:   turn{ S = Q K[0]^T ; O' += P' V'[last] }   (O', P': the previous tile's)
+ *              wait for S; softmax(S) -> P; wait for O'; P packed; O' leaves (epilogue)
+ *   block i:   as attn_fwd_key_loop (O += P V[i-1] issued beside S = Q K[i]^T)
+ *   last block: the softmax is finalized at once: the LSE is written, and
+ *              the normalisation 1 / sum goes into O's last rescale and into
+ *              the last P (before its 16-bit rounding), so that the pending
+ *              O += P V completes O with nothing left to scale
+ *
+ * and after the CTA's last tile (or before a tile without keys) a turn of the
+ * last O += P V alone. O leaves from registers (attn_fwd_epilogue_direct), so
+ * each Q buffer is released as soon as the tile's last S = Q K^T has
+ * completed, and the producer's next Q load waits for no epilogue. What stays
+ * live between tiles is the pending tile's index and its last key block.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_fwd_consumer_prefill(const mgpu_attention_fwd_args &a,
+                                                          typename Cfg::SharedStorage &smem,
+                                                          const AttnFwdScheduler<Cfg, false> &scheduler, int consumer)
+{
+    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    const int lane = thread % 32;
+    const int my_turn = Cfg::kBarrierTurnFirst + consumer;
+    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
+    const int row_base = consumer * Cfg::kRowsPerConsumer;
+    auto release = [&](uint64_t *bar) {
+        if (lane == 0)
+            mbar_arrive(bar);
+    };
+    auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
+    auto v_tile = [&](int g) { return smem_u32(smem.v[stage_of<Cfg>(g)]); };
+    /* The turn alternates 0, 1, 0, 1, ... (both consumers take the same
+     * turns); consumer 0 goes first. */
+    if (consumer == 1)
+        named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+
+    float o[Cfg::kHeadDim / 2];
+    float s[Cfg::kBlockN / 2];
+    uint32_t pr[Cfg::kBlockN / 4];
+    float correction[2];
+    OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
+    /* The tile whose last P V is still to issue (-1: none) and that key
+     * block's global iteration; that P V accumulates unless the tile has
+     * one key block (then it overwrites O). */
+    int pend_tile = -1, pend_gv = 0;
+    bool pend_acc = false;
+    /* O of the pending tile, complete and normalised, leaves. */
+    auto finish_pending = [&] {
+        int tile = pend_tile;
+        asm volatile("" : "+r"(tile)); /* re-derived here, not kept live */
+        const AttnFwdWork we = attn_fwd_work<Cfg, false>(a, scheduler.decode(tile));
+        attn_fwd_epilogue_direct<Cfg>(a, we, consumer, o);
+    };
+    /* The pending tile's last P V in a turn of its own. */
+    auto flush_pending = [&] {
+        const int gv = pend_gv;
+        mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+        named_barrier_sync(my_turn, kTurnThreads);
+        issue_pv<Cfg>(o, pr, v_tile(gv), pend_acc);
+        named_barrier_arrive(other_turn, kTurnThreads);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(o);
+        release(&smem.v_empty[stage_of<Cfg>(gv)]);
+        finish_pending();
+        pend_tile = -1;
+    };
+
+    int kv_iter = 0, q_iter = 0;
+    for (;;) {
+        const int q_stage = q_iter % Cfg::kQStages;
+        const int t = attn_fwd_next_tile<Cfg>(smem, q_stage, q_iter);
+        if (t < 0) {
+            if (pend_tile >= 0)
+                flush_pending();
+            break;
+        }
+        const AttnFwdWork w = attn_fwd_work<Cfg, false>(a, scheduler.decode(t));
+        const int count = w.n_block_end - w.n_block_begin;
+        if (count == 0) {
+            /* No key for any row (seqlen_q > seqlen_k): O = 0, LSE = +inf;
+             * its Q is never read. */
+            if (pend_tile >= 0)
+                flush_pending();
+            release(&smem.q_empty[q_stage]);
+#pragma unroll
+            for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+                o[i] = 0.f;
+            const float none[2] = {INFINITY, INFINITY};
+            attn_fwd_write_lse<Cfg>(a, w, consumer, none);
+            attn_fwd_epilogue_direct<Cfg>(a, w, consumer, o);
+            ++q_iter;
+            continue;
+        }
+
+        /* Blocks that need masking: some row of this warpgroup loses a key. */
+        const int row_lo = w.q_row0 + row_base;
+        const int row_hi = w.q_row0 + row_base + Cfg::kRowsPerConsumer - 1;
+        auto needs_mask = [&](int n) {
+            const int k0 = n * Cfg::kBlockN, k1 = k0 + Cfg::kBlockN;
+            return k1 > w.mask.key_end(row_lo) || k0 < w.mask.key_begin(row_hi);
+        };
+        auto scores_to_probs = [&](int n) {
+            if (a.softcap > 0.f)
+                apply_softcap(s, __fdividef(a.softmax_scale, a.softcap), __fdividef(a.softcap, a.softmax_scale));
+            if (needs_mask(n))
+                apply_mask<Cfg::kBlockN>(s, w.mask, w.q_row0, row_base, 1, n * Cfg::kBlockN, thread);
+            softmax.update(s, a.scale_log2, correction);
+        };
+        /* After the tile's last softmax: P scaled by 1 / sum (0 for a row
+         * without keys) as it is packed, the LSE written. */
+        float o_scale[2], lse[2];
+        auto convert_last = [&] {
+#pragma unroll
+            for (int i = 0; i < Cfg::kBlockN / 4; ++i)
+                pr[i] = pack2<typename Cfg::T>(s[2 * i] * o_scale[i % 2], s[2 * i + 1] * o_scale[i % 2]);
+            attn_fwd_write_lse<Cfg>(a, w, consumer, lse);
+        };
+        const uint32_t q_rows = smem_u32(smem.q[q_stage]) + row_base * Cfg::kSwizzleBytes;
+        const int n_end = w.n_block_end;
+        softmax.init();
+
+        /* Block 0, with the previous tile's last P V in the same turn. Two
+         * copies, each up to its last wait, so that no register of O moves
+         * while a wgmma is in flight. */
+        {
+            const int g = kv_iter;
+            const bool pending = pend_tile >= 0;
+            mbar_wait(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
+            named_barrier_sync(my_turn, kTurnThreads);
+            issue_qk<Cfg>(s, q_rows, k_tile(g));
+            if (pending) {
+                const int gv = pend_gv;
+                mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+                issue_pv<Cfg>(o, pr, v_tile(gv), pend_acc);
+                named_barrier_arrive(other_turn, kTurnThreads);
+                wgmma_wait_group<1>();
+                wgmma_fence_operands(s);
+                release(&smem.k_empty[stage_of<Cfg>(g)]);
+                if (count == 1)
+                    release(&smem.q_empty[q_stage]);
+                scores_to_probs(n_end - 1);
+                wgmma_wait_group<0>();
+                wgmma_fence_operands(o);
+                release(&smem.v_empty[stage_of<Cfg>(gv)]);
+            } else {
+                named_barrier_arrive(other_turn, kTurnThreads);
+                wgmma_wait_group<0>();
+                wgmma_fence_operands(s);
+                release(&smem.k_empty[stage_of<Cfg>(g)]);
+                if (count == 1)
+                    release(&smem.q_empty[q_stage]);
+                scores_to_probs(n_end - 1);
+            }
+            if (count == 1) {
+                softmax.finalize(o_scale, lse);
+                convert_last();
+            } else {
+                convert_p<Cfg>(pr, s);
+            }
+            if (pending)
+                finish_pending(); /* after the conversion: S is dead */
+        }
+        /* Blocks 1 .. count - 1: S of block i beside P V of block i - 1
+         * (the first of which overwrites O). */
+        for (int i = 1; i < count; ++i) {
+            const int gk = kv_iter + i, gv = gk - 1;
+            const bool last = i == count - 1;
+            mbar_wait(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
+            named_barrier_sync(my_turn, kTurnThreads);
+            issue_qk<Cfg>(s, q_rows, k_tile(gk));
+            mbar_wait(&smem.v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
+            issue_pv<Cfg>(o, pr, v_tile(gv), i > 1);
+            named_barrier_arrive(other_turn, kTurnThreads);
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(s);
+            release(&smem.k_empty[stage_of<Cfg>(gk)]);
+            if (last)
+                release(&smem.q_empty[q_stage]);
+            scores_to_probs(n_end - 1 - i);
+            if (last) {
+                softmax.finalize(o_scale, lse);
+                correction[0] *= o_scale[0];
+                correction[1] *= o_scale[1];
+            }
+            wgmma_wait_group<0>();
+            wgmma_fence_operands(o);
+            release(&smem.v_empty[stage_of<Cfg>(gv)]);
+            scale_rows(o, correction);
+            if (last)
+                convert_last();
+            else
+                convert_p<Cfg>(pr, s);
+        }
+        pend_tile = t;
+        pend_gv = kv_iter + count - 1;
+        pend_acc = count > 1;
+        kv_iter += count;
+        ++q_iter;
+    }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p)
 {
@@ -271,10 +479,14 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
-        if (inference)
+        if (!inference) {
+            if constexpr (Cfg::kBlockN == Cfg::kBlockM)
+                attn_fwd_consumer_prefill<Cfg>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
+            else
+                attn_fwd_consumer<Cfg, false>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
+        } else {
             attn_fwd_consumer<Cfg, true>(p.args, smem, AttnFwdScheduler<Cfg, true>(p.args), warpgroup - 1);
-        else
-            attn_fwd_consumer<Cfg, false>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
+        }
     }
 }
 
