@@ -111,63 +111,6 @@ __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args 
     }
 }
 
-/* The epilogue of the prefill consumers (attn_fwd_consumer_prefill): O
- * (normalised, accumulator layout) rounded to 16 bits and stored from
- * registers, the four threads of a quad writing 16 contiguous bytes of a row
- * per column group, rows past seqlen_q skipped. No shared memory: the tile's
- * Q buffer is released once its last Q K^T has completed, and the consumer
- * goes on with its next tile without a barrier. Tiles of one query head,
- * unpacked (row_div 1); the LSE goes separately (attn_fwd_write_lse). */
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_epilogue_direct(const mgpu_attention_fwd_args &a, const AttnFwdWork &w,
-                                                         int consumer, const float (&o)[Cfg::kHeadDim / 2])
-{
-    constexpr int kRowsPerWarp = 16;
-    constexpr int kQuadRowHalf = 8;
-    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int warp = thread / 32, lane = thread % 32;
-    const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
-    const int64_t batch_term = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.o_batch_stride;
-    uint8_t *o_base = reinterpret_cast<uint8_t *>(a.o) +
-                      (batch_term + static_cast<int64_t>(w.q_offset) * a.o_seq_stride +
-                       static_cast<int64_t>(w.head_q) * a.o_head_stride + 2 * (lane % 4)) *
-                          Cfg::kElementBytes;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int query = w.q_row0 + tile_row0 + kQuadRowHalf * h;
-        if (query < w.seqlen_q) {
-            uint8_t *row = o_base + static_cast<int64_t>(query) * a.o_seq_stride * Cfg::kElementBytes;
-#pragma unroll
-            for (int j = 0; j < Cfg::kHeadDim / 8; ++j)
-                *reinterpret_cast<uint32_t *>(row + 8 * j * Cfg::kElementBytes) =
-                    pack2<typename Cfg::T>(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
-        }
-    }
-}
-
-/* The LSE of a prefill tile's rows (attn_fwd_consumer_prefill), from the
- * first thread of each quad, as attn_fwd_epilogue writes it. */
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_write_lse(const mgpu_attention_fwd_args &a, const AttnFwdWork &w,
-                                                   int consumer, const float (&lse)[2])
-{
-    constexpr int kRowsPerWarp = 16;
-    constexpr int kQuadRowHalf = 8;
-    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    const int warp = thread / 32, lane = thread % 32;
-    if (a.lse == 0 || lane % 4 != 0)
-        return;
-    const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * kRowsPerWarp + lane / 4;
-    float *lse_out = reinterpret_cast<float *>(a.lse) + static_cast<int64_t>(w.batch) * a.lse_batch_stride +
-                     static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int query = w.q_row0 + tile_row0 + kQuadRowHalf * h;
-        if (query < w.seqlen_q)
-            lse_out[query] = lse[h];
-    }
-}
-
 /* The epilogue of one split (num_splits > 1): normalised O in fp32 and the
  * LSE (-infinity for rows without keys) straight from registers into the
  * partial buffers (abi/attention_abi.h, "Split keys"); the Q buffer is
