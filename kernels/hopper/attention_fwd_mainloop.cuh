@@ -467,6 +467,8 @@ __device__ __forceinline__ int attn_fwd_next_tile(typename Cfg::SharedStorage &s
 template <class Cfg>
 __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
 {
+    /* Each step's descriptors: the tiles' low words plus a constant. */
+    const uint32_t q_lo = wgmma_desc_lo(q_rows, 16), k_lo = wgmma_desc_lo(k_tile, 16);
     wgmma_fence_operands(s);
     wgmma_fence();
 #pragma unroll
@@ -474,8 +476,8 @@ __device__ __forceinline__ void issue_qk(float (&s)[Cfg::kBlockN / 2], uint32_t 
         constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
         constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
-        const uint64_t da = wgmma_desc(q_rows + block * Cfg::kQBlockBytes + within, 16, kSwizzleAtomBytes);
-        const uint64_t db = wgmma_desc(k_tile + block * Cfg::kKVBlockBytes + within, 16, kSwizzleAtomBytes);
+        const uint64_t da = wgmma_desc_join(q_lo + ((block * Cfg::kQBlockBytes + within) >> 4), kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc_join(k_lo + ((block * Cfg::kKVBlockBytes + within) >> 4), kSwizzleAtomBytes);
         wgmma_ss<typename Cfg::T, false, false>(s, da, db, kk > 0);
     }
     wgmma_commit_group();
@@ -488,12 +490,13 @@ __device__ __forceinline__ void issue_pv(float (&o)[Cfg::kHeadDim / 2], uint32_t
                                          uint32_t v_tile, bool accumulate)
 {
     constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kSwizzleBytes; /* 16 key rows */
+    const uint32_t v_lo = wgmma_desc_lo(v_tile, Cfg::kKVBlockBytes);
     wgmma_fence_operands(o);
     wgmma_fence_operands(pr);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kPvSteps; ++kk) {
-        const uint64_t db = wgmma_desc(v_tile + kk * kStepBytes, Cfg::kKVBlockBytes, kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc_join(v_lo + ((kk * kStepBytes) >> 4), kSwizzleAtomBytes);
         const uint32_t a[4] = {pr[4 * kk + 0], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
         wgmma_rs<typename Cfg::T, true>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
     }
@@ -527,17 +530,18 @@ __device__ __noinline__ void zero_rows(uint8_t *tile, int first, int thread)
     }
 }
 
-/* Stage and phase of global key-block iteration g. */
+/* Stage and phase of global key-block iteration g (>= 0: unsigned
+ * arithmetic, without the signed forms' rounding fix-ups). */
 template <class Cfg>
 __device__ __forceinline__ int stage_of(int g)
 {
-    return g % Cfg::kStages;
+    return static_cast<int>(static_cast<uint32_t>(g) % Cfg::kStages);
 }
 
 template <class Cfg>
 __device__ __forceinline__ uint32_t phase_of(int g)
 {
-    return (g / Cfg::kStages) & 1;
+    return (static_cast<uint32_t>(g) / Cfg::kStages) & 1;
 }
 
 /* The schedule of one tile's key loop, shared by the 16-bit and the fp8

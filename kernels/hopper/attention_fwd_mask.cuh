@@ -62,14 +62,29 @@ __device__ __forceinline__ void apply_mask(float (&s)[kBlockN / 2], const AttnMa
     for (int h = 0; h < 2; ++h) {
         const int tile_row = row_base + warp * kRowsPerWarp + lane / 4 + h * kQuadRowHalf;
         const int row = q_row0 + (row_div == 1 ? tile_row : tile_row / row_div);
-        const int lo = mask.key_begin(row), hi = mask.key_end(row);
+        /* The bounds relative to this thread's first column, so that each
+         * element compares them with its constant offset 8 j + e (no column
+         * index in a register). Keys are >= 0: bounds below 0 act as 0. */
+        const int lo = max(mask.key_begin(row), 0) - col0, hi = max(mask.key_end(row), 0) - col0;
+        if (mask.window_left < 0) {
+            /* No left bound (causal, or the end of the keys): one compare. */
 #pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j) {
+            for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = col0 + 8 * j + e;
-                if (col < lo || col >= hi)
-                    s[4 * j + 2 * h + e] = -INFINITY;
+                for (int e = 0; e < 2; ++e) {
+                    if (8 * j + e >= hi)
+                        s[4 * j + 2 * h + e] = -INFINITY;
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < kBlockN / 8; ++j) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int k = 8 * j + e;
+                    if (k < lo || k >= hi)
+                        s[4 * j + 2 * h + e] = -INFINITY;
+                }
             }
         }
     }

@@ -106,9 +106,9 @@ struct OnlineSoftmax {
     {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            float block_max = -INFINITY;
+            float block_max = fmaxf(s[2 * h], s[2 * h + 1]);
 #pragma unroll
-            for (int j = 0; j < kBlockN / 8; ++j)
+            for (int j = 1; j < kBlockN / 8; ++j)
                 block_max = fmaxf(block_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
             block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1));
             block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 2));
@@ -124,7 +124,6 @@ struct OnlineSoftmax {
             correction[h] = new_max == row_max[h] ? 1.f : fast_exp2(row_max[h] - max_used);
             row_max[h] = new_max;
             const float max_shifted = max_used - static_cast<float>(kMaxOffsetLog2);
-            float sum = 0.f;
 #pragma unroll
             for (int j = 0; j < kBlockN / 8; ++j) {
 #pragma unroll
@@ -136,10 +135,24 @@ struct OnlineSoftmax {
                     } else {
                         x = fast_exp2(arg);
                     }
-                    sum += x;
                 }
             }
-            row_sum[h] = row_sum[h] * correction[h] + sum;
+            /* The row sum: four partial sums (short dependency chains), the
+             * first seeded with the rescaled running sum (one FFMA instead
+             * of an FMUL and a final add). */
+            constexpr int kParts = 4;
+            static_assert(kBlockN / 4 >= kParts, "a partial sum per part");
+            float part[kParts];
+#pragma unroll
+            for (int q = 0; q < kParts; ++q) {
+                const int i = q; /* this thread's i-th value of row h */
+                part[q] = s[4 * (i / 2) + 2 * h + i % 2];
+            }
+            part[0] = fmaf(row_sum[h], correction[h], part[0]);
+#pragma unroll
+            for (int i = kParts; i < kBlockN / 4; ++i)
+                part[i % kParts] += s[4 * (i / 2) + 2 * h + i % 2];
+            row_sum[h] = (part[0] + part[1]) + (part[2] + part[3]);
         }
     }
 

@@ -69,6 +69,23 @@ __device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo_
            (static_cast<uint64_t>((sbo_bytes & 0x3FFFF) >> 4) << 32) | (kWgmmaSwizzle128B << 62);
 }
 
+/* A descriptor in two words, for loops of wgmmas over one tile: the low word
+ * (start address, LBO) of the tile's first step, computed once, and the high
+ * word (SBO, swizzle), a constant. Step j's descriptor is then
+ * wgmma_desc_join(lo + offset_j / 16, sbo_bytes): one 32-bit add (the 14-bit
+ * address field does not carry inside shared memory) where wgmma_desc of each
+ * step's address repeats the masks and shifts. */
+__device__ __forceinline__ uint32_t wgmma_desc_lo(uint32_t smem_addr, uint32_t lbo_bytes)
+{
+    return ((smem_addr & 0x3FFFF) >> 4) | (((lbo_bytes & 0x3FFFF) >> 4) << 16);
+}
+
+__device__ __forceinline__ uint64_t wgmma_desc_join(uint32_t lo, uint32_t sbo_bytes)
+{
+    return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo_bytes & 0x3FFFF) >> 4) << 32) |
+           (kWgmmaSwizzle128B << 62);
+}
+
 /* Moves a descriptor's start address by `bytes` (a multiple of 16 that keeps it
  * inside shared memory, so the 14-bit field does not carry). */
 __device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes)
