@@ -185,7 +185,10 @@ static void field(char *out, size_t size, const char *key, const struct gen_vari
     else if (IS("schedule") || IS("schedule_id")) {
         need_family(v, GEN_FAMILY_GEMM, key);
         if (IS("schedule"))
-            snprintf(out, size, "%s", g->schedule == GEN_SCHEDULE_PINGPONG ? "pp" : "ws");
+            snprintf(out, size, "%s",
+                     g->schedule == GEN_SCHEDULE_PINGPONG         ? "pp"
+                     : g->schedule == GEN_SCHEDULE_FP8_PIPELINED ? "wsp"
+                                                                  : "ws");
         else /* the kernel's schedule template argument */
             snprintf(out, size, "%d", (int)g->schedule);
     }

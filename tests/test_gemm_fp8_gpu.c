@@ -325,6 +325,20 @@ int main(void)
          "mgpu_gemm_sm90_ws_e4m3xe5m2_tn_192x128x128_s4_c2", NULL, MGPU_ACTIVATION_GELU, 1},
         {700, 520, 2000, 1, e4, e4, f32, 1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0, "mgpu_gemm_sm90_ws_e4m3_tn_192x128x128_s4_c2",
          "3", none, 0},
+        /* the pipelined promotion (wsp rows): k-tiles in groups of four plus leftovers (700: 4 + 2; 128: one;
+         * 4096 in three K slices: 11 / 11 / 10), edges in m and n, every output type, split-K, long K */
+        {513, 300, 700, 2, e4, e4, bf, 1.0f, 1.0f, 0.25f, 0.5f, 2.0f, 0,
+         "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c2", NULL, MGPU_ACTIVATION_GELU, 1},
+        {1000, 700, 3000, 1, e4, e4, MGPU_DTYPE_F16, 1.0f, 0.5f, 0.3f, 0.7f, 1.5f, 8,
+         "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c1", NULL, MGPU_ACTIVATION_RELU, 1},
+        {300, 520, 128, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c2", NULL,
+         none, 0},
+        {300, 520, 4096, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c2", "3",
+         none, 0},
+        {256, 256, 16384, 1, e4, e4, f32, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c2", NULL,
+         none, 0},
+        {256, 256, 16384, 1, e4, e4, bf, 1.0f, 0.0f, 0, 0, 0, 0, "mgpu_gemm_sm90_wsp_e4m3_tn_128x128x128_s6_c1", NULL,
+         none, 0},
         {127, 129, 65, 2, e4, e5, f32, 1.0f, 0.5f, 0.5f, 0.25f, 2.0f, 0, "mgpu_gemm_portable_sm90_64x64", NULL,
          MGPU_ACTIVATION_GELU, 1},
         {33, 17, 0, 1, e4, e4, bf, 1.0f, 2.0f, 0.5f, 0.5f, 3.0f, 0, NULL, NULL, MGPU_ACTIVATION_RELU, 1}, /* k == 0 */

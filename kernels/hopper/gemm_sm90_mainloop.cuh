@@ -3,7 +3,7 @@
  * the schedule): the producer thread's TMA loop over the work units and their
  * k-tiles, and one consumer warpgroup's wgmma loop over one unit's k-tiles,
  * for 16-bit operands (consume) and for fp8 with two-level accumulation
- * (consume_fp8). Stage s of the kStages-deep ring is guarded by full[s]
+ * (consume_fp8, consume_fp8_pipelined). Stage s of the kStages-deep ring is guarded by full[s]
  * (producer -> consumers: the TMA bytes have landed) and empty[s] (consumers
  * -> producers: every consumer warp of every CTA of the cluster has finished
  * reading it); stage and phase run on across units.
@@ -222,6 +222,91 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
             stage = 0;
             phase ^= 1;
         }
+    }
+}
+
+/* The fp8 main loop with the promotion overlapped by this warpgroup's own
+ * next chain (Cfg::kFp8Pipelined): k-tile j's chain runs into one of two
+ * register sets (p0, p1 in turn) while the warpgroup adds k-tile j - 1's set
+ * into acc, so the tensor cores are not left to the other warpgroup during
+ * each promotion. The unit's k-tiles go in groups of kPipelineKTiles, each
+ * group straight-line code that ends with wait_group 0 and the add of its
+ * last set: no wgmma group stays pending across a loop iteration while
+ * registers of an earlier chain are read, the form ptxas would serialize
+ * (info C7514, decision 018). K-tiles left over after the last whole group
+ * promote one at a time, as in consume_fp8. Stage releases: a stage is
+ * released once the chain that read it has completed. */
+template <class Cfg>
+__device__ __forceinline__ void consume_fp8_pipelined(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
+                                                      uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                                      int &stage, uint32_t &phase)
+{
+    constexpr int kR = Cfg::kBM / 2;
+    constexpr int kPipelineKTiles = 4;
+    const bool signals = (threadIdx.x % 32) == 0;
+    /* The chain sets live only in this main loop. Every chain's first wgmma
+     * overwrites its set, but the asm operands of wgmma and of the operand
+     * fences read it ("+f"): an empty asm defining each register first ends
+     * the previous unit's values, which would otherwise stay live through
+     * the epilogue. */
+    float p0[kR], p1[kR];
+#pragma unroll
+    for (int i = 0; i < kR; ++i)
+        asm volatile("" : "=f"(p0[i]), "=f"(p1[i]));
+
+#pragma unroll
+    for (int i = 0; i < kR; ++i)
+        acc[i] = 0.0f;
+
+    const auto advance = [&]() {
+        if (++stage == Cfg::kStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    };
+    /* this k-tile's chain into d (its first wgmma overwrites d) */
+    const auto start = [&](float (&d)[kR]) {
+        mbar_wait(&full[stage], phase);
+        issue_ktile<Cfg>(d, a_tiles, b_tiles, stage, consumer, false);
+    };
+    const auto promote = [&](float (&d)[kR]) {
+#pragma unroll
+        for (int i = 0; i < kR; ++i)
+            acc[i] += d[i];
+    };
+    /* the next k-tile's chain into d, then the previous one's set prev added */
+    const auto step = [&](float (&d)[kR], float (&prev)[kR]) {
+        const int prev_stage = stage;
+        advance();
+        start(d);
+        wgmma_wait_group<1>();
+        wgmma_fence_operands(prev);
+        if (signals)
+            release_stage<Cfg>(empty, prev_stage);
+        promote(prev);
+    };
+    /* the group's last chain (into last) drained and added */
+    const auto finish = [&](float (&last)[kR]) {
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(last);
+        if (signals)
+            release_stage<Cfg>(empty, stage);
+        promote(last);
+        advance();
+    };
+
+    int kt = kt0;
+    for (; kt + kPipelineKTiles <= kt1; kt += kPipelineKTiles) {
+        static_assert(kPipelineKTiles == 4, "the group below is written out for four k-tiles");
+        start(p0);
+        step(p1, p0);
+        step(p0, p1);
+        step(p1, p0);
+        finish(p1);
+    }
+    for (; kt < kt1; ++kt) {
+        start(p0);
+        finish(p0);
     }
 }
 
