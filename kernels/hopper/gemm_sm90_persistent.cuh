@@ -113,6 +113,10 @@ constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (
  * cores while it promotes the previous one (two chain register sets,
  * consume_fp8_pipelined; entry names _wsp_). */
 constexpr int kScheduleFp8Pipelined = 2;
+/* Cooperative, fp8 only: consumer 1 starts each unit once consumer 0's first
+ * chain has completed, so that their promotions alternate (consume_fp8;
+ * entry names _wss_). */
+constexpr int kScheduleFp8Staggered = 3;
 
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
           int kSchedule_ = kScheduleCooperative>
@@ -144,6 +148,8 @@ struct PersistentGemmConfig {
     /* fp8 promotion overlapped with the consumer's own next chain: three
      * register sets of kBM / 2 (acc and two chains) instead of two. */
     static constexpr bool kFp8Pipelined = kSchedule_ == kScheduleFp8Pipelined;
+    /* fp8 consumers offset by one chain at the start of each unit. */
+    static constexpr bool kFp8Staggered = kSchedule_ == kScheduleFp8Staggered;
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Arrivals that free a stage: every warp of the warpgroup(s) that read
@@ -178,12 +184,13 @@ struct PersistentGemmConfig {
     static_assert(kBN == 128 || (kBN == 64 && !kPingPong),
                   "two consumer warpgroups of m64 (384 threads), or one (256 threads, cooperative only)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
-    static_assert(kFp8 ? (kFp8Pipelined ? (kBM == 128 || kBM == 144) : (kBM == 128 || kBM == 192))
+    static_assert(kFp8 ? (kFp8Pipelined ? (kBM == 128 || kBM == 144) : (kBM == 128 || kBM == 144 || kBM == 192))
                        : (kBM == 64 || kBM == 128 || kBM == 256),
-                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets); "
+                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128, 144 or 192 (fp8: two register sets); "
                   "128 or 144 (fp8 pipelined: three register sets)");
     static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong ||
-                      (kSchedule_ == kScheduleFp8Pipelined && kFp8 && kBN == 128),
+                      ((kSchedule_ == kScheduleFp8Pipelined || kSchedule_ == kScheduleFp8Staggered) && kFp8 &&
+                       kBN == 128),
                   "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
@@ -195,6 +202,10 @@ struct PersistentGemmConfig {
 };
 
 namespace persistent {
+
+/* Named barrier of the two consumers (ids 1 and 2 are theirs for the
+ * epilogue): the staggered schedule's start. */
+constexpr int kStaggerBarrier = 3;
 
 template <class Cfg, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
@@ -221,6 +232,13 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
+    /* kFp8Staggered: the tag of consumer 0's last unit whose first chain has completed */
+    __shared__ uint32_t lead;
+    if constexpr (Cfg::kFp8Staggered) {
+        if (threadIdx.x == 128)
+            st_shared_u32(smem_u32(&lead), 0);
+        named_barrier_sync(kStaggerBarrier, 256);
+    }
     const auto store_unit = [&](const GemmTile &tile) {
         const int row0 = tile.m_tile * Cfg::kBM;
         const int col0 = tile.n_tile * Cfg::kBN + 64 * consumer;
@@ -260,6 +278,10 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         if (Cfg::kFp8 && args.fp8_no_promotion) { /* debug: one tensor-core chain over the whole K slice */
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
                                      phase);
+            next_unit();
+        } else if constexpr (Cfg::kFp8Staggered) {
+            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
+                                         consumer, stage, phase, smem_u32(&lead), static_cast<uint32_t>(u) + 1);
             next_unit();
         } else if constexpr (Cfg::kFp8) {
             persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
