@@ -185,11 +185,7 @@ static void field(char *out, size_t size, const char *key, const struct gen_vari
     else if (IS("schedule") || IS("schedule_id")) {
         need_family(v, GEN_FAMILY_GEMM, key);
         if (IS("schedule"))
-            snprintf(out, size, "%s",
-                     g->schedule == GEN_SCHEDULE_PINGPONG         ? "pp"
-                     : g->schedule == GEN_SCHEDULE_FP8_PIPELINED ? "wsp"
-                     : g->schedule == GEN_SCHEDULE_FP8_STAGGERED ? "wss"
-                                                                  : "ws");
+            snprintf(out, size, "%s", g->schedule == GEN_SCHEDULE_PINGPONG ? "pp" : "ws");
         else /* the kernel's schedule template argument */
             snprintf(out, size, "%d", (int)g->schedule);
     }

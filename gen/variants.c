@@ -94,27 +94,6 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * against the 192-row ones through MGPU_FORCE_VARIANT
  * (docs/decisions/015-gemm-pingpong-schedule.md). */
 #define SM90_WS_FP8_128_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
-/* fp8 with the promotion pipelined (kernels/hopper/gemm_sm90_mainloop.cuh,
- * consume_fp8_pipelined): three register sets of tile_m / 2 per consumer
- * thread, so tile_m is 144 (216 accumulators of 240 registers; 5 stages of
- * 34 KB) or 128 (6 stages). */
-#define SM90_WSP_FP8(da, db, tm, st, cn, shape)                                                           \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, 384,                                                        \
-     .gemm = {TN, tm, 128, 128, st, 1, cn, db, shape, GEN_SCHEDULE_FP8_PIPELINED}}
-#define SM90_WSP_FP8_ROWS(da, db) \
-    SM90_WSP_FP8(da, db, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER), SM90_WSP_FP8(da, db, 128, 6, 1, GEN_GEMM_LARGE)
-/* fp8 144 x 128 tiles (the tile cuBLASLt runs at 8192^3 on H100), plain
- * promotion: 2 x 72 accumulators, 5 stages of 34 KB; the rows past the last
- * 64-row TMA store box of a tile are stored from registers
- * (hopper/gemm_sm90_epilogue.cuh). */
-#define SM90_WS_FP8_144_ROWS(da, db) \
-    SM90_WS_FP8(da, db, 144, 5, 2, GEN_GEMM_LARGE_CLUSTER), SM90_WS_FP8(da, db, 144, 5, 1, GEN_GEMM_LARGE)
-/* fp8 with staggered consumers (consumer 1 starts each unit one chain after
- * consumer 0, so that their promotions alternate; consume_fp8 in
- * kernels/hopper/gemm_sm90_mainloop.cuh). */
-#define SM90_WSS_FP8(da, db, tm, st, cn, shape)                                                          \
-    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, da, 384,                                                        \
-     .gemm = {TN, tm, 128, 128, st, 1, cn, db, shape, GEN_SCHEDULE_FP8_STAGGERED}}
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -233,13 +212,6 @@ const struct gen_variant gen_variants[] = {
     /* the KV-cache append of 10.0 (the kernel of the sm_90a row above; last, so
      * that the units of the rows before it are unchanged) */
     {GEN_KV_CACHE_APPEND, GEN_SM100A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
-    /* sm_90a fp8 with the promotion pipelined (after every other row: the
-     * planner takes the rows of a class in table order) */
-    SM90_WSP_FP8_ROWS(GEN_E4M3, GEN_B_SAME),
-    SM90_WS_FP8_144_ROWS(GEN_E4M3, GEN_B_SAME),
-    SM90_WSS_FP8(GEN_E4M3, GEN_B_SAME, 192, 4, 2, GEN_GEMM_LARGE_CLUSTER),
-    SM90_WSS_FP8(GEN_E4M3, GEN_B_SAME, 144, 5, 2, GEN_GEMM_LARGE_CLUSTER),
-    SM90_WSS_FP8(GEN_E4M3, GEN_B_SAME, 192, 4, 1, GEN_GEMM_LARGE),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

@@ -47,18 +47,10 @@ enum gen_gemm_class {
 extern const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT];
 
 /* How the consumer warpgroups of a persistent sm_90a GEMM share the work:
- * cooperative (both on each tile; entry names _ws_), ping-pong (each on
- * its own tiles, in turns on the tensor cores; entry names _pp_), or
- * cooperative fp8 with each consumer's promotion overlapped by its own next
- * wgmma chain (entry names _wsp_), or cooperative fp8 with consumer 1 one
- * chain behind consumer 0 at the start of each unit (entry names _wss_). The
- * value is the kernel's schedule template argument. */
-enum gen_gemm_schedule {
-    GEN_SCHEDULE_COOPERATIVE = 0,
-    GEN_SCHEDULE_PINGPONG = 1,
-    GEN_SCHEDULE_FP8_PIPELINED = 2,
-    GEN_SCHEDULE_FP8_STAGGERED = 3
-};
+ * cooperative (both on each tile; entry names _ws_) or ping-pong (each on
+ * its own tiles, in turns on the tensor cores; entry names _pp_). The value
+ * is the kernel's schedule template argument. */
+enum gen_gemm_schedule { GEN_SCHEDULE_COOPERATIVE = 0, GEN_SCHEDULE_PINGPONG = 1 };
 
 struct gen_gemm {
     int a_kmajor, b_kmajor;     /* operand layouts the variant is compiled for (-1: any) */

@@ -99,18 +99,6 @@ __device__ __forceinline__ uint32_t pack_pair(float v0, float v1)
     return w;
 }
 
-/* One element of D from fp32. */
-template <class OutT>
-__device__ __forceinline__ OutT from_float(float v)
-{
-    if constexpr (std::is_same_v<OutT, __half>)
-        return __float2half_rn(v);
-    else if constexpr (std::is_same_v<OutT, __nv_bfloat16>)
-        return __float2bfloat16_rn(v);
-    else
-        return v;
-}
-
 } // namespace epi
 
 /* Accumulator fragment (hopper/wgmma.cuh) of an m64 x kBM wgmma: acc[i] is
@@ -279,9 +267,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     constexpr int kFragsPerChunk = kChunkRows / 8; /* i/4 groups of 8 rows */
     constexpr int kChunkElems = kEpiCols * kChunkRows;
     constexpr int kThreads = 128;
-    /* Rows past the last whole TMA box (144-row tiles: 16), in fragments. */
-    constexpr int kTailFrags = (kBM % kChunkRows) / 8;
-    static_assert(kBM % kChunkRows == 0 || kBM % 16 == 0, "tile rows: whole TMA boxes, or a tail of whole fragments");
+    static_assert(kBM % kChunkRows == 0, "tile rows must be whole TMA boxes");
     const int t = threadIdx.x % kThreads, w = t / 32, l = t % 32;
     const bool leader = t == 0;
     const bool direct = !args.c_tma;
@@ -348,38 +334,6 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             }
         }
         buf ^= 1;
-    }
-    if constexpr (kTailFrags > 0) {
-        /* The tail: the epilogue in registers as above, then element stores
-         * straight from the accumulators (a thread's two rows of a column
-         * are adjacent; 4 lanes cover 8 rows = 16 bytes of one column). */
-        const int chunk_row0 = row0 + kChunks * kChunkRows;
-        constexpr int j0 = kChunks * kFragsPerChunk;
-        if (chunk_row0 < args.m) {
-            if (general) {
-                apply_chunk<kBM, kTailFrags, OutT, kTileBias>(acc, j0, args, ep, c, chunk_row0, kChunks * kChunkRows,
-                                                              col0, col_b, rb);
-            } else {
-#pragma unroll
-                for (int i = 4 * j0; i < 4 * (j0 + kTailFrags); ++i)
-                    acc[i] *= ep.alpha;
-            }
-#pragma unroll
-            for (int f = 0; f < kTailFrags; ++f) {
-                const int row = chunk_row0 + 8 * f + 2 * (l % 4);
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int col = col0 + 16 * w + l / 4 + 8 * h;
-                    if (col >= args.n)
-                        continue;
-                    OutT *p = c + static_cast<int64_t>(col) * args.ldc + row;
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (row + e < args.m)
-                            p[e] = epi::from_float<OutT>(acc[4 * (j0 + f) + 2 * h + e]);
-                }
-            }
-        }
     }
 }
 

@@ -3,7 +3,7 @@
  * the schedule): the producer thread's TMA loop over the work units and their
  * k-tiles, and one consumer warpgroup's wgmma loop over one unit's k-tiles,
  * for 16-bit operands (consume) and for fp8 with two-level accumulation
- * (consume_fp8, consume_fp8_pipelined). Stage s of the kStages-deep ring is guarded by full[s]
+ * (consume_fp8). Stage s of the kStages-deep ring is guarded by full[s]
  * (producer -> consumers: the TMA bytes have landed) and empty[s] (consumers
  * -> producers: every consumer warp of every CTA of the cluster has finished
  * reading it); stage and phase run on across units.
@@ -21,7 +21,6 @@
 #include "abi/gemm_abi.h"
 #include "common/async_copy.cuh"
 #include "common/cluster.cuh"
-#include "common/shared_memory.cuh"
 #include "common/tile_scheduler.cuh"
 #include "hopper/wgmma.cuh"
 
@@ -132,13 +131,14 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
     wgmma_fence_operands(d);
 }
 
-/* fp8 k-tile batches (consume_fp8, consume_fp8_pipelined) from descriptors
- * worked out once per unit: the stage-0 descriptors of the A tile and of
- * this consumer's B slice, from the consumer index broadcast from lane 0 so
- * that the compiler knows it is warp-uniform and keeps the descriptors in
- * uniform registers. A k-tile then only adds its stage's offset and each
- * k-step 32 bytes (in 16-byte units); nothing of the descriptors is
- * computed in general registers between one chain and the next. */
+/* fp8 k-tile batches (consume_fp8) from descriptors worked out once per
+ * unit: the stage-0 descriptors of the A tile and of this consumer's B slice,
+ * with the consumer index broadcast from lane 0 (a value the compiler sees as
+ * warp-uniform). A k-tile then adds its stage's offset and each k-step 32
+ * bytes (in 16-byte units). The compiler still moves the descriptors into
+ * uniform registers through general ones each k-tile (the shared-memory base
+ * depends on the CTA's cluster rank, which it reads into a general register):
+ * docs/decisions/XXX-fp8-gemm-promotion-schedules.md. */
 struct Fp8Descs {
     uint64_t a, b;
 };
@@ -148,9 +148,8 @@ __device__ __forceinline__ Fp8Descs fp8_descs(int consumer)
 {
     static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands, both K-major");
     /* The operand tiles' shared-memory addresses from the dynamic shared
-     * memory symbol itself (the layout of gemm_persistent), not through a
-     * generic pointer, whose conversion the compiler does not see as
-     * uniform. */
+     * memory symbol itself (the layout of gemm_persistent) rather than from
+     * the generic tile pointers. */
     extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
     const uint32_t a_tiles = (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
     const uint32_t b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
@@ -230,20 +229,10 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
  * waits for the next k-tile's data (the full barrier's latency runs under
  * the chain), then for the chain, frees its stage and adds part into acc: a
  * stage is released once the wgmma batch that read it has completed. */
-/* Staggered consumers (Cfg::kFp8Staggered): both consumers' chains of a
- * k-tile read the same stage and are issued at the same moment, so the tensor
- * cores run them side by side, both finish together and both consumers then
- * promote while the tensor cores idle, k-tile after k-tile. Consumer 1
- * therefore starts each unit only once consumer 0's first chain of the unit
- * has completed: consumer 0 then writes the unit's `tag` (its index + 1, 32
- * bits, increasing through the CTA's units) to the shared word at `lead`,
- * and consumer 1 waits until the word has reached its tag. From then on each
- * consumer's promotion runs while the other's chain is on the tensor cores. */
 template <class Cfg>
 __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
-                                            uint32_t a_tiles, uint32_t b_tiles, uint64_t *full, uint64_t *empty,
-                                            int kt0, int kt1, int consumer, int &stage, uint32_t &phase,
-                                            uint32_t lead = 0, uint32_t tag = 0)
+                                            uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                            int &stage, uint32_t &phase)
 {
     static_assert(Cfg::kPromoteKTiles == 1, "a promotion after every k-tile's chain");
     const bool signals = (threadIdx.x % 32) == 0;
@@ -253,14 +242,8 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
     for (int i = 0; i < Cfg::kBM / 2; ++i)
         acc[i] = 0.0f;
 
-    if (kt0 < kt1) {
+    if (kt0 < kt1)
         mbar_wait(&full[stage], phase);
-        if constexpr (Cfg::kFp8Staggered) {
-            if (consumer == 1)
-                while (static_cast<int32_t>(static_cast<uint32_t>(ld_shared_s32(lead)) - tag) < 0) {
-                }
-        }
-    }
     for (int kt = kt0; kt < kt1; ++kt) {
         issue_ktile_fp8<Cfg>(part, descs, stage, false);
         const int issued = stage;
@@ -274,99 +257,9 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
         wgmma_fence_operands(part);
         if (signals)
             release_stage<Cfg>(empty, issued);
-        if constexpr (Cfg::kFp8Staggered) {
-            if (consumer == 0 && kt == kt0 && (threadIdx.x % 128) == 0)
-                st_shared_u32(lead, tag);
-        }
 #pragma unroll
         for (int i = 0; i < Cfg::kBM / 2; ++i)
             acc[i] += part[i];
-    }
-}
-
-/* The fp8 main loop with the promotion overlapped by this warpgroup's own
- * next chain (Cfg::kFp8Pipelined): k-tile j's chain runs into one of two
- * register sets (p0, p1 in turn) while the warpgroup adds k-tile j - 1's set
- * into acc, so the tensor cores are not left to the other warpgroup during
- * each promotion. The unit's k-tiles go in groups of kPipelineKTiles, each
- * group straight-line code that ends with wait_group 0 and the add of its
- * last set: no wgmma group stays pending across a loop iteration while
- * registers of an earlier chain are read, the form ptxas would serialize
- * (info C7514, decision 018). K-tiles left over after the last whole group
- * promote one at a time, as in consume_fp8. Stage releases: a stage is
- * released once the chain that read it has completed. */
-template <class Cfg>
-__device__ __forceinline__ void consume_fp8_pipelined(float (&acc)[Cfg::kBM / 2], uint32_t a_tiles, uint32_t b_tiles,
-                                                      uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
-                                                      int &stage, uint32_t &phase)
-{
-    constexpr int kR = Cfg::kBM / 2;
-    constexpr int kPipelineKTiles = 4;
-    const bool signals = (threadIdx.x % 32) == 0;
-    /* The chain sets live only in this main loop. Every chain's first wgmma
-     * overwrites its set, but the asm operands of wgmma and of the operand
-     * fences read it ("+f"): an empty asm defining each register first ends
-     * the previous unit's values, which would otherwise stay live through
-     * the epilogue. */
-    float p0[kR], p1[kR];
-#pragma unroll
-    for (int i = 0; i < kR; ++i)
-        asm volatile("" : "=f"(p0[i]), "=f"(p1[i]));
-
-#pragma unroll
-    for (int i = 0; i < kR; ++i)
-        acc[i] = 0.0f;
-
-    const auto advance = [&]() {
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
-        }
-    };
-    const Fp8Descs descs = fp8_descs<Cfg>(consumer);
-    /* this k-tile's chain into d (its first wgmma overwrites d) */
-    const auto start = [&](float (&d)[kR]) {
-        mbar_wait(&full[stage], phase);
-        issue_ktile_fp8<Cfg>(d, descs, stage, false);
-    };
-    const auto promote = [&](float (&d)[kR]) {
-#pragma unroll
-        for (int i = 0; i < kR; ++i)
-            acc[i] += d[i];
-    };
-    /* the next k-tile's chain into d, then the previous one's set prev added */
-    const auto step = [&](float (&d)[kR], float (&prev)[kR]) {
-        const int prev_stage = stage;
-        advance();
-        start(d);
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(prev);
-        if (signals)
-            release_stage<Cfg>(empty, prev_stage);
-        promote(prev);
-    };
-    /* the group's last chain (into last) drained and added */
-    const auto finish = [&](float (&last)[kR]) {
-        wgmma_wait_group<0>();
-        wgmma_fence_operands(last);
-        if (signals)
-            release_stage<Cfg>(empty, stage);
-        promote(last);
-        advance();
-    };
-
-    int kt = kt0;
-    for (; kt + kPipelineKTiles <= kt1; kt += kPipelineKTiles) {
-        static_assert(kPipelineKTiles == 4, "the group below is written out for four k-tiles");
-        start(p0);
-        step(p1, p0);
-        step(p0, p1);
-        step(p1, p0);
-        finish(p1);
-    }
-    for (; kt < kt1; ++kt) {
-        start(p0);
-        finish(p0);
     }
 }
 

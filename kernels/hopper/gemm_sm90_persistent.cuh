@@ -42,17 +42,20 @@
  *     epilogue. One launch, no reduction kernel, and the same bits whichever
  *     unit finishes last.
  *     fp8 (two-level accumulation): the tensor cores sum an fp8 wgmma chain at
- *     reduced precision, so each group of kPromoteKTiles k-tiles runs its
- *     4 x wgmma m64 n(tile_m) k32 per k-tile into a second register set
- *     `part` (the group's first wgmma overwrites it); inside a group
- *     wait_group 1 frees the previous stage as above; at the group's end
- *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
- *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
+ *     reduced precision, so each k-tile (kPromoteKTiles = 1) runs its
+ *     4 x wgmma m64 n(tile_m) k32 into a second register set `part` (the
+ *     chain's first wgmma overwrites it); with the chain issued, the
+ *     consumer waits for the next k-tile's full barrier, then wait_group 0
+ *     frees the chain's stage, then acc += part in fp32. The other consumer
+ *     warpgroup's wgmma keeps the tensor cores busy meanwhile. The chain's
+ *     descriptors come from the shared-memory symbol and a warp-uniform
+ *     consumer index, so the compiler works out less of them per k-tile.
  *     (A promotion overlapped with this warpgroup's own next chain, with
  *     a chain of an earlier k-tile still pending while its registers are
  *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
  *     C7514, checked by tests/sass_sm90.sh; the variants measured are in
- *     docs/decisions/018-gemm-fused-epilogue-cooperative.md.)
+ *     docs/decisions/018-gemm-fused-epilogue-cooperative.md and
+ *     docs/decisions/XXX-fp8-gemm-promotion-schedules.md.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
@@ -109,14 +112,6 @@ namespace sm90 {
 /* Schedules of the consumer warpgroups (gen/variants.h, enum gen_gemm_schedule). */
 constexpr int kScheduleCooperative = 0; /* both consumers on each tile (entry names _ws_) */
 constexpr int kSchedulePingPong = 1;    /* a whole tile per consumer, in turns (_pp_) */
-/* Cooperative, fp8 only: each consumer keeps a chain running on the tensor
- * cores while it promotes the previous one (two chain register sets,
- * consume_fp8_pipelined; entry names _wsp_). */
-constexpr int kScheduleFp8Pipelined = 2;
-/* Cooperative, fp8 only: consumer 1 starts each unit once consumer 0's first
- * chain has completed, so that their promotions alternate (consume_fp8;
- * entry names _wss_). */
-constexpr int kScheduleFp8Staggered = 3;
 
 template <class TA, class TB, bool kAKMajor_, bool kBKMajor_, int kBM_, int kBN_, int kStages_, int kClusterN_,
           int kSchedule_ = kScheduleCooperative>
@@ -135,8 +130,8 @@ struct PersistentGemmConfig {
      * precision) before it is added into the fp32 accumulator. One k-tile is
      * 128 elements of K (4 k32 steps) per chain, so the error of the total
      * does not grow with K (tests/test_gemm_fp8_gpu.c checks K = 16384
-     * against an fp32 reference). Larger values keep more wgmma batches in
-     * flight at the cost of longer chains. */
+     * against an fp32 reference). consume_fp8 is written for 1 (longer
+     * chains measured slower and less accurate: decision 006). */
     static constexpr int kPromoteKTiles = 1;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
@@ -145,11 +140,6 @@ struct PersistentGemmConfig {
      * share each tile, 64 columns each) or ping-pong (kSchedulePingPong: each
      * consumer warpgroup owns whole tiles, gemm_sm90_pingpong.cuh). */
     static constexpr bool kPingPong = kSchedule_ == kSchedulePingPong;
-    /* fp8 promotion overlapped with the consumer's own next chain: three
-     * register sets of kBM / 2 (acc and two chains) instead of two. */
-    static constexpr bool kFp8Pipelined = kSchedule_ == kScheduleFp8Pipelined;
-    /* fp8 consumers offset by one chain at the start of each unit. */
-    static constexpr bool kFp8Staggered = kSchedule_ == kScheduleFp8Staggered;
     static constexpr int kConsumers = kBN / 64; /* consumer warpgroups; 64-column parts of a tile */
     static constexpr int kThreads = 128 * (1 + kConsumers);
     /* Arrivals that free a stage: every warp of the warpgroup(s) that read
@@ -159,11 +149,8 @@ struct PersistentGemmConfig {
      * consumer thread holds 128 fp32 accumulators at most (cooperative:
      * kBM / 2, fp8 twice that, the promoted sum and the running chain;
      * ping-pong: kBM / 2 for each of the tile's two 64-column parts). */
-    /* 144-row pipelined fp8 tiles hold 3 x 72 accumulators: 240 registers
-     * (2 x 128 x 240 + 128 x 32 is the whole register file). */
-    static constexpr bool kWideRegs = kFp8Pipelined && kBM > 128;
-    static constexpr int kProducerRegs = kWideRegs ? 32 : 40;
-    static constexpr int kConsumerRegs = kWideRegs ? 240 : 232;
+    static constexpr int kProducerRegs = 40;
+    static constexpr int kConsumerRegs = 232;
     /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
      * hold 255 registers as launched: no register reallocation. */
     static constexpr bool kSetMaxNReg = kConsumers > 1;
@@ -184,14 +171,9 @@ struct PersistentGemmConfig {
     static_assert(kBN == 128 || (kBN == 64 && !kPingPong),
                   "two consumer warpgroups of m64 (384 threads), or one (256 threads, cooperative only)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
-    static_assert(kFp8 ? (kFp8Pipelined ? (kBM == 128 || kBM == 144) : (kBM == 128 || kBM == 144 || kBM == 192))
-                       : (kBM == 64 || kBM == 128 || kBM == 256),
-                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128, 144 or 192 (fp8: two register sets); "
-                  "128 or 144 (fp8 pipelined: three register sets)");
-    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong ||
-                      ((kSchedule_ == kScheduleFp8Pipelined || kSchedule_ == kScheduleFp8Staggered) && kFp8 &&
-                       kBN == 128),
-                  "schedule");
+    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
+                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
@@ -202,10 +184,6 @@ struct PersistentGemmConfig {
 };
 
 namespace persistent {
-
-/* Named barrier of the two consumers (ids 1 and 2 are theirs for the
- * epilogue): the staggered schedule's start. */
-constexpr int kStaggerBarrier = 3;
 
 template <class Cfg, class OutT>
 __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgpu_gemm_args &args,
@@ -232,13 +210,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
     [[maybe_unused]] float part[Cfg::kFp8 ? Cfg::kBM / 2 : 1];
     const GemmScales scales(args);
     __shared__ int last_flags[Cfg::kConsumers];
-    /* kFp8Staggered: the tag of consumer 0's last unit whose first chain has completed */
-    __shared__ uint32_t lead;
-    if constexpr (Cfg::kFp8Staggered) {
-        if (threadIdx.x == 128)
-            st_shared_u32(smem_u32(&lead), 0);
-        named_barrier_sync(kStaggerBarrier, 256);
-    }
     const auto store_unit = [&](const GemmTile &tile) {
         const int row0 = tile.m_tile * Cfg::kBM;
         const int col0 = tile.n_tile * Cfg::kBN + 64 * consumer;
@@ -279,13 +250,8 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
                                      phase);
             next_unit();
-        } else if constexpr (Cfg::kFp8Staggered) {
-            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                         consumer, stage, phase, smem_u32(&lead), static_cast<uint32_t>(u) + 1);
-            next_unit();
         } else if constexpr (Cfg::kFp8) {
-            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                         consumer, stage, phase);
+            persistent::consume_fp8<Cfg>(acc, part, full, empty, kt0, kt1, consumer, stage, phase);
             next_unit();
         } else {
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
@@ -299,78 +265,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         t = t_next;
         kt0 = next_kt0;
         kt1 = next_kt1;
-    }
-    if ((threadIdx.x % 128) == 0)
-        tma_store_drain();
-}
-
-/* Consumer warpgroup `consumer` of the pipelined fp8 schedule
- * (Cfg::kFp8Pipelined): as consumer_units, but its main loop holds three
- * register sets (consume_fp8_pipelined: 216 accumulators for 144-row tiles,
- * in three aligned register blocks that leave 24 registers for everything
- * else), so nothing of the unit loop may stay in registers across it: the
- * unit index and the epilogue buffer parity wait in shared memory (reloaded
- * after the main loop: its barrier waits clobber memory), the scheduler is
- * rebuilt from the launch arguments before and after the main loop (a few
- * integer divisions per tile), and the scales are read in the epilogue. */
-template <class Cfg>
-__device__ __forceinline__ void consumer_units_pipelined(uint32_t a_smem, uint32_t b_smem, uint32_t epi_smem,
-                                                         uint64_t *full, uint64_t *empty, const CUtensorMap *tma_c,
-                                                         const mgpu_gemm_args &args, int consumer)
-{
-    static_assert(Cfg::kFp8Pipelined, "the pipelined fp8 schedule");
-    __shared__ int last_flags[Cfg::kConsumers];
-    __shared__ int64_t unit_of[Cfg::kConsumers]; /* the consumer's current unit */
-    __shared__ int buf_of[Cfg::kConsumers];      /* and its next epilogue buffer */
-    int stage = 0;
-    uint32_t phase = 0;
-    float acc[Cfg::kBM / 2];
-    const auto scheduler = [&]() {
-        return GemmTileScheduler(args.m, args.n, args.batch_count, Cfg::kBM, Cfg::kBN, 1, Cfg::kClusterN, args.band,
-                                 args.splits);
-    };
-    /* Every thread of the warpgroup writes the same values; each reads them
-     * back only after barrier waits of its own (program order). */
-    int64_t u0 = scheduler().first();
-    unit_of[consumer] = u0;
-    buf_of[consumer] = 0;
-    for (;;) {
-        int kt0, kt1;
-        {
-            const int64_t u = unit_of[consumer];
-            const GemmTileScheduler sched = scheduler();
-            if (u >= sched.total)
-                break;
-            sched.k_range((args.k + Cfg::kBK - 1) / Cfg::kBK, sched.tile(u).split, kt0, kt1);
-        }
-        persistent::consume_fp8_pipelined<Cfg>(acc, a_smem, b_smem, full, empty, kt0, kt1, consumer, stage, phase);
-        const int64_t u = unit_of[consumer];
-        const GemmTileScheduler sched = scheduler();
-        const GemmTile t = sched.tile(u);
-        const bool store = args.splits <= 1 || persistent::combine_splits<Cfg>(acc, args, sched, t, consumer,
-                                                                               1 + consumer, &last_flags[consumer]);
-        if (store) { /* else parked: the tile's last unit stores it */
-            uint8_t *bufs = static_cast<uint8_t *>(
-                __cvta_shared_to_generic(epi_smem + consumer * kEpiBufs * kEpiBufBytes));
-            int buf = buf_of[consumer];
-            const GemmScales scales(args);
-            const int row0 = t.m_tile * Cfg::kBM;
-            const int col0 = t.n_tile * Cfg::kBN + 64 * consumer;
-            switch (args.c_dtype) {
-            case MGPU_ABI_F16:
-                persistent::store_tile<Cfg, __half>(acc, args, scales, tma_c, bufs, buf, row0, col0, t.batch, consumer);
-                break;
-            case MGPU_ABI_BF16:
-                persistent::store_tile<Cfg, __nv_bfloat16>(acc, args, scales, tma_c, bufs, buf, row0, col0, t.batch,
-                                                           consumer);
-                break;
-            default:
-                persistent::store_tile<Cfg, float>(acc, args, scales, tma_c, bufs, buf, row0, col0, t.batch, consumer);
-                break;
-            }
-            buf_of[consumer] = buf;
-        }
-        unit_of[consumer] = u + sched.stride();
     }
     if ((threadIdx.x % 128) == 0)
         tma_store_drain();
@@ -428,9 +322,6 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         const int consumer = warpgroup - 1;
         if constexpr (Cfg::kPingPong)
             pingpong::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
-        else if constexpr (Cfg::kFp8Pipelined)
-            persistent::consumer_units_pipelined<Cfg>(smem_u32(a_tiles), smem_u32(b_tiles), smem_u32(epi_bufs), full,
-                                                      empty, tma_c, args, consumer);
         else
             persistent::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
     }

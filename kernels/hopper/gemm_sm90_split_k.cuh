@@ -33,8 +33,7 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
 {
     constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
     constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
-    /* float4 loads in flight per thread (144-row tiles: 18 quads, 3 batches of 6) */
-    constexpr int kLoadBatch = kQuads % 8 == 0 ? 8 : 6;
+    constexpr int kLoadBatch = 8; /* float4 loads in flight per thread */
     static_assert(kQuads % kLoadBatch == 0, "whole load batches");
     const int tid = threadIdx.x % 128;
     const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;

@@ -10,7 +10,7 @@
  *       A from registers (4 x 32 bits per thread), B from shared memory;
  *       N in {16, 32, 64, 96, 128, 192, 256}.
  *   wgmma_ss_fp8<TA, TB>(d, desc_a, desc_b, scale_d)          m64nNk32, TA, TB = e4m3 / e5m2,
- *       both K-major (fp8 wgmma has no transpose); N in {128, 144, 192}.
+ *       both K-major (fp8 wgmma has no transpose); N in {128, 192}.
  *   wgmma_rs_fp8<TA, TB>(d, a, desc_b, scale_d)               m64nNk32, A from registers
  *       (4 x 32 bits, four 8-bit values each), B K-major; N in {128}.
  *
@@ -288,7 +288,7 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
  * SS 16-bit: attention S = Q K^T (N = key block 80, 112, 128) and its
  * backward's products; the 16-bit GEMM (N = tile_m 64, 128, 256).
  * RS 16-bit: attention O += P V (N = head dim) and its backward's products.
- * SS fp8: the fp8 GEMM (N = tile_m 128, 144, 192), fp8 attention S = Q K^T (N = key block 128).
+ * SS fp8: the fp8 GEMM (N = tile_m 128, 192), fp8 attention S = Q K^T (N = key block 128).
  * RS fp8: fp8 attention O += P V (N = head dim 128). */
 MGPU_WGMMA_SS(16, 8)
 MGPU_WGMMA_SS(32, 16)
@@ -309,7 +309,6 @@ MGPU_WGMMA_RS(192, 96)
 MGPU_WGMMA_RS(256, 128)
 
 MGPU_WGMMA_SS_FP8(128, 64)
-MGPU_WGMMA_SS_FP8(144, 72)
 MGPU_WGMMA_SS_FP8(192, 96)
 
 MGPU_WGMMA_RS_FP8(128, 64)
