@@ -131,6 +131,52 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
     wgmma_fence_operands(d);
 }
 
+/* fp8 k-tile batches (consume_fp8) from descriptors worked out once per
+ * unit: the stage-0 descriptors of the A tile and of this consumer's B slice,
+ * with the consumer index broadcast from lane 0 (a value the compiler sees as
+ * warp-uniform). A k-tile then adds its stage's offset and each k-step 32
+ * bytes (in 16-byte units). The compiler still moves the descriptors into
+ * uniform registers through general ones each k-tile (the shared-memory base
+ * depends on the CTA's cluster rank, which it reads into a general register):
+ * docs/decisions/XXX-fp8-gemm-promotion-schedules.md. */
+struct Fp8Descs {
+    uint64_t a, b;
+};
+
+template <class Cfg>
+__device__ __forceinline__ Fp8Descs fp8_descs(int consumer)
+{
+    static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands, both K-major");
+    /* The operand tiles' shared-memory addresses from the dynamic shared
+     * memory symbol itself (the layout of gemm_persistent) rather than from
+     * the generic tile pointers. */
+    extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
+    const uint32_t a_tiles = (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
+    const uint32_t b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
+    const int c = __shfl_sync(0xffffffffu, consumer, 0);
+    return {wgmma_desc(a_tiles, 16, kSwizzleAtomBytes),
+            wgmma_desc(b_tiles + c * Cfg::kChunkBytes, 16, kSwizzleAtomBytes)};
+}
+
+template <class Cfg>
+__device__ __forceinline__ void issue_ktile_fp8(float (&d)[Cfg::kBM / 2], const Fp8Descs &base, int stage,
+                                                bool accumulate)
+{
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
+    const uint64_t desc_b = base.b + static_cast<uint32_t>(stage * (Cfg::kBTileBytes >> 4));
+    const uint64_t desc_a = base.a + static_cast<uint32_t>(stage * (Cfg::kATileBytes >> 4));
+    wgmma_fence_operands(d);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Cfg::kKSteps; ++j)
+        wgmma_m64_kstep<Cfg::kBM, TB, TA, false, false>(d, wgmma_desc_advance(desc_b, j * kWgmmaKBytes),
+                                                         wgmma_desc_advance(desc_a, j * kWgmmaKBytes),
+                                                         j > 0 || accumulate ? 1u : 0u);
+    wgmma_commit_group();
+    wgmma_fence_operands(d);
+}
+
 /* No work between the last wgmma batch's issue and its completion. */
 struct NoHook {
     __device__ __forceinline__ void operator()() const {}
@@ -178,50 +224,42 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
 }
 
 /* The fp8 main loop (two-level accumulation, gemm_sm90_persistent.cuh): acc =
- * sum over groups of kPromoteKTiles k-tiles of part, each group's part summed
- * by one wgmma chain. Stage releases follow the same rule as consume(): a
+ * sum over the unit's k-tiles of part, each k-tile's part summed by one wgmma
+ * chain (kPromoteKTiles == 1). Once a chain is issued, the warpgroup first
+ * waits for the next k-tile's data (the full barrier's latency runs under
+ * the chain), then for the chain, frees its stage and adds part into acc: a
  * stage is released once the wgmma batch that read it has completed. */
 template <class Cfg>
 __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
-                                            uint32_t a_tiles, uint32_t b_tiles, uint64_t *full, uint64_t *empty,
-                                            int kt0, int kt1, int consumer, int &stage, uint32_t &phase)
+                                            uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
+                                            int &stage, uint32_t &phase)
 {
+    static_assert(Cfg::kPromoteKTiles == 1, "a promotion after every k-tile's chain");
     const bool signals = (threadIdx.x % 32) == 0;
+    const Fp8Descs descs = fp8_descs<Cfg>(consumer);
 
 #pragma unroll
     for (int i = 0; i < Cfg::kBM / 2; ++i)
         acc[i] = 0.0f;
 
-    int pending = -1; /* a stage whose wgmma batch may still run: released one k-tile later */
-    for (int kt = kt0; kt < kt1; ++kt) {
-        const int in_group = (kt - kt0) % Cfg::kPromoteKTiles;
-        const bool group_end = in_group == Cfg::kPromoteKTiles - 1 || kt == kt1 - 1;
+    if (kt0 < kt1)
         mbar_wait(&full[stage], phase);
-        issue_ktile<Cfg>(part, a_tiles, b_tiles, stage, consumer, in_group > 0);
-        if (group_end) {
-            wgmma_wait_group<0>();
-            wgmma_fence_operands(part);
-            if (signals) {
-                if (pending >= 0)
-                    release_stage<Cfg>(empty, pending);
-                release_stage<Cfg>(empty, stage);
-            }
-            pending = -1;
-#pragma unroll
-            for (int i = 0; i < Cfg::kBM / 2; ++i)
-                acc[i] += part[i];
-        } else {
-            /* Keep this k-tile's batch in flight; the previous one is done. */
-            wgmma_wait_group<1>();
-            wgmma_fence_operands(part);
-            if (signals && pending >= 0)
-                release_stage<Cfg>(empty, pending);
-            pending = stage;
-        }
+    for (int kt = kt0; kt < kt1; ++kt) {
+        issue_ktile_fp8<Cfg>(part, descs, stage, false);
+        const int issued = stage;
         if (++stage == Cfg::kStages) {
             stage = 0;
             phase ^= 1;
         }
+        if (kt + 1 < kt1)
+            mbar_wait(&full[stage], phase);
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(part);
+        if (signals)
+            release_stage<Cfg>(empty, issued);
+#pragma unroll
+        for (int i = 0; i < Cfg::kBM / 2; ++i)
+            acc[i] += part[i];
     }
 }
 

@@ -42,17 +42,20 @@
  *     epilogue. One launch, no reduction kernel, and the same bits whichever
  *     unit finishes last.
  *     fp8 (two-level accumulation): the tensor cores sum an fp8 wgmma chain at
- *     reduced precision, so each group of kPromoteKTiles k-tiles runs its
- *     4 x wgmma m64 n(tile_m) k32 per k-tile into a second register set
- *     `part` (the group's first wgmma overwrites it); inside a group
- *     wait_group 1 frees the previous stage as above; at the group's end
- *     wait_group 0 frees the last stage(s), then acc += part in fp32. The
- *     other consumer warpgroup's wgmma keeps the tensor cores busy meanwhile.
+ *     reduced precision, so each k-tile (kPromoteKTiles = 1) runs its
+ *     4 x wgmma m64 n(tile_m) k32 into a second register set `part` (the
+ *     chain's first wgmma overwrites it); with the chain issued, the
+ *     consumer waits for the next k-tile's full barrier, then wait_group 0
+ *     frees the chain's stage, then acc += part in fp32. The other consumer
+ *     warpgroup's wgmma keeps the tensor cores busy meanwhile. The chain's
+ *     descriptors come from the shared-memory symbol and a warp-uniform
+ *     consumer index, so the compiler works out less of them per k-tile.
  *     (A promotion overlapped with this warpgroup's own next chain, with
  *     a chain of an earlier k-tile still pending while its registers are
  *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
  *     C7514, checked by tests/sass_sm90.sh; the variants measured are in
- *     docs/decisions/018-gemm-fused-epilogue-cooperative.md.)
+ *     docs/decisions/018-gemm-fused-epilogue-cooperative.md and
+ *     docs/decisions/XXX-fp8-gemm-promotion-schedules.md.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
@@ -127,8 +130,8 @@ struct PersistentGemmConfig {
      * precision) before it is added into the fp32 accumulator. One k-tile is
      * 128 elements of K (4 k32 steps) per chain, so the error of the total
      * does not grow with K (tests/test_gemm_fp8_gpu.c checks K = 16384
-     * against an fp32 reference). Larger values keep more wgmma batches in
-     * flight at the cost of longer chains. */
+     * against an fp32 reference). consume_fp8 is written for 1 (longer
+     * chains measured slower and less accurate: decision 006). */
     static constexpr int kPromoteKTiles = 1;
     static constexpr int kStages = kStages_;
     static constexpr int kClusterN = kClusterN_; /* CTAs per cluster, along N; they share the A tile */
@@ -248,8 +251,7 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
                                      phase);
             next_unit();
         } else if constexpr (Cfg::kFp8) {
-            persistent::consume_fp8<Cfg>(acc, part, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1,
-                                         consumer, stage, phase);
+            persistent::consume_fp8<Cfg>(acc, part, full, empty, kt0, kt1, consumer, stage, phase);
             next_unit();
         } else {
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
