@@ -138,7 +138,7 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
  * bytes (in 16-byte units). The compiler still moves the descriptors into
  * uniform registers through general ones each k-tile (the shared-memory base
  * depends on the CTA's cluster rank, which it reads into a general register):
- * docs/decisions/XXX-fp8-gemm-promotion-schedules.md. */
+ * docs/decisions/034-fp8-gemm-promotion-schedules.md. */
 struct Fp8Descs {
     uint64_t a, b;
 };

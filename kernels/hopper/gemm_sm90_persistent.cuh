@@ -55,7 +55,7 @@
  *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
  *     C7514, checked by tests/sass_sm90.sh; the variants measured are in
  *     docs/decisions/018-gemm-fused-epilogue-cooperative.md and
- *     docs/decisions/XXX-fp8-gemm-promotion-schedules.md.)
+ *     docs/decisions/034-fp8-gemm-promotion-schedules.md.)
  *     MGPU_DEBUG_FP8_NO_PROMOTION (args.fp8_no_promotion) sums the whole unit
  *     in one chain: a debugging switch that shows what the promotion buys.
  *
