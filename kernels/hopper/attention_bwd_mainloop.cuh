@@ -283,6 +283,47 @@ __device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&
     }
 }
 
+/* Zeroes P^T (st and the 16-bit pr) where query row c0 + 8 j + e may not
+ * see key my_key + 8 h. The mask's key interval of a row, turned into the
+ * row interval [lo, hi) of each of the thread's two keys: every row r keeps
+ * a key k iff r < seqlen_q, k < seqlen_k, k >= r + diag - window_left (left
+ * window) and k <= r + diag + window_right (right window, causal), i.e.
+ * max(0, k - diag - window_right) <= r < min(seqlen_q, k - diag + 1 +
+ * window_left) (clamped so that no window size overflows). Taken relative
+ * to c0, each score compares them with its constant offset 8 j + e:
+ * branch-free, no row index in a register. */
+template <class Cfg>
+__device__ __forceinline__ void bwd_mask(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4],
+                                         const AttnBwdWork &w, int my_key, int c0)
+{
+    const AttnMask &mk = w.mask;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int key = my_key + 8 * h;
+        const int t = key - mk.diag; /* rows r with r + diag == key */
+        int hi = w.seqlen_q;
+        if (mk.window_left >= 0 && mk.window_left < w.seqlen_q - t)
+            hi = t + 1 + mk.window_left;
+        if (key >= mk.seqlen_k)
+            hi = 0;
+        const int lo = mk.window_right >= 0 && mk.window_right < t ? t - mk.window_right : 0;
+        const int rlo = lo - c0, rhi = hi - c0;
+#pragma unroll
+        for (int j = 0; j < Cfg::kSN / 8; ++j) {
+            uint32_t keep = 0xffffffffu;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int r = 8 * j + e;
+                if (r < rlo || r >= rhi) {
+                    st[4 * j + 2 * h + e] = 0.f;
+                    keep &= e == 0 ? 0xffff0000u : 0x0000ffffu;
+                }
+            }
+            pr[2 * j + h] &= keep;
+        }
+    }
+}
+
 template <class Cfg, int kDqCols>
 __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
@@ -377,22 +418,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
             else
                 bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
-            if (masked) { /* only blocks on a mask edge or the end of the queries */
-#pragma unroll
-                for (int j = 0; j < kSN / 8; ++j) {
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            const int key = my_key + 8 * h, row = row_first + qcol0 + 8 * j + 2 * (lane % 4) + e;
-                            if (row >= w.seqlen_q || key < w.mask.key_begin(row) || key >= w.mask.key_end(row)) {
-                                st[4 * j + 2 * h + e] = 0.f;
-                                pr[2 * j + h] &= e == 0 ? 0xffff0000u : 0x0000ffffu;
-                            }
-                        }
-                    }
-                }
-            }
+            if (masked) /* only blocks on a mask edge or the end of the queries */
+                bwd_mask<Cfg>(st, pr, w, my_key, row_first + qcol0 + 2 * (lane % 4));
             if constexpr (Cfg::kSplitDim) {
 #pragma unroll
                 for (int j = 0; j < kSN / 8; ++j)
