@@ -223,10 +223,12 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
 
 /* The fp8 main loop (two-level accumulation, gemm_sm90_persistent.cuh): acc =
  * sum over the unit's k-tiles of part, each k-tile's part summed by one wgmma
- * chain (kPromoteKTiles == 1). Once a chain is issued, the warpgroup first
- * waits for the next k-tile's data (the full barrier's latency runs under
- * the chain), then for the chain, frees its stage and adds part into acc: a
- * stage is released once the wgmma batch that read it has completed. */
+ * chain (kPromoteKTiles == 1). Once a chain is issued, the warpgroup frees
+ * the previous k-tile's stage (its batch has completed), moves the descriptor
+ * words on to the next stage, waits for the next k-tile's data (the full
+ * barrier's latency runs under the chain), then for the chain, and adds part
+ * into acc; from there to the next chain's first wgmma there is no address
+ * arithmetic. The unit's last stage is freed after the loop. */
 template <class Cfg>
 __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
                                             uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
