@@ -131,20 +131,21 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
     wgmma_fence_operands(d);
 }
 
-/* fp8 k-tile batches (consume_fp8) from descriptors worked out once per
- * unit: the stage-0 descriptors of the A tile and of this consumer's B slice,
- * with the consumer index broadcast from lane 0 (a value the compiler sees as
- * warp-uniform). A k-tile then adds its stage's offset and each k-step 32
- * bytes (in 16-byte units). The compiler still moves the descriptors into
- * uniform registers through general ones each k-tile (the shared-memory base
- * depends on the CTA's cluster rank, which it reads into a general register):
+/* fp8 k-tile batches (consume_fp8) from descriptor low words (wgmma_desc_lo):
+ * those of the A tile and of this consumer's B slice in the unit's first
+ * stage are worked out once per unit (the consumer index broadcast from lane
+ * 0), consume_fp8 moves them on by one stage per k-tile, and a batch adds 32
+ * bytes (two 16-byte units) per k-step and joins the constant high word. The
+ * compiler keeps the low words in general registers (two moves into uniform
+ * registers per wgmma), but no address arithmetic is left between the wait
+ * for one chain and the next chain's first wgmma:
  * docs/decisions/034-fp8-gemm-promotion-schedules.md. */
-struct Fp8Descs {
-    uint64_t a, b;
+struct Fp8DescLo {
+    uint32_t a, b;
 };
 
 template <class Cfg>
-__device__ __forceinline__ Fp8Descs fp8_descs(int consumer)
+__device__ __forceinline__ Fp8DescLo fp8_desc_lo(int consumer, int stage)
 {
     static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands, both K-major");
     /* The operand tiles' shared-memory addresses from the dynamic shared
@@ -153,26 +154,23 @@ __device__ __forceinline__ Fp8Descs fp8_descs(int consumer)
     extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
     const uint32_t a_tiles = (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
     const uint32_t b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
-    const int c = __shfl_sync(0xffffffffu, consumer, 0);
-    return {wgmma_desc(a_tiles, 16, kSwizzleAtomBytes),
-            wgmma_desc(b_tiles + c * Cfg::kChunkBytes, 16, kSwizzleAtomBytes)};
+    const uint32_t c = static_cast<uint32_t>(consumer), s = static_cast<uint32_t>(stage);
+    return {wgmma_desc_lo(a_tiles + s * Cfg::kATileBytes, 16),
+            wgmma_desc_lo(b_tiles + s * Cfg::kBTileBytes + c * Cfg::kChunkBytes, 16)};
 }
 
 template <class Cfg>
-__device__ __forceinline__ void issue_ktile_fp8(float (&d)[Cfg::kBM / 2], const Fp8Descs &base, int stage,
-                                                bool accumulate)
+__device__ __forceinline__ void issue_ktile_fp8(float (&d)[Cfg::kBM / 2], const Fp8DescLo &lo)
 {
     using TA = typename Cfg::ElementA;
     using TB = typename Cfg::ElementB;
-    const uint64_t desc_b = base.b + static_cast<uint32_t>(stage * (Cfg::kBTileBytes >> 4));
-    const uint64_t desc_a = base.a + static_cast<uint32_t>(stage * (Cfg::kATileBytes >> 4));
     wgmma_fence_operands(d);
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < Cfg::kKSteps; ++j)
-        wgmma_m64_kstep<Cfg::kBM, TB, TA, false, false>(d, wgmma_desc_advance(desc_b, j * kWgmmaKBytes),
-                                                         wgmma_desc_advance(desc_a, j * kWgmmaKBytes),
-                                                         j > 0 || accumulate ? 1u : 0u);
+        wgmma_m64_kstep<Cfg::kBM, TB, TA, false, false>(
+            d, wgmma_desc_join(lo.b + j * (kWgmmaKBytes >> 4), kSwizzleAtomBytes),
+            wgmma_desc_join(lo.a + j * (kWgmmaKBytes >> 4), kSwizzleAtomBytes), j > 0 ? 1u : 0u);
     wgmma_commit_group();
     wgmma_fence_operands(d);
 }
@@ -225,42 +223,60 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
 
 /* The fp8 main loop (two-level accumulation, gemm_sm90_persistent.cuh): acc =
  * sum over the unit's k-tiles of part, each k-tile's part summed by one wgmma
- * chain (kPromoteKTiles == 1). Once a chain is issued, the warpgroup first
- * waits for the next k-tile's data (the full barrier's latency runs under
- * the chain), then for the chain, frees its stage and adds part into acc: a
- * stage is released once the wgmma batch that read it has completed. */
+ * chain (kPromoteKTiles == 1). Once a chain is issued, the warpgroup frees
+ * the previous k-tile's stage (its batch has completed), moves the descriptor
+ * words on to the next stage, waits for the next k-tile's data (the full
+ * barrier's latency runs under the chain), then for the chain, and adds part
+ * into acc; from there to the next chain's first wgmma there is no address
+ * arithmetic. The unit's last stage is freed after the loop. */
 template <class Cfg>
 __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&part)[Cfg::kBM / 2],
                                             uint64_t *full, uint64_t *empty, int kt0, int kt1, int consumer,
                                             int &stage, uint32_t &phase)
 {
     static_assert(Cfg::kPromoteKTiles == 1, "a promotion after every k-tile's chain");
+    constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
     const bool signals = (threadIdx.x % 32) == 0;
-    const Fp8Descs descs = fp8_descs<Cfg>(consumer);
+    const int n = kt1 - kt0;
+    int s = stage;
+    uint32_t ph = phase;
+    Fp8DescLo lo = fp8_desc_lo<Cfg>(__shfl_sync(0xffffffffu, consumer, 0), s);
 
 #pragma unroll
     for (int i = 0; i < Cfg::kBM / 2; ++i)
         acc[i] = 0.0f;
 
-    if (kt0 < kt1)
-        mbar_wait(&full[stage], phase);
-    for (int kt = kt0; kt < kt1; ++kt) {
-        issue_ktile_fp8<Cfg>(part, descs, stage, false);
-        const int issued = stage;
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
+    if (n > 0)
+        mbar_wait(&full[s], ph);
+    int issued = s;
+    for (int i = 0; i < n; ++i) {
+        issue_ktile_fp8<Cfg>(part, lo);
+        /* The previous k-tile's stage, off the path from the wait for this
+         * chain to the next chain's issue. */
+        if (i > 0 && signals)
+            release_stage<Cfg>(empty, issued);
+        issued = s;
+        if (++s == Cfg::kStages) {
+            s = 0;
+            ph ^= 1;
+            lo.a -= (Cfg::kStages - 1) * kALoStage;
+            lo.b -= (Cfg::kStages - 1) * kBLoStage;
+        } else {
+            lo.a += kALoStage;
+            lo.b += kBLoStage;
         }
-        if (kt + 1 < kt1)
-            mbar_wait(&full[stage], phase);
+        if (i + 1 < n)
+            mbar_wait(&full[s], ph);
         wgmma_wait_group<0>();
         wgmma_fence_operands(part);
-        if (signals)
-            release_stage<Cfg>(empty, issued);
 #pragma unroll
-        for (int i = 0; i < Cfg::kBM / 2; ++i)
-            acc[i] += part[i];
+        for (int r = 0; r < Cfg::kBM / 2; ++r)
+            acc[r] += part[r];
     }
+    if (n > 0 && signals)
+        release_stage<Cfg>(empty, issued);
+    stage = s;
+    phase = ph;
 }
 
 } // namespace persistent

@@ -45,11 +45,13 @@
  *     reduced precision, so each k-tile (kPromoteKTiles = 1) runs its
  *     4 x wgmma m64 n(tile_m) k32 into a second register set `part` (the
  *     chain's first wgmma overwrites it); with the chain issued, the
- *     consumer waits for the next k-tile's full barrier, then wait_group 0
- *     frees the chain's stage, then acc += part in fp32. The other consumer
- *     warpgroup's wgmma keeps the tensor cores busy meanwhile. The chain's
- *     descriptors come from the shared-memory symbol and a warp-uniform
- *     consumer index, so the compiler works out less of them per k-tile.
+ *     consumer frees the previous k-tile's stage, waits for the next
+ *     k-tile's full barrier, then wait_group 0, then acc += part in fp32.
+ *     The other consumer warpgroup's wgmma keeps the tensor cores busy
+ *     meanwhile. The chain's descriptors are low words carried from stage
+ *     to stage (from the shared-memory symbol and a warp-uniform consumer
+ *     index), so no address arithmetic lies between one chain's wait and
+ *     the next chain's issue.
  *     (A promotion overlapped with this warpgroup's own next chain, with
  *     a chain of an earlier k-tile still pending while its registers are
  *     read, makes ptxas serialize every wgmma of the kernel: ptxas info
