@@ -144,15 +144,24 @@ struct Fp8DescLo {
     uint32_t a, b;
 };
 
+/* The dynamic shared memory of the persistent kernel, and the address of its
+ * first A tile: the base rounded up to 1024 bytes (128-byte swizzled tiles;
+ * kSmemBytes has the slack), then kStages A tiles, kStages B tiles and the
+ * epilogue buffers (gemm_persistent). */
+extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
+
+__device__ __forceinline__ uint32_t gemm_tiles_u32()
+{
+    return (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
+}
+
 template <class Cfg>
 __device__ __forceinline__ Fp8DescLo fp8_desc_lo(int consumer, int stage)
 {
     static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands, both K-major");
     /* The operand tiles' shared-memory addresses from the dynamic shared
-     * memory symbol itself (the layout of gemm_persistent) rather than from
-     * the generic tile pointers. */
-    extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
-    const uint32_t a_tiles = (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
+     * memory symbol itself rather than from the generic tile pointers. */
+    const uint32_t a_tiles = gemm_tiles_u32();
     const uint32_t b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
     const uint32_t c = static_cast<uint32_t>(consumer), s = static_cast<uint32_t>(stage);
     return {wgmma_desc_lo(a_tiles + s * Cfg::kATileBytes, 16),

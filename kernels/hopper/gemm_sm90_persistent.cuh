@@ -280,12 +280,11 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
 {
     __shared__ alignas(8) uint64_t full[Cfg::kStages];
     __shared__ alignas(8) uint64_t empty[Cfg::kStages];
-    extern __shared__ __align__(16) uint8_t mgpu_gemm_ws_smem[];
 
-    /* 128-byte swizzled tiles want 1024-byte alignment; kSmemBytes has the slack.
-     * The offset is the same in every CTA, as multicast needs. */
-    const uint32_t raw = smem_u32(mgpu_gemm_ws_smem);
-    uint8_t *a_tiles = mgpu_gemm_ws_smem + (((raw + 1023u) & ~1023u) - raw);
+    /* The tiles from a 1024-byte boundary (gemm_tiles_u32); the offset is the
+     * same in every CTA, as multicast needs. */
+    const uint32_t raw = smem_u32(persistent::mgpu_gemm_ws_smem);
+    uint8_t *a_tiles = persistent::mgpu_gemm_ws_smem + (persistent::gemm_tiles_u32() - raw);
     uint8_t *b_tiles = a_tiles + Cfg::kStages * Cfg::kATileBytes;
     uint8_t *epi_bufs = b_tiles + Cfg::kStages * Cfg::kBTileBytes;
 

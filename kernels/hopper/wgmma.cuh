@@ -62,16 +62,9 @@ constexpr uint64_t kWgmmaSwizzle128B = 1;
 /* Bytes of one 8-row swizzle atom: the SBO, and the alignment of every tile. */
 constexpr uint32_t kSwizzleAtomBytes = 1024;
 
-__device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes)
-{
-    return static_cast<uint64_t>((smem_addr & 0x3FFFF) >> 4) |
-           (static_cast<uint64_t>((lbo_bytes & 0x3FFFF) >> 4) << 16) |
-           (static_cast<uint64_t>((sbo_bytes & 0x3FFFF) >> 4) << 32) | (kWgmmaSwizzle128B << 62);
-}
-
-/* A descriptor in two words, for loops of wgmmas over one tile: the low word
- * (start address, LBO) of the tile's first step, computed once, and the high
- * word (SBO, swizzle), a constant. Step j's descriptor is then
+/* A descriptor in two words (wgmma_desc joins them), for loops of wgmmas over
+ * one tile: the low word (start address, LBO) of the tile's first step,
+ * computed once, and the high word (SBO, swizzle), a constant. Step j's descriptor is then
  * wgmma_desc_join(lo + offset_j / 16, sbo_bytes): one 32-bit add (the 14-bit
  * address field does not carry inside shared memory) where wgmma_desc of each
  * step's address repeats the masks and shifts. */
@@ -84,6 +77,11 @@ __device__ __forceinline__ uint64_t wgmma_desc_join(uint32_t lo, uint32_t sbo_by
 {
     return static_cast<uint64_t>(lo) | (static_cast<uint64_t>((sbo_bytes & 0x3FFFF) >> 4) << 32) |
            (kWgmmaSwizzle128B << 62);
+}
+
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes)
+{
+    return wgmma_desc_join(wgmma_desc_lo(smem_addr, lbo_bytes), sbo_bytes);
 }
 
 /* Moves a descriptor's start address by `bytes` (a multiple of 16 that keeps it
