@@ -177,7 +177,7 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {8192, 8192, 8192, 1, 256, 2, 1, 8},  /* large: 256 x 128 tiles, 2-CTA clusters: sqrt(66) */
         {8192, 4096, 4096, 1, 256, 2, 1, 8},  /* 1024 tiles */
         {4096, 4096, 4096, 1, 256, 1, 1, 8},  /* 512 tiles: no cluster, sqrt(132 / 2) */
-        {4000, 4000, 4000, 1, 256, 2, 1, 8},  /* 8000-byte rows of A and B (lines_straddled): clusters */
+        {4000, 4000, 4000, 1, 256, 2, 1, 8},  /* 8000-byte rows of A and B (operands_off_lines): clusters */
         {4096, 4096, 4000, 1, 256, 2, 1, 8},
         {4000, 4096, 4096, 1, 256, 1, 1, 8},  /* A and B rows on 128-byte lines (only D's are not) */
         {2056, 2312, 200, 1, 256, 2, 1, 8},   /* 171 tiles, 400-byte rows */

@@ -32,7 +32,7 @@
  *                            row's tiles and the tile columns pair up (even,
  *                            or >= 8 of them), or, 16-bit, when an operand
  *                            TMA reads as it is has rows off 128-byte lines
- *                            (lines_straddled); 16-bit, one batch entry,
+ *                            (operands_off_lines); 16-bit, one batch entry,
  *                            no cluster: MGPU_GEMM_SMALL_M (128 x 128) when
  *                            its waves give the busiest CTA at most 7/8 of
  *                            the rows (half_rows_wanted);
@@ -512,6 +512,66 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
     return 1;
 }
 
+/* One operand as the persistent kernel reads it, and its copy into the
+ * workspace when TMA cannot read it as it is. */
+struct operand {
+    int pack;
+    int64_t rows, cols, batches; /* rows contiguous; batches: 1 for a broadcast operand */
+    int esize;
+    int64_t packed_ld, packed_bytes; /* packed_bytes < 0: more than any workspace */
+};
+
+static struct operand describe_operand(uintptr_t base, int trans_is_n, int64_t m_or_n, int64_t k, int64_t ld,
+                                       int64_t stride, int64_t batch, int dtype, int is_b)
+{
+    struct operand o;
+    o.esize = mgpu_dtype_size(dtype);
+    /* A: N -> rows m, cols k; B: N -> rows k, cols n */
+    const int rows_are_k = is_b ? trans_is_n : !trans_is_n;
+    o.rows = rows_are_k ? k : m_or_n;
+    o.cols = rows_are_k ? m_or_n : k;
+    o.batches = batch > 1 && stride == 0 ? 1 : batch;
+    o.pack = !tma_ok(base, ld, stride, batch, 1, o.esize);
+    o.packed_ld = 0;
+    o.packed_bytes = 0;
+    if (o.pack) {
+        int64_t bytes;
+        if (mgpu_round_up_ok(o.rows, PACK_BYTES / o.esize, &o.packed_ld) &&
+            mgpu_mul3_ok(o.packed_ld, o.cols, o.batches, &bytes) && mgpu_mul_ok(bytes, o.esize, &bytes) &&
+            mgpu_round_up_ok(bytes, WS_ALIGN, &bytes))
+            o.packed_bytes = bytes;
+        else
+            o.packed_bytes = -1;
+    }
+    return o;
+}
+
+/* Whether operand o's rows, as the kernel reads them, start off 128-byte lines
+ * (TMA_ROW_BYTES: each 128-byte box row then touches two L2 lines): read as it
+ * is, with a base, leading dimension or batch stride off 128 bytes; packed
+ * into the workspace (only with `packed` set), rows of o->rows rounded up to
+ * PACK_BYTES (or no packing possible). */
+static int rows_off_lines(const struct operand *o, uintptr_t base, int64_t ld, int64_t stride, int64_t batch,
+                          int packed)
+{
+    if (o->pack)
+        return packed && (o->packed_bytes < 0 || (o->packed_ld * o->esize) % TMA_ROW_BYTES != 0);
+    return base % TMA_ROW_BYTES != 0 || (ld * o->esize) % TMA_ROW_BYTES != 0 ||
+           (batch > 1 && (stride * o->esize) % TMA_ROW_BYTES != 0);
+}
+
+/* Whether A or B has rows off 128-byte lines (rows_off_lines); `packed`: the
+ * operands the plan packs count too. */
+static int operands_off_lines(const struct mgpu_gemm_problem *p, int packed)
+{
+    const struct operand a = describe_operand(p->a, p->transa == MGPU_OP_N, p->m, p->k, p->lda, p->stride_a,
+                                              p->batch, p->a_dtype, 0);
+    const struct operand b = describe_operand(p->b, p->transb == MGPU_OP_N, p->n, p->k, p->ldb, p->stride_b,
+                                              p->batch, p->b_dtype, 1);
+    return rows_off_lines(&a, p->a, p->lda, p->stride_a, p->batch, packed) ||
+           rows_off_lines(&b, p->b, p->ldb, p->stride_b, p->batch, packed);
+}
+
 /* Problems of at most one wave of large tiles (m > SMALL_M, 16-bit): the
  * smaller tiles fill the SMs without split-K. Measured on H100 (bf16 TN,
  * same process as cuBLAS, docs/performance.md "Small and medium shapes"):
@@ -534,7 +594,7 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * One batch entry whose A or B rows, as the kernel reads them (as they are,
  * or packed: PACK_BYTES-aligned rows), start off 128-byte lines keeps the
  * large tiles there whatever K (FEW_TILES_OFF_LINES_LARGE, lone CTAs; see
- * rows_read_off_lines). Measured on H100 (2026-11-27, bf16 TN, single
+ * operands_off_lines). Measured on H100 (2026-11-27, bf16 TN, single
  * launches, same process as cuBLAS, medians of 21, two alternations; ms):
  * 2000^3 (4000-byte rows) 0.036-0.039 on 128 lone 256 x 128 CTAs against
  * 0.051-0.053 on 256 of 128 x 128 (cuBLAS 0.038; 2-CTA clusters
@@ -545,7 +605,6 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
  * (docs/decisions/032-gemm-medium-odd-shapes.md). */
 #define FEW_TILES_SPLIT_MIN_KTILES 64 /* k >= 4096 (16-bit) */
 #define FEW_TILES_OFF_LINES_LARGE 1
-static int rows_read_off_lines(const struct mgpu_gemm_problem *p);
 static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
                            const struct mgpu_variant *large, struct gemm_fit *f)
 {
@@ -563,7 +622,7 @@ static int few_tiles_shape(const struct mgpu_gemm_problem *p, const struct mgpu_
                                   mgpu_cdiv(p->m, SMALL_TILE_ROWS) * SMALL_TILE_ROWS;
     if (large_as_good && mgpu_cdiv(p->k, large->gemm.tile_k) >= FEW_TILES_SPLIT_MIN_KTILES)
         return 0;
-    if (FEW_TILES_OFF_LINES_LARGE && large_as_good && p->batch == 1 && rows_read_off_lines(p))
+    if (FEW_TILES_OFF_LINES_LARGE && large_as_good && p->batch == 1 && operands_off_lines(p, 1))
         want = MGPU_GEMM_LARGE; /* lone CTAs: wanted_shape returns before the cluster rule */
     f->few_tiles = 1;
     f->want = want;
@@ -609,10 +668,9 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     return mgpu_cdiv(then, sms) * SMALL_TILE_ROWS * share_den <= mgpu_cdiv(now, sms) * rows_now * share_num;
 }
 
-/* Operands whose TMA box rows (128 bytes each, TMA_ROW_BYTES) start off a
- * 128-byte line: an operand TMA reads as it is with a base, leading
- * dimension or batch stride that is not a multiple of 128 bytes (each box
- * row then touches two L2 lines). Such 16-bit problems take 2-CTA clusters
+/* Operands TMA reads as they are with rows off 128-byte lines (a base,
+ * leading dimension or batch stride that is not a multiple of 128 bytes:
+ * operands_off_lines(p, 0)). Such 16-bit problems take 2-CTA clusters
  * (the A tile fetched once per pair) below MIN_TILES_FOR_CLUSTER too
  * (MISALIGNED_CLUSTER). Measured on H100 (2026-11-27, bf16 TN, single
  * launches, same process as cuBLAS, medians of 15, two processes each; ms):
@@ -623,39 +681,6 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
  * clusters. Operands the plan packs are left out (not measured: 3999^3
  * keeps lone CTAs). fp8 keeps its threshold (not measured). */
 #define MISALIGNED_CLUSTER 1
-static int rows_off_lines(uintptr_t base, int64_t ld, int64_t stride, int64_t batch, int esize)
-{
-    if (!tma_ok(base, ld, stride, batch, 1, esize))
-        return 0; /* packed into the workspace (not measured) */
-    return base % TMA_ROW_BYTES != 0 || (ld * esize) % TMA_ROW_BYTES != 0 ||
-           (batch > 1 && (stride * esize) % TMA_ROW_BYTES != 0);
-}
-
-static int lines_straddled(const struct mgpu_gemm_problem *p)
-{
-    return rows_off_lines(p->a, p->lda, p->stride_a, p->batch, mgpu_dtype_size(p->a_dtype)) ||
-           rows_off_lines(p->b, p->ldb, p->stride_b, p->batch, mgpu_dtype_size(p->b_dtype));
-}
-
-/* Whether the rows of an operand, as the kernel reads them, start off
- * 128-byte lines: as it is (rows_off_lines), or, where it is packed first
- * (describe_operand), rows of `row_elems` rounded up to PACK_BYTES. */
-static int read_off_lines(uintptr_t base, int64_t row_elems, int64_t ld, int64_t stride, int64_t batch, int esize)
-{
-    if (tma_ok(base, ld, stride, batch, 1, esize))
-        return rows_off_lines(base, ld, stride, batch, esize);
-    int64_t packed_ld;
-    return !mgpu_round_up_ok(row_elems, PACK_BYTES / esize, &packed_ld) || (packed_ld * esize) % TMA_ROW_BYTES != 0;
-}
-
-/* A: rows of k elements when transposed (K-major), else m; B: k when not, else n. */
-static int rows_read_off_lines(const struct mgpu_gemm_problem *p)
-{
-    return read_off_lines(p->a, p->transa == MGPU_OP_T ? p->k : p->m, p->lda, p->stride_a, p->batch,
-                          mgpu_dtype_size(p->a_dtype)) ||
-           read_off_lines(p->b, p->transb == MGPU_OP_N ? p->k : p->n, p->ldb, p->stride_b, p->batch,
-                          mgpu_dtype_size(p->b_dtype));
-}
 
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
@@ -690,7 +715,7 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return;
     const int64_t tiles_n = mgpu_cdiv(p->n, large->gemm.tile_n);
     const int many_tiles = mgpu_cdiv(p->m, large->gemm.tile_m) * tiles_n >= MIN_TILES_FOR_CLUSTER ||
-                           (MISALIGNED_CLUSTER && !fp8 && lines_straddled(p));
+                           (MISALIGNED_CLUSTER && !fp8 && operands_off_lines(p, 0));
     if (CLUSTER_BY_DEFAULT && many_tiles && (tiles_n % 2 == 0 || tiles_n >= MIN_ODD_COLUMNS_FOR_CLUSTER))
         f->want = MGPU_GEMM_LARGE_CLUSTER;
     else if (large->gemm.tile_n == HALF_ROWS_TILE_N && half_rows_wanted(p, caps, large->gemm.tile_m, 7, 8)) {
@@ -906,39 +931,6 @@ static void operand_map(struct mgpu_tensor_map_desc *m, int dtype, uint64_t base
     m->l2_promote = 1;
 }
 
-/* One operand as the persistent kernel reads it, and its copy into the
- * workspace when TMA cannot read it as it is. */
-struct operand {
-    int pack;
-    int64_t rows, cols, batches; /* rows contiguous; batches: 1 for a broadcast operand */
-    int esize;
-    int64_t packed_ld, packed_bytes; /* packed_bytes < 0: more than any workspace */
-};
-
-static struct operand describe_operand(uintptr_t base, int trans_is_n, int64_t m_or_n, int64_t k, int64_t ld,
-                                       int64_t stride, int64_t batch, int dtype, int is_b)
-{
-    struct operand o;
-    o.esize = mgpu_dtype_size(dtype);
-    /* A: N -> rows m, cols k; B: N -> rows k, cols n */
-    const int rows_are_k = is_b ? trans_is_n : !trans_is_n;
-    o.rows = rows_are_k ? k : m_or_n;
-    o.cols = rows_are_k ? m_or_n : k;
-    o.batches = batch > 1 && stride == 0 ? 1 : batch;
-    o.pack = !tma_ok(base, ld, stride, batch, 1, o.esize);
-    o.packed_ld = 0;
-    o.packed_bytes = 0;
-    if (o.pack) {
-        int64_t bytes;
-        if (mgpu_round_up_ok(o.rows, PACK_BYTES / o.esize, &o.packed_ld) &&
-            mgpu_mul3_ok(o.packed_ld, o.cols, o.batches, &bytes) && mgpu_mul_ok(bytes, o.esize, &bytes) &&
-            mgpu_round_up_ok(bytes, WS_ALIGN, &bytes))
-            o.packed_bytes = bytes;
-        else
-            o.packed_bytes = -1;
-    }
-    return o;
-}
 
 static unsigned helper_grid(const struct mgpu_device_caps *caps, int64_t work_items, int threads)
 {
@@ -1228,7 +1220,7 @@ static void selection_key_of(const struct mgpu_gemm_problem *p, const struct mgp
     k->p.a_dtype = p->a_dtype;
     k->p.b_dtype = p->b_dtype;
     k->p.c_dtype = p->c_dtype;
-    k->p.a = p->a % TMA_ROW_BYTES; /* lines_straddled */
+    k->p.a = p->a % TMA_ROW_BYTES; /* operands_off_lines */
     k->p.b = p->b % TMA_ROW_BYTES;
     k->p.c = p->c % TMA_ALIGN;
     k->p.lda = p->lda;
