@@ -417,14 +417,20 @@ static void test_inference_plan(void)
     d.heads_kv = 64;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    /* 4096 and 512 equal tiles of 32 key blocks: the persistent grid */
-    CHECK(a->pack_gqa == 0 && a->num_splits == 1 && plan.grid == 132, "MHA batch 64: pack %d splits %d",
-          a->pack_gqa, a->num_splits);
+    /* 4096 and 512 equal tiles of 32 key blocks: decode steps, the decode
+     * entry (one tile per CTA); the general kernel would take the
+     * persistent grid */
+    CHECK(a->pack_gqa == 0 && a->num_splits == 1 && plan.decode_entry && plan.grid == 4096,
+          "MHA batch 64: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
+    choice.force_decode_entry = -1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(!plan.decode_entry && plan.grid == 132, "MHA batch 64, general kernel: grid %u", plan.grid);
+    choice.force_decode_entry = 0;
     d.heads_kv = 8;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->pack_gqa == 1 && a->num_splits == 1 && plan.grid == 132, "GQA batch 64: pack %d splits %d grid %u",
-          a->pack_gqa, a->num_splits, plan.grid);
+    CHECK(a->pack_gqa == 1 && a->num_splits == 1 && plan.decode_entry && plan.grid == 512,
+          "GQA batch 64: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
     d.seqlen_q = 4096;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
@@ -1050,11 +1056,12 @@ static void test_programmatic_plan(void)
     }
 }
 
-/* The decode entry: inference calls with one query tile per (sequence, tile
- * head) and no persistent grid, on the grid {splits, tile heads, batch};
- * its variant has the forward variant's dtype and tiles; forcing it off, or
- * on for a call without the inference features; never past the grid's
- * limits or with several query tiles. */
+/* The decode entry: fixed-length decode steps, and other inference calls
+ * with one query tile per (sequence, tile head) and no persistent grid, on
+ * the grid {splits, tile heads, batch}; its variant has the forward
+ * variant's dtype and tiles; forcing it off, or on for a call the planner
+ * leaves to the general kernel; never past the grid's limits or with
+ * several query tiles; varlen only forced. */
 static void test_decode_entry_plan(void)
 {
     const struct {
@@ -1065,7 +1072,7 @@ static void test_decode_entry_plan(void)
         {8, 8192, 64, 8, 64, 1},     /* packed, splits */
         {1, 131072, 8, 1, 128, 1},   /* MQA, splits */
         {1, 1024, 32, 32, 256, 1},   /* MHA with splits */
-        {8, 1024, 32, 32, 128, 0},   /* MHA without splits: no inference feature, the persistent grid */
+        {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
         {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
     };
     const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
@@ -1120,6 +1127,32 @@ static void test_decode_entry_plan(void)
         forced.force_decode_entry = 1;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
         CHECK(!plan.decode_entry, "seqlen_q 129: decode entry");
+    }
+    /* one query tile, no inference feature, more than one query: the general kernel */
+    d.seqlen_q = 100;
+    d.seqlen_k = 100;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int prefill = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (prefill >= 0) {
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[prefill], &hopper, &choice, &plan);
+        CHECK(!plan.decode_entry && !plan.args.pack_gqa && plan.args.num_splits == 1, "short prefill: decode entry");
+    }
+    /* varlen decode (packed, split): the general kernel unless forced */
+    d = base_desc();
+    d.seqlen_q = 1;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = 2;
+    d.total_k = 3000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int varlen = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (varlen >= 0) {
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[varlen], &hopper, &choice, &plan);
+        CHECK(!plan.decode_entry && plan.args.pack_gqa, "varlen decode: decode entry %d", plan.decode_entry);
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode_entry = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[varlen], &hopper, &forced, &plan);
+        CHECK(plan.decode_entry && plan.decode_grid[1] == 4 && plan.decode_grid[2] == 2, "varlen decode forced");
     }
 }
 
