@@ -535,7 +535,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     /* The decode entry (kernels/abi/attention_abi.h, "Decode entry"): for
      * calls whose queries fit one tile per (sequence, tile head), one work
      * tile per CTA with its coordinates from blockIdx, only the inference
-     * code, the grid-dependency wait after the tile set-up (decision XXX).
+     * code, the grid-dependency wait after the tile set-up (decision 036).
      * Planned for fixed-length decode steps (one query a sequence; MHA ones
      * too, which then leave the persistent grid: H100, 8 x 1024 keys, 32
      * heads, d128, 58.1 -> 50.9 us of GPU time) and for the other inference
