@@ -216,9 +216,10 @@ __device__ __forceinline__ uint32_t attn_bwd_split_box(uint32_t q_stage, uint32_
     return (warp < 2 ? q_stage : do_stage) + (kCol0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes + (warp % 2) * kBoxBytes;
 }
 
-/* The boxes of consumer kC (all its warps) of one stage into dq_accum rows
- * from row0. */
-template <class Cfg, int kC>
+/* The boxes of consumer kC's warps [kWarp0, kWarp0 + 2) of one stage into
+ * dq_accum rows from row0: warps 0, 1 staged theirs in the Q tile, 2, 3 in
+ * the dO tile. */
+template <class Cfg, int kC, int kWarp0>
 __device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap *dq_map, uint32_t q_stage,
                                                                uint32_t do_stage, int32_t row0)
 {
@@ -226,8 +227,9 @@ __device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap
     constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
     constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
     constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kBoxCols * 4;
+    static_assert(Cfg::kWarpgroupThreads / 32 == 4 && (kWarp0 == 0 || kWarp0 == 2), "two warps per tile");
 #pragma unroll
-    for (int warp = 0; warp < Cfg::kWarpgroupThreads / 32; ++warp) {
+    for (int warp = kWarp0; warp < kWarp0 + 2; ++warp) {
         const uint32_t box = attn_bwd_split_box<Cfg, kC>(q_stage, do_stage, warp);
 #pragma unroll
         for (int b = 0; b < kN / kBoxCols; ++b)
@@ -240,9 +242,13 @@ __device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap
  * The dQ writer of head dims 192, 256 (thread 32, warpgroup 0): per query
  * block, in the consumers' order,
  * waits until both consumers have staged its dQ in stage s's Q / dO tiles
- * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions,
- * and once they have read shared memory releases the stage to the producer
- * (q_empty[s], do_empty[s]: the writer's is then their only arrival).
+ * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions
+ * in two bulk groups, the Q tile's boxes first, and releases each tile to the
+ * producer once its group has read it (q_empty[s], then do_empty[s]: the
+ * writer's is their only arrival). The consumers need the next Q (S^T of
+ * the block after next, issued at the end of the next block) before its dO,
+ * and the reductions' reads take long (they move at the rate L2 accepts the
+ * adds): the Q tile's half of them no longer holds up that load.
  * Deterministic: before adding, waits (while the consumers go on) until
  * dq_semaphore equals this key block's turn; after releasing the stage, waits
  * for the adds to complete and hands the turn on.
@@ -264,11 +270,18 @@ __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bw
         mbar_wait(&smem.dq_full[s], parity);
         const uint32_t q_stage = smem_u32(smem.q[s]), do_stage = smem_u32(smem.dout[s]);
         const int32_t row0 = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM);
-        attn_bwd_split_reduce_consumer<Cfg, 0>(dq_map, q_stage, do_stage, row0);
-        attn_bwd_split_reduce_consumer<Cfg, 1>(dq_map, q_stage, do_stage, row0);
+        /* The Q tile's boxes first, so that the producer may load the next
+         * Q (needed first: the consumers issue S^T before dP^T) while the
+         * dO tile's boxes are still being read. */
+        attn_bwd_split_reduce_consumer<Cfg, 0, 0>(dq_map, q_stage, do_stage, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 1, 0>(dq_map, q_stage, do_stage, row0);
         ptx::cp_async_bulk_commit_group();
-        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        attn_bwd_split_reduce_consumer<Cfg, 0, 2>(dq_map, q_stage, do_stage, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 1, 2>(dq_map, q_stage, do_stage, row0);
+        ptx::cp_async_bulk_commit_group();
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<1>{});
         mbar_arrive(&smem.q_empty[s]);
+        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
         mbar_arrive(&smem.do_empty[s]);
         if (a.deterministic) {
             /* complete, ordered before this thread's generic-proxy release (as attn_bwd_dq_writer) */
