@@ -33,10 +33,12 @@
  *   the last arriver waits until the other n - 1 contributors have parked
  *     (they have all arrived, so they are running and only write: no CTA
  *     waits for one that has not started), resets both counters for the
- *     next launch and sums the partials in contributor order first..last,
- *     its own from registers: the same additions in the same order
- *     whichever contributor arrives last, so the result has the same bits
- *     from call to call. Then the whole epilogue, as any unit.
+ *     next launch and sums the partials in contributor order first..last
+ *     in place in its accumulators (its own term from registers when it is
+ *     the first or second, else parked and read back like the others): the
+ *     same additions in the same order whichever contributor arrives last,
+ *     so the result has the same bits from call to call. Then the whole
+ *     epilogue, as any unit.
  * Counters: two per tail tile, CTA of the cluster and consumer, in the
  * handle's split counters (zero between launches). Workspace:
  * (tiles + grid - 1) slots of one fp32 tile per CTA of a cluster.
@@ -152,7 +154,7 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
         return true; /* the whole tile lies in this CTA's range */
     constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
     constexpr int64_t kSlotQuads = 128 * kQuads;
-    constexpr int kLoadBatch = 2;
+    constexpr int kLoadBatch = 8;
     static_assert(kQuads % kLoadBatch == 0, "whole load batches");
     const int n = last - first + 1;
     const int tid = threadIdx.x % 128;
@@ -187,46 +189,54 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
         counters[1] = 0;
     }
     named_barrier_sync(barrier_id, 128);
-    /* Contributor order first..last, this CTA's term from acc; kLoadBatch
-     * float4s at a time (beside acc, the running sum and the loads in flight
-     * must fit the consumer's registers), the contributors in a loop that
-     * is not unrolled. */
-    const float4 *slots = base + (tail_tile + first) * slot_step;
+    /* The sum in contributor order, ((p0 + p1) + p2) + ..., into acc in
+     * place, kLoadBatch float4s of a partial in flight per thread (as
+     * combine_splits: no registers beside acc but the loads). This CTA's
+     * own term p_own is in acc: own 0 (the usual last arriver, whose piece
+     * 1 starts the tile: the others' pieces 0 end earlier) adds p1, p2, ...;
+     * own 1 adds p0 first (p1 + p0 has the bits of p0 + p1); a later one
+     * parks its term too and sums every slot from p0, as the others would. */
     const int own = c - first;
+    const float4 *slots = base + (tail_tile + first) * slot_step;
+    if (own >= 2) {
+        float4 *mine = base + (tail_tile + c) * slot_step;
+#pragma unroll
+        for (int q = 0; q < kQuads; ++q)
+            __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+    }
+    const int from = own == 1 ? 2 : 1;
 #pragma unroll
     for (int g = 0; g < kQuads; g += kLoadBatch) {
-        float4 sum[kLoadBatch];
-#pragma unroll 1
-        for (int i = 0; i < n; ++i) {
-            float4 v[kLoadBatch];
-            if (i == own) {
+        if (own >= 2) {
 #pragma unroll
-                for (int q = g; q < g + kLoadBatch; ++q)
-                    v[q - g] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-            } else {
-                const float4 *p = slots + i * slot_step;
-#pragma unroll
-                for (int q = g; q < g + kLoadBatch; ++q)
-                    v[q - g] = __ldcg(p + q * 128);
+            for (int q = g; q < g + kLoadBatch; ++q) {
+                const float4 v = __ldcg(slots + q * 128);
+                acc[4 * q] = v.x;
+                acc[4 * q + 1] = v.y;
+                acc[4 * q + 2] = v.z;
+                acc[4 * q + 3] = v.w;
             }
+        } else if (own == 1) {
 #pragma unroll
-            for (int q = 0; q < kLoadBatch; ++q) {
-                if (i == 0) {
-                    sum[q] = v[q];
-                } else {
-                    sum[q].x += v[q].x;
-                    sum[q].y += v[q].y;
-                    sum[q].z += v[q].z;
-                    sum[q].w += v[q].w;
-                }
+            for (int q = g; q < g + kLoadBatch; ++q) {
+                const float4 v = __ldcg(slots + q * 128);
+                acc[4 * q] += v.x;
+                acc[4 * q + 1] += v.y;
+                acc[4 * q + 2] += v.z;
+                acc[4 * q + 3] += v.w;
             }
         }
+#pragma unroll 1
+        for (int i = from; i < n; ++i) {
+            const float4 *p = slots + i * slot_step;
 #pragma unroll
-        for (int q = g; q < g + kLoadBatch; ++q) {
-            acc[4 * q] = sum[q - g].x;
-            acc[4 * q + 1] = sum[q - g].y;
-            acc[4 * q + 2] = sum[q - g].z;
-            acc[4 * q + 3] = sum[q - g].w;
+            for (int q = g; q < g + kLoadBatch; ++q) {
+                const float4 v = __ldcg(p + q * 128);
+                acc[4 * q] += v.x;
+                acc[4 * q + 1] += v.y;
+                acc[4 * q + 2] += v.z;
+                acc[4 * q + 3] += v.w;
+            }
         }
     }
     return true;
