@@ -53,7 +53,8 @@
  *                         -> the units past the last full wave shared out
  *                            along K over every CTA ("split-K tail") where
  *                            that cuts the busiest CTA's k-tiles by
- *                            TAIL_SPLIT_MIN_GAIN percent, or as
+ *                            TAIL_SPLIT_MIN_GAIN percent and K is long
+ *                            (TAIL_SPLIT_MIN_TILE_K), or as
  *                            MGPU_FORCE_TAIL_SPLIT says;
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
  *                         -> that operand is packed into the handle's workspace;
@@ -1006,16 +1007,34 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
  * range of tiles * k_tiles / grid k-tiles each (ranges cross tile
  * boundaries), the partials summed in a fixed order through the workspace.
  * The busiest CTA then runs w tiles and one range instead of w + 1 tiles
- * (w full waves): 3000^3 on 66 clusters of 256 x 256, 144 units, 2 waves and
- * 12 tail units, runs 2 x 47 + 9 k-tiles instead of 3 x 47. The rows that
- * have it: sm_90a, 16-bit, cooperative, two consumer warpgroups (the 64 x 128,
- * 128 x 128 and 256 x 128 rows, lone or in 2-CTA clusters), no split-K.
- * Taken where it cuts the busiest CTA's k-tiles by TAIL_SPLIT_MIN_GAIN
- * percent or more (a range of at least TAIL_SPLIT_MIN_KTILES k-tiles per
- * CTA), or as MGPU_FORCE_TAIL_SPLIT says (1: wherever the rows have it and
- * there is a tail, 0: never). Returns the tail tiles, 0 for none. */
+ * (w full waves): 3000 x 3000 x 4000 on 66 clusters of 256 x 256, 144
+ * units, 2 waves and 12 tail units, runs 2 x 63 + 12 k-tiles instead of
+ * 3 x 63. The rows that have it: sm_90a, 16-bit, cooperative, two consumer
+ * warpgroups (the 64 x 128, 128 x 128 and 256 x 128 rows, lone or in 2-CTA
+ * clusters), no split-K. Taken where it cuts the busiest CTA's k-tiles by
+ * TAIL_SPLIT_MIN_GAIN percent or more, a tile has TAIL_SPLIT_MIN_TILE_K
+ * k-tiles or more and the tail is at most TAIL_SPLIT_MAX_SHARE percent of a
+ * wave (each CTA's range at least TAIL_SPLIT_MIN_KTILES k-tiles), or as
+ * MGPU_FORCE_TAIL_SPLIT says (1: wherever the rows have it and there is a
+ * tail, 0: never). Returns the tail tiles, 0 for none.
+ * Measured on H100 (2026-11-27, bf16 TN, single launches, medians of 3
+ * processes, tail forced on against main, ms): faster at 3000 x 3000 x 4000
+ * (63 k-tiles, 12 of 66 units in the tail) 0.1227 against 0.1384 and
+ * 3000 x 3000 x 8000 (128 x 128, 125 k-tiles, 48 of 132) 0.2733 against
+ * 0.2889; even at 3000^3 (47 k-tiles) 0.1211 against 0.1228 (its runs
+ * spread 0.119-0.131); slower at every shape with 52 k-tiles or fewer
+ * (3000 x 3000 x 1000 0.0700 against 0.0538, 3072^3 0.1005 against 0.0970,
+ * 2560^3, 2500 x 4000 x 3000, 3300^3, 5000 x 5000 x 2000) and wherever the
+ * tail was half a wave or more (4096^3 0.2014 against 0.1831, 4000^3,
+ * 8192^3, 1024 x 28672 x 8192, 1536 x 4096 x 4096, 6000^3, 4500^3): the
+ * tail's fixed costs (a
+ * tile waits for its slowest contributor, the partials' round trips) take
+ * 20-30 us, and the last partial wave it replaces ran on few SMs, faster
+ * than a full one (docs/decisions/XXX-gemm-tail-wave.md). */
 #define TAIL_SPLIT_BY_DEFAULT 1
 #define TAIL_SPLIT_MIN_GAIN 10     /* percent of the busiest CTA's k-tiles */
+#define TAIL_SPLIT_MIN_TILE_K 60   /* k-tiles of one tile (k >= 3776, 16-bit) */
+#define TAIL_SPLIT_MAX_SHARE 40    /* percent of a wave in the tail */
 #define TAIL_SPLIT_MIN_KTILES 1    /* k-tiles of each CTA's range (the kernel's least) */
 #define TAIL_SPLIT_COUNTERS 4      /* split counters per tail tile and CTA of a cluster: 2 per consumer */
 static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v,
@@ -1043,7 +1062,10 @@ static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct 
     /* k-tiles of the busiest CTA: w + 1 tiles without, w tiles and a range with */
     const int64_t waves = units / grid;
     const int64_t before = (waves + 1) * k_tiles, after = waves * k_tiles + mgpu_cdiv(length, grid);
-    return (before - after) * 100 >= before * TAIL_SPLIT_MIN_GAIN ? tiles : 0;
+    return k_tiles >= TAIL_SPLIT_MIN_TILE_K && tiles * 100 <= grid * TAIL_SPLIT_MAX_SHARE &&
+                   (before - after) * 100 >= before * TAIL_SPLIT_MIN_GAIN
+               ? tiles
+               : 0;
 }
 
 /* Bytes of the split-K tail's partials: tiles + grid - 1 slots (one per
