@@ -1033,7 +1033,7 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
  * than a full one (docs/decisions/XXX-gemm-tail-wave.md). */
 #define TAIL_SPLIT_BY_DEFAULT 1
 #define TAIL_SPLIT_MIN_GAIN 10     /* percent of the busiest CTA's k-tiles */
-#define TAIL_SPLIT_MIN_TILE_K 60   /* k-tiles of one tile (k >= 3776, 16-bit) */
+#define TAIL_SPLIT_MIN_TILE_K 60   /* k-tiles of one tile (k > 3776, 16-bit) */
 #define TAIL_SPLIT_MAX_SHARE 40    /* percent of a wave in the tail */
 #define TAIL_SPLIT_MIN_KTILES 1    /* k-tiles of each CTA's range (the kernel's least) */
 #define TAIL_SPLIT_COUNTERS 4      /* split counters per tail tile and CTA of a cluster: 2 per consumer */
