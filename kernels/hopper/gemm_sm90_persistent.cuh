@@ -242,8 +242,9 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         }
     };
     if constexpr (Cfg::kTailSplit) {
-        /* The same walk through GemmTail::unit: the full waves as below, then
-         * this CTA's tail pieces (gemm_sm90_tail_split.cuh). */
+        /* The same walk through tail_walk: the units of the full waves as
+         * below, then this CTA's tail pieces (gemm_sm90_tail_split.cuh), the
+         * walk read from the shared GemmTailPlan. */
         const GemmTailPlan &tail = *tail_plan;
         int64_t u = sched.first();
         GemmTile t{};
