@@ -2,7 +2,7 @@
  * For GPU tests that force several plans in one process. The library reads
  * MGPU_FORCE_VARIANT, MGPU_FORCE_SPLIT_K, MGPU_FORCE_BAND, MGPU_FORCE_SCHEDULE,
  * MGPU_DEBUG_FP8_NO_PROMOTION, MGPU_FORCE_PACK_GQA, MGPU_FORCE_NUM_SPLITS,
- * MGPU_FORCE_PAGED_GATHER and MGPU_FORCE_SPLIT_MERGE once per process; force_setenv / force_unsetenv change the environment
+ * MGPU_FORCE_PAGED_GATHER, MGPU_FORCE_SPLIT_MERGE and MGPU_FORCE_TAIL_SPLIT once per process; force_setenv / force_unsetenv change the environment
  * and hand the new values to the library (mgpu_env_override), so a test
  * reads like the environment it sets. These tests link the library's
  * static core.
@@ -44,6 +44,8 @@ static void force_apply(void)
     force_env.force_paged_gather = gather && gather[0] ? (atoi(gather) ? 1 : -1) : 0;
     const char *merge = getenv("MGPU_FORCE_SPLIT_MERGE");
     force_env.force_split_merge = merge && merge[0] ? (atoi(merge) ? 1 : -1) : 0;
+    const char *tail = getenv("MGPU_FORCE_TAIL_SPLIT");
+    force_env.force_tail_split = tail && tail[0] ? (atoi(tail) ? 1 : -1) : 0;
     mgpu_env_override(&force_env);
 }
 

@@ -283,6 +283,44 @@ static void check_small_m_paths(mgpu_dtype t)
     }
 }
 
+/* The split-K tail (kernels/hopper/gemm_sm90_tail_split.cuh): shapes whose
+ * units run past full waves of the persistent grid, as planned and with the
+ * tail forced (MGPU_FORCE_TAIL_SPLIT=1): clusters and lone CTAs, the
+ * 128 x 128 row, every layout, odd sizes, k off the k-tile, beta != 0, fp32
+ * out through direct stores (odd ldc), packed operands, batches. Compute
+ * capability 9.0 only (the sm_100a kernel has no tail; the names below are
+ * sm_90a rows). */
+static void check_tail_split(mgpu_dtype t)
+{
+    char v128[96], v64[96];
+    snprintf(v128, sizeof v128, "mgpu_gemm_sm90_ws_%s_tt_128x128x64_s6_c1", tname(t));
+    snprintf(v64, sizeof v64, "mgpu_gemm_sm90_ws_%s_tn_64x128x64_s8_c1", tname(t));
+    const struct {
+        struct gemm_case g;
+        const char *variant;
+    } cases[] = {
+        /* 144 cluster units on 66 clusters: 2 waves and 12 tail units (planned at k = 4000) */
+        {{MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f}, NULL},
+        {{MGPU_OP_T, MGPU_OP_N, 3000, 3000, 4000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f}, NULL},
+        /* lda 777: both operands packed; odd ldc: direct stores */
+        {{MGPU_OP_N, MGPU_OP_N, 2500, 2900, 777, 1, t, MGPU_DTYPE_F32, 0, 0, 3, 0, 0, 0, 1.0f, 0.0f}, NULL},
+        /* two batch entries, M- and N-major operands */
+        {{MGPU_OP_N, MGPU_OP_T, 2000, 2000, 300, 2, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f}, NULL},
+        /* 144 tiles of 128 x 128 on 132 CTAs: 12 tail tiles over 24 k-tiles */
+        {{MGPU_OP_T, MGPU_OP_T, 1000, 2300, 1500, 1, t, t, 0, 0, 0, 0, 0, 0, 2.0f, -1.0f}, v128},
+        /* 248 tiles of 64 x 128: 116 tail tiles over 4 k-tiles each (small enough for MGPU_TEST_QUICK) */
+        {{MGPU_OP_T, MGPU_OP_N, 256, 7900, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f}, v64},
+        /* 512 tiles on 132 lone CTAs: 116 tail tiles */
+        {{MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 1.0f}, NULL},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_forced(&cases[i].g, cases[i].variant, NULL);
+        force_setenv("MGPU_FORCE_TAIL_SPLIT", "1");
+        run_forced(&cases[i].g, cases[i].variant, NULL);
+        force_unsetenv("MGPU_FORCE_TAIL_SPLIT");
+    }
+}
+
 /* Two runs on the same inputs give the same bits (A as transa says, B not
  * transposed, fp32 out; split-K forced to `splits` when given). */
 static void check_same_bits(mgpu_operation transa, int64_t m, int64_t n, int64_t k, const char *splits,
@@ -315,13 +353,19 @@ static void check_same_bits(mgpu_operation transa, int64_t m, int64_t n, int64_t
         force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
-/* Split-K included: its reduction adds the K slices in a fixed order. */
+/* Split-K included: its reduction adds the K slices in a fixed order; so
+ * does the split-K tail's (forced: 3000 x 3000 x 1000, six contributors a
+ * tail tile; 4096^3, 116 tail tiles). */
 static void check_deterministic(void)
 {
     check_same_bits(MGPU_OP_N, 1000, 700, 3000, NULL, 77);
     check_same_bits(MGPU_OP_N, 1000, 700, 3000, "5", 77);
     check_same_bits(MGPU_OP_N, 64, 4096, 4096, "4", 77);
     check_same_bits(MGPU_OP_T, 16, 4096, 4096, NULL, 79);
+    force_setenv("MGPU_FORCE_TAIL_SPLIT", "1");
+    check_same_bits(MGPU_OP_T, 3000, 3000, 1000, NULL, 81);
+    check_same_bits(MGPU_OP_N, 4096, 4096, 4096, NULL, 83);
+    force_unsetenv("MGPU_FORCE_TAIL_SPLIT");
 }
 
 /* Calls the device can reject only at run time. */
@@ -359,6 +403,14 @@ int main(void)
     }
     cublasCreate(&cublas);
     /* MGPU_TEST_SMALL_M_ONLY=1: the small-m kernel's cases only (for compute-sanitizer runs of that kernel) */
+    /* MGPU_TEST_TAIL_ONLY=1: the split-K tail's cases only (for compute-sanitizer runs of it) */
+    const char *tail_only = getenv("MGPU_TEST_TAIL_ONLY");
+    if (tail_only && tail_only[0] == '1') {
+        check_tail_split(MGPU_DTYPE_BF16);
+        cublasDestroy(cublas);
+        mgpu_destroy(handle);
+        return check_exit();
+    }
     const char *only = getenv("MGPU_TEST_SMALL_M_ONLY");
     if (only && only[0] == '1') {
         check_small_m_paths(MGPU_DTYPE_BF16);
@@ -403,6 +455,7 @@ int main(void)
                     run_case(&cases[i]);
             }
         check_persistent_paths(t);
+        check_tail_split(t);
         check_small_m_paths(t);
         /* k == 0: D = beta * C */
         struct gemm_case k0 = {MGPU_OP_N, MGPU_OP_N, 33, 17, 0, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 2.0f};

@@ -165,6 +165,73 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
     return plan_forced(m, n, k, batch, caps, &force);
 }
 
+/* The split-K tail (src/gemm/gemm_plan.c, tail_split_tiles): the units
+ * beyond the last full wave shared out along K where that cuts the busiest
+ * CTA's k-tiles by a tenth or more, a tile has 60 k-tiles or more and the
+ * tail is at most 40 % of a wave;
+ * MGPU_FORCE_TAIL_SPLIT turns it on wherever the rows have it (16-bit,
+ * cooperative, two consumers, no split-K, more than one wave) or off; the
+ * workspace must hold it. */
+static void check_tail_split(const struct mgpu_device_caps *caps)
+{
+    const struct { int64_t m, n, k; int force, tail, cluster; } cases[] = {
+        {3000, 3000, 4000, 0, 12, 2}, /* 144 cluster units on 66: 2 waves + 12; 189 -> 138 k-tiles */
+        {3000, 3000, 8000, 0, 48, 1}, /* 576 tiles of 128 x 128 on 132: 4 waves + 48; 625 -> 546 */
+        {3000, 3000, 3000, 0, 0, 2},  /* 141 -> 103 k-tiles, but 47 k-tiles a tile */
+        {3000, 3000, 1000, 0, 0, 2},  /* 48 -> 35 k-tiles, 16 a tile */
+        {6000, 6000, 6000, 0, 0, 2},  /* 576 units, 8 waves + 48: 846 -> 821 k-tiles (3 %) */
+        {4096, 4096, 4096, 0, 0, 1},  /* 512 tiles on 132, 3 waves + 116 */
+        {1024, 28672, 8192, 0, 0, 1}, /* 896 tiles, 6 waves + 104 */
+        {8192, 14336, 4096, 0, 0, 2}, /* 1792 units, 27 waves + 10: 3 % */
+        {128, 28672, 8192, 0, 0, 1},  /* 224 tiles of 128 x 128: 1 wave + 92 (70 % of a wave) */
+        {3000, 3000, 3000, 1, 12, 2},
+        {3000, 3000, 1000, 1, 12, 2},
+        {4096, 4096, 4096, 1, 116, 1},
+        {3000, 3000, 4000, -1, 0, 2},
+        {2000, 2000, 2000, 1, 0, 1},  /* 128 large tiles: one wave, no tail */
+        {3000, 3000, 100, 1, 0, 1},   /* 128 x 128 tiles (half_rows_wanted), 576: 4 waves + 48 tiles of 2 k-tiles,
+                                       * 96 k-tiles of tail for 132 CTAs */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct mgpu_gemm_force force = {.tail_split = cases[i].force};
+        const struct mgpu_gemm_plan plan = plan_forced(cases[i].m, cases[i].n, cases[i].k, 1, caps, &force);
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        CHECK(plan.tail_tiles == cases[i].tail && plan.args.tail_split == (cases[i].tail > 0) && plan.splits == 1 &&
+                  v->gemm.cluster_n == cases[i].cluster && (plan.grid == caps->sm_count || !cases[i].tail),
+              "%lldx%lldx%lld force %d: %s, tail %d (args %d), split-k %d, grid %lld (want tail %d, cluster %d)",
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, cases[i].force, v->name,
+              plan.tail_tiles, plan.args.tail_split, plan.splits, (long long)plan.grid, cases[i].tail,
+              cases[i].cluster);
+        if (plan.tail_tiles > 0) {
+            /* tiles + grid - 1 slots of one fp32 tile per CTA */
+            const size_t slots = (size_t)(plan.tail_tiles + plan.grid / v->gemm.cluster_n - 1) * v->gemm.cluster_n;
+            CHECK(plan.workspace_bytes == slots * v->gemm.tile_m * v->gemm.tile_n * 4 &&
+                      plan.args.split_counters == ample.split_counters,
+                  "%lldx%lldx%lld: workspace %zu, counters %llx", (long long)cases[i].m, (long long)cases[i].n,
+                  (long long)cases[i].k, plan.workspace_bytes, (unsigned long long)plan.args.split_counters);
+        }
+    }
+    /* ping-pong rows and split-K plans have none */
+    const struct mgpu_gemm_force pingpong = {.tail_split = 1, .schedule = MGPU_SCHEDULE_PINGPONG};
+    struct mgpu_gemm_plan plan = plan_forced(3000, 3000, 4000, 1, caps, &pingpong);
+    CHECK(plan.tail_tiles == 0 && !plan.args.tail_split, "3000x3000x4000 ping-pong: tail %d", plan.tail_tiles);
+    const struct mgpu_gemm_force split = {.tail_split = 1, .splits = 2};
+    plan = plan_forced(3000, 3000, 4000, 1, caps, &split);
+    CHECK(plan.tail_tiles == 0 && plan.splits == 2, "3000x3000x4000 split 2: tail %d", plan.tail_tiles);
+    /* a workspace too small for the partials: no tail, and the plan says so */
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);
+    p.m = p.n = p.ldc = 3000;
+    p.k = p.lda = p.ldb = 4000;
+    const struct mgpu_gemm_resources small = {0x7e0000000000, (size_t)16 << 20, 0x7e8000000000};
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &small, &plan, &s) == 0 && plan.tail_tiles == 0 && !plan.args.tail_split &&
+              plan.degraded && strstr(plan.degraded, "tail") && plan.workspace_wanted > ((size_t)16 << 20),
+          "3000x3000x4000, 16 MiB: tail %d, degraded %s", plan.tail_tiles, plan.degraded ? plan.degraded : "(none)");
+    size_t wanted = 0;
+    CHECK(mgpu_gemm_workspace_wanted(&p, caps, NULL, &wanted, &s) == 0 && wanted == plan.workspace_wanted,
+          "3000x3000x4000: workspace wanted %zu, plan %zu", wanted, plan.workspace_wanted);
+}
+
 /* The persistent kernel's plan per shape class on Hopper. */
 static void check_plans(const struct mgpu_device_caps *caps)
 {
@@ -1042,6 +1109,7 @@ int main(void)
         check_force(&hopper);
         check_plans(&hopper);
         check_programmatic(&hopper);
+        check_tail_split(&hopper);
         check_small_m_plans(&hopper);
         check_selection_memo(&hopper);
         check_fp8(&hopper);

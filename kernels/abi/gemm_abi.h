@@ -90,6 +90,12 @@ struct mgpu_gemm_args {
      * kernel sums each fp8 unit in one tensor-core chain, without the fp32
      * promotion of every k-tile (tests show the accuracy it loses). */
     int32_t fp8_no_promotion;
+    /* 1: the units beyond the last full wave of the grid are shared out
+     * along K over every CTA, their partials summed in a fixed order through
+     * `workspace` and `split_counters` (splits == 1; the sm_90a persistent
+     * kernel's 16-bit cooperative rows with two consumer warpgroups:
+     * hopper/gemm_sm90_tail_split.cuh). */
+    int32_t tail_split;
 };
 
 /* Dynamic shared memory of a persistent Hopper GEMM variant, as the runtime

@@ -41,6 +41,12 @@
  *     goes on, with the slots summed in split order (combine_splits), to the
  *     epilogue. One launch, no reduction kernel, and the same bits whichever
  *     unit finishes last.
+ *     split-K tail (args.tail_split; 16-bit cooperative rows with two
+ *     consumers): the units past the last full wave of the grid are cut
+ *     along K into one range per CTA, each CTA's one or two pieces walked
+ *     after its whole units; a piece's partial is summed with the others of
+ *     its tile in a fixed order by whichever contributor arrives last
+ *     (gemm_sm90_tail_split.cuh), which then runs the epilogue.
  *     fp8 (two-level accumulation): the tensor cores sum an fp8 wgmma chain at
  *     reduced precision, so each k-tile (kPromoteKTiles = 1) runs its
  *     4 x wgmma m64 n(tile_m) k32 into a second register set `part` (the
@@ -83,7 +89,8 @@
  * Files by role: this shell (configuration, barriers, the two branches);
  * gemm_sm90_mainloop.cuh (produce, consume, consume_fp8);
  * gemm_sm90_pingpong.cuh (the ping-pong consumers);
- * gemm_sm90_split_k.cuh (combine_splits); gemm_sm90_epilogue.cuh (fused
+ * gemm_sm90_split_k.cuh (combine_splits); gemm_sm90_tail_split.cuh (the
+ * split-K tail's walk and combine); gemm_sm90_epilogue.cuh (fused
  * epilogue, TMA or direct stores); common/tile_scheduler.cuh (unit order and
  * K slices); wgmma.cuh (the tensor-core instructions).
  */
@@ -105,6 +112,7 @@
 #include "hopper/gemm_sm90_mainloop.cuh"
 #include "hopper/gemm_sm90_pingpong.cuh"
 #include "hopper/gemm_sm90_split_k.cuh"
+#include "hopper/gemm_sm90_tail_split.cuh"
 #include "hopper/warpgroup.cuh"
 #include "hopper/wgmma.cuh"
 
@@ -156,6 +164,10 @@ struct PersistentGemmConfig {
     /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
      * hold 255 registers as launched: no register reallocation. */
     static constexpr bool kSetMaxNReg = kConsumers > 1;
+    /* The split-K tail (args.tail_split, gemm_sm90_tail_split.cuh): 16-bit
+     * cooperative rows with two consumer warpgroups. The other rows walk
+     * the units as before (the runtime never sets it for them). */
+    static constexpr bool kTailSplit = !kFp8 && !kPingPong && kConsumers == 2;
 
     static constexpr int kChunkBytes = 64 * kRowBytes; /* one 64-row box of 64 k (MN-major, 16-bit): 8 KB */
     static constexpr int kATileBytes = kBM * kRowBytes;
@@ -202,7 +214,8 @@ __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgp
 template <class Cfg>
 __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tiles, uint8_t *epi_bufs, uint64_t *full,
                                                uint64_t *empty, const GemmTileScheduler &sched,
-                                               const CUtensorMap *tma_c, const mgpu_gemm_args &args, int consumer)
+                                               const CUtensorMap *tma_c, const mgpu_gemm_args &args, int consumer,
+                                               const GemmTailPlan *tail_plan)
 {
     const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
     uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
@@ -228,6 +241,44 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             break;
         }
     };
+    if constexpr (Cfg::kTailSplit) {
+        /* The same walk through tail_walk: the units of the full waves as
+         * below, then this CTA's tail pieces (gemm_sm90_tail_split.cuh), the
+         * walk read from the shared GemmTailPlan. */
+        const GemmTailPlan &tail = *tail_plan;
+        int64_t u = sched.first();
+        GemmTile t{};
+        int kt0 = 0, kt1 = 0;
+        bool valid = tail_walk(tail, sched, num_k_tiles, u, t, kt0, kt1);
+        while (valid) {
+            const int64_t u_next = u + sched.stride();
+            GemmTile t_next = t;
+            int next_kt0 = 0, next_kt1 = 0;
+            bool next_valid = false;
+            const auto next_unit = [&]() {
+                next_valid = tail_walk(tail, sched, num_k_tiles, u_next, t_next, next_kt0, next_kt1);
+            };
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
+                                     stage, phase, next_unit);
+            bool store;
+            if (t.split < 0) /* a tail piece */
+                store = persistent::combine_tail<Cfg>(acc, args, sched, tail, num_k_tiles, -1 - t.split, consumer,
+                                                      1 + consumer);
+            else
+                store = args.splits <= 1 || persistent::combine_splits<Cfg>(acc, args, sched, t, consumer,
+                                                                            1 + consumer, &last_flags[consumer]);
+            if (store) /* else parked: another unit stores the tile */
+                store_unit(t);
+            u = u_next;
+            t = t_next;
+            kt0 = next_kt0;
+            kt1 = next_kt1;
+            valid = next_valid;
+        }
+        if ((threadIdx.x % 128) == 0)
+            tma_store_drain();
+        return;
+    }
     /* The unit's tile and k-tiles; those of the next unit are worked out
      * while the tensor cores finish this unit's last k-tile (16-bit main
      * loop), not between its epilogue and the next main loop. */
@@ -292,6 +343,16 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
     const GemmTileScheduler sched(args.m, args.n, args.batch_count, Cfg::kBM, Cfg::kBN, 1, Cfg::kClusterN,
                                   args.band, args.splits);
 
+    /* The split-K tail's walk of this CTA (gemm_sm90_tail_split.cuh), for
+     * the rows that have it; a scheduler-only computation, ahead of the wait
+     * below like the barriers. */
+    persistent::GemmTailPlan *tail_plan = nullptr;
+    if constexpr (Cfg::kTailSplit) {
+        __shared__ persistent::GemmTailPlan tail_plan_smem;
+        tail_plan = &tail_plan_smem;
+        if (threadIdx.x == 32)
+            persistent::tail_plan(*tail_plan, sched, args.tail_split != 0, (args.k + Cfg::kBK - 1) / Cfg::kBK);
+    }
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < Cfg::kStages; ++s) {
@@ -316,7 +377,7 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         if constexpr (Cfg::kSetMaxNReg)
             setmaxnreg_dec<Cfg::kProducerRegs>();
         if (threadIdx.x == 0)
-            persistent::produce<Cfg>(tma_a, tma_b, a_tiles, b_tiles, full, empty, sched, args);
+            persistent::produce<Cfg>(tma_a, tma_b, a_tiles, b_tiles, full, empty, sched, args, tail_plan);
     } else {
         if constexpr (Cfg::kSetMaxNReg)
             setmaxnreg_inc<Cfg::kConsumerRegs>();
@@ -324,7 +385,8 @@ __device__ __forceinline__ void gemm_persistent(const CUtensorMap *tma_a, const 
         if constexpr (Cfg::kPingPong)
             pingpong::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
         else
-            persistent::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer);
+            persistent::consumer_units<Cfg>(a_tiles, b_tiles, epi_bufs, full, empty, sched, tma_c, args, consumer,
+                                             tail_plan);
     }
     /* No CTA of a cluster leaves while its peer may still multicast into it
      * or arrive on its barriers. */

@@ -46,8 +46,11 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
                      const mgpu_handle *h)
 {
     const struct mgpu_variant *v = &mgpu_variants[plan->variant];
+    char tail[48] = "";
+    if (plan->tail_tiles > 0)
+        snprintf(tail, sizeof tail, ", split-K tail of %d units", plan->tail_tiles);
     mgpu_log("gemm %s%s m=%lld n=%lld k=%lld batch=%lld %s%s%s->%s%s%s%s%s lda=%lld ldb=%lld ldc=%lld: "
-             "%s%s [%s; split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s%s]",
+             "%s%s [%s; split-k %d, grid %lld, band %d, cluster %dx%d%s%s%s%s%s]",
              p->transa == MGPU_OP_N ? "N" : "T", p->transb == MGPU_OP_N ? "N" : "T", (long long)p->m,
              (long long)p->n, (long long)p->k, (long long)p->batch, mgpu_dtype_name(p->a_dtype),
              p->b_dtype != p->a_dtype ? "x" : "", p->b_dtype != p->a_dtype ? mgpu_dtype_name(p->b_dtype) : "",
@@ -61,7 +64,7 @@ static void log_plan(const struct mgpu_gemm_problem *p, const struct mgpu_gemm_p
              plan->shape_class, plan->splits, (long long)plan->grid, plan->band, v->gemm.cluster_m, v->gemm.cluster_n,
              plan->pack_a ? ", A packed" : "", plan->pack_b ? ", B packed" : "",
              plan->persistent && !plan->args.c_tma ? ", direct stores" : "",
-             plan->programmatic ? ", programmatic" : "");
+             plan->programmatic ? ", programmatic" : "", tail);
     if (plan->degraded) {
         char wanted[32];
         if (plan->workspace_wanted == MGPU_GEMM_WANTED_OVER_LIMIT)
@@ -156,7 +159,7 @@ static struct mgpu_gemm_force env_force(void)
     const struct mgpu_gemm_force force = {
         .variant = env->force_variant, .splits = env->force_split_k, .band = env->force_band,
         .schedule = env->force_schedule, .fp8_no_promotion = env->debug_fp8_no_promotion,
-        .programmatic = env->gemm_pdl};
+        .programmatic = env->gemm_pdl, .tail_split = env->force_tail_split};
     return force;
 }
 

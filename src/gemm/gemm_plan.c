@@ -48,13 +48,21 @@
  *                            the target is the SM count, or half of it for small
  *                            m (streaming B, half the SMs already draw the memory
  *                            bandwidth, and each slice adds partials to move);
+ *   more than one wave of units, no split-K, 16-bit on a cooperative row
+ *     with two consumer warpgroups (tail_split_tiles)
+ *                         -> the units past the last full wave shared out
+ *                            along K over every CTA ("split-K tail") where
+ *                            that cuts the busiest CTA's k-tiles by
+ *                            TAIL_SPLIT_MIN_GAIN percent and K is long
+ *                            (TAIL_SPLIT_MIN_TILE_K), or as
+ *                            MGPU_FORCE_TAIL_SPLIT says;
  *   an operand TMA cannot read (unaligned pointer, odd ld or batch stride)
  *                         -> that operand is packed into the handle's workspace;
  *   every persistent plan -> the band width of the tile order (choose_band);
  *   alpha == 0            -> as k == 0: A and B are not read (BLAS).
- * The workspace holds the packed operands, then the split-K partials. A plan
- * that needs more than the handle has gives up split-K slices first (down
- * to none); operands that must be packed but do not fit send the call to
+ * The workspace holds the packed operands, then the split-K (or split-K
+ * tail) partials. A plan that needs more than the handle has gives up
+ * split-K slices first (down to none), and the tail; operands that must be packed but do not fit send the call to
  * the portable kernel, which reads any layout directly. The plan says what
  * it gave up (MGPU_LOG).
  * On sm_100a (compute capability 10.0) the persistent kernel
@@ -993,6 +1001,82 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
     return bytes;
 }
 
+/* The split-K tail (kernels/hopper/gemm_sm90_tail_split.cuh): the units
+ * beyond the last full wave of the persistent grid, `tiles` = units mod
+ * (CTAs or clusters at once), are shared out along K over every CTA, one
+ * range of tiles * k_tiles / grid k-tiles each (ranges cross tile
+ * boundaries), the partials summed in a fixed order through the workspace.
+ * The busiest CTA then runs w tiles and one range instead of w + 1 tiles
+ * (w full waves): 3000 x 3000 x 4000 on 66 clusters of 256 x 256, 144
+ * units, 2 waves and 12 tail units, runs 2 x 63 + 12 k-tiles instead of
+ * 3 x 63. The rows that have it: sm_90a, 16-bit, cooperative, two consumer
+ * warpgroups (the 64 x 128, 128 x 128 and 256 x 128 rows, lone or in 2-CTA
+ * clusters), no split-K. Taken where it cuts the busiest CTA's k-tiles by
+ * TAIL_SPLIT_MIN_GAIN percent or more, a tile has TAIL_SPLIT_MIN_TILE_K
+ * k-tiles or more and the tail is at most TAIL_SPLIT_MAX_SHARE percent of a
+ * wave (each CTA's range at least TAIL_SPLIT_MIN_KTILES k-tiles), or as
+ * MGPU_FORCE_TAIL_SPLIT says (1: wherever the rows have it and there is a
+ * tail, 0: never). Returns the tail tiles, 0 for none.
+ * Measured on H100 (2026-11-27, bf16 TN, single launches, medians of 3
+ * processes, tail forced on against main, ms): faster at 3000 x 3000 x 4000
+ * (63 k-tiles, 12 of 66 units in the tail) 0.1227 against 0.1384 and
+ * 3000 x 3000 x 8000 (128 x 128, 125 k-tiles, 48 of 132) 0.2733 against
+ * 0.2889; even at 3000^3 (47 k-tiles) 0.1211 against 0.1228 (its runs
+ * spread 0.119-0.131); slower at every shape with 52 k-tiles or fewer
+ * (3000 x 3000 x 1000 0.0700 against 0.0538, 3072^3 0.1005 against 0.0970,
+ * 2560^3, 2500 x 4000 x 3000, 3300^3, 5000 x 5000 x 2000) and wherever the
+ * tail was half a wave or more (4096^3 0.2014 against 0.1831, 4000^3,
+ * 8192^3, 1024 x 28672 x 8192, 1536 x 4096 x 4096, 6000^3, 4500^3): the
+ * tail's fixed costs (a
+ * tile waits for its slowest contributor, the partials' round trips) take
+ * 20-30 us, and the last partial wave it replaces ran on few SMs, faster
+ * than a full one (docs/decisions/038-gemm-tail-wave.md). */
+#define TAIL_SPLIT_BY_DEFAULT 1
+#define TAIL_SPLIT_MIN_GAIN 10     /* percent of the busiest CTA's k-tiles */
+#define TAIL_SPLIT_MIN_TILE_K 60   /* k-tiles of one tile (k > 3776, 16-bit) */
+#define TAIL_SPLIT_MAX_SHARE 40    /* percent of a wave in the tail */
+#define TAIL_SPLIT_MIN_KTILES 1    /* k-tiles of each CTA's range (the kernel's least) */
+#define TAIL_SPLIT_COUNTERS 4      /* split counters per tail tile and CTA of a cluster: 2 per consumer */
+static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v,
+                                const struct mgpu_gemm_force *force, int64_t units, int64_t cluster,
+                                int64_t k_tiles, int64_t sms)
+{
+    const int forced = force ? force->tail_split : 0;
+    if (v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT || mgpu_dtype_is_fp8(p->a_dtype) || v->threads != 384 ||
+        v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG || v->gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER ||
+        forced < 0)
+        return 0;
+    const int64_t grid = sms / cluster; /* units at once */
+    if (grid < 1 || units <= grid)
+        return 0;
+    const int64_t tiles = units % grid;
+    /* bounded: tiles < grid <= SM count, k_tiles < 2^26 */
+    const int64_t length = tiles * k_tiles;
+    if (tiles == 0 || length < grid * TAIL_SPLIT_MIN_KTILES || length * grid >= ((int64_t)1 << 31) ||
+        tiles * cluster * TAIL_SPLIT_COUNTERS > MGPU_SPLIT_COUNTERS)
+        return 0;
+    if (forced > 0)
+        return tiles;
+    if (!TAIL_SPLIT_BY_DEFAULT)
+        return 0;
+    /* k-tiles of the busiest CTA: w + 1 tiles without, w tiles and a range with */
+    const int64_t waves = units / grid;
+    const int64_t before = (waves + 1) * k_tiles, after = waves * k_tiles + mgpu_cdiv(length, grid);
+    return k_tiles >= TAIL_SPLIT_MIN_TILE_K && tiles * 100 <= grid * TAIL_SPLIT_MAX_SHARE &&
+                   (before - after) * 100 >= before * TAIL_SPLIT_MIN_GAIN
+               ? tiles
+               : 0;
+}
+
+/* Bytes of the split-K tail's partials: tiles + grid - 1 slots (one per
+ * pair of a tail tile and a CTA whose range touches it) of one fp32 tile per
+ * CTA of a cluster. Bounded: fewer than 2 x SM count slots of at most
+ * 256 x 128 floats. */
+static int64_t tail_split_bytes(const struct mgpu_variant *v, int64_t tiles, int64_t grid, int64_t cluster)
+{
+    return (tiles + grid - 1) * cluster * v->gemm.tile_m * v->gemm.tile_n * (int64_t)sizeof(float);
+}
+
 /* The persistent kernel's plan: split-K, packs, workspace, grid, band,
  * arguments and maps. 0; -1 with *status set (no pack kernel, or a forced
  * variant whose operand copies do not fit); PACKS_DO_NOT_FIT. */
@@ -1031,6 +1115,7 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t counters = units * cluster * (v->gemm.tile_n / sm100_counter_cols(v));
     if (splits > 1 && counters > MGPU_SPLIT_COUNTERS)
         splits = 1;
+    int64_t tail = splits == 1 ? tail_split_tiles(p, v, force, units, cluster, k_tiles, sms) : 0;
 
     struct operand a = describe_operand(p->a, p->transa == MGPU_OP_N, p->m, p->k, p->lda, p->stride_a, p->batch,
                                         p->a_dtype, 0);
@@ -1044,6 +1129,9 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     const int64_t per_split = partial_bytes_per_split(p, v);
     int64_t wanted = packed, partials = 0;
     if (splits > 1 && !(per_split >= 0 && mgpu_mul_ok(per_split, splits, &partials) && mgpu_add_ok(wanted, partials, &wanted)))
+        wanted = INT64_MAX;
+    const int64_t tail_bytes = tail > 0 ? tail_split_bytes(v, tail, sms / cluster, cluster) : 0;
+    if (tail > 0 && !mgpu_add_ok(wanted, tail_bytes, &wanted))
         wanted = INT64_MAX;
     plan->workspace_wanted = wanted == INT64_MAX ? MGPU_GEMM_WANTED_OVER_LIMIT : (size_t)wanted;
     plan->pack_variant = -1;
@@ -1071,11 +1159,16 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
         plan->degraded = splits > 1 ? "fewer split-K slices: the workspace is too small"
                                     : "no split-K: the workspace is too small";
     }
-    partials = splits > 1 ? per_split * splits : 0;
+    if (tail > 0 && (wanted == INT64_MAX || wanted > capacity)) {
+        tail = 0;
+        plan->degraded = "no split-K tail: the workspace is too small";
+    }
+    partials = splits > 1 ? per_split * splits : tail > 0 ? tail_bytes : 0;
 
     plan->variant = variant;
     plan->persistent = 1;
     plan->splits = (int)splits;
+    plan->tail_tiles = (int)tail;
     plan->pack_a = a.pack;
     plan->pack_b = b.pack;
     plan->workspace_bytes = (size_t)(packed + partials);
@@ -1113,7 +1206,8 @@ static int plan_persistent(const struct mgpu_gemm_problem *p, const struct mgpu_
     args->a_broadcast = p->batch > 1 && p->stride_a == 0;
     args->b_broadcast = p->batch > 1 && p->stride_b == 0;
     args->workspace = ws + (uint64_t)packed;
-    args->split_counters = plan->splits > 1 ? res->split_counters : 0;
+    args->split_counters = plan->splits > 1 || plan->tail_tiles > 0 ? res->split_counters : 0;
+    args->tail_split = plan->tail_tiles > 0;
     args->c_tma = mgpu_gemm_c_tma_eligible(p);
     args->fp8_no_promotion = force && force->fp8_no_promotion && mgpu_dtype_is_fp8(p->a_dtype);
     operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, a_base, p->transa == MGPU_OP_T, p->m, p->k, lda, sta,
@@ -1341,8 +1435,10 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                 : fit.few_tiles     ? (fit.want == MGPU_GEMM_LARGE ? "few tiles, large tile"
                                                                                    : "few tiles, smaller tile")
                                 : small_m           ? (fit.half_rows ? "small m, 128-row tiles" : "small m")
-                                : fit.half_rows     ? "large, 128-row tiles"
+                                : fit.half_rows     ? (plan->tail_tiles > 0 ? "large, 128-row tiles, split-K tail"
+                                                                            : "large, 128-row tiles")
                                 : pp                ? "large, ping-pong"
+                                : plan->tail_tiles > 0 ? "large, split-K tail"
                                                     : "large";
             return 0;
         }

@@ -65,6 +65,8 @@ struct mgpu_gemm_force {
     int fp8_no_promotion; /* debugging: fp8 without the per-k-tile fp32 promotion (loses accuracy) */
     int programmatic;    /* MGPU_GEMM_PDL: 1 / -1 the sm_90a persistent and small-m kernels launched
                             with / without programmatic dependent launch, 0 the plan's choice */
+    int tail_split;      /* MGPU_FORCE_TAIL_SPLIT: 1 / -1 the split-K tail wherever the rows have it / never,
+                            0 the plan's choice */
 };
 
 /* What the handle lends a call. */
@@ -96,6 +98,7 @@ struct mgpu_gemm_plan {
                            * dependent launch (the plan's rule, or MGPU_GEMM_PDL) */
     int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
+    int tail_tiles;       /* units beyond the last full wave shared out along K (0: none; splits == 1) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
     int64_t grid;         /* CTAs of the persistent launch (a multiple of the cluster size) */
     int pack_variant;     /* the operand copy, or -1 */

@@ -107,6 +107,7 @@ struct mgpu_env {
     int gemm_pdl;              /* MGPU_GEMM_PDL: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
     int attention_decode_entry; /* MGPU_ATTENTION_DECODE_ENTRY: 1 ("1"), -1 ("0"), 0 when unset (the planner's
                                    choice) */
+    int force_tail_split;      /* MGPU_FORCE_TAIL_SPLIT: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
 };
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force
