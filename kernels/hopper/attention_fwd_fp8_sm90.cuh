@@ -77,7 +77,7 @@ namespace sm90 {
  * epilogue (attn_fwd_epilogue) read: T, kElementBytes and kSwizzleElems
  * describe the 16-bit O they stage; kDimBlocks, kQTileBytes and kKVTileBytes
  * the fp8 tiles they load (one 128-byte box per row). */
-template <typename OutT, int kHeadDim_, bool kVtInWorkspace_ = false>
+template <typename OutT, int kHeadDim_, bool kVtInWorkspace_ = false, int kPolyExp2Every_ = 0>
 struct AttnFwdFp8Config {
     using T = OutT; /* O */
     using In = __nv_fp8_e4m3;
@@ -94,7 +94,7 @@ struct AttnFwdFp8Config {
     static constexpr int kStages = kVtInWorkspace ? MGPU_ATTENTION_FWD_FP8_VT_STAGES : MGPU_ATTENTION_FWD_FP8_STAGES;
     static constexpr int kQStages = MGPU_ATTENTION_FWD_FP8_Q_STAGES;
     static constexpr bool kLazyRescale = false;
-    static constexpr int kPolyExp2Every = 0;
+    static constexpr int kPolyExp2Every = kPolyExp2Every_; /* OnlineSoftmax: every n-th column group's exp2 on the FMA pipe */
     static constexpr int kMaxOffsetLog2 = 8;
 
     static constexpr int kSwizzleBytes = 128;

@@ -37,7 +37,8 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
 }
 
 /* fp8 calls: V^T from the workspace (a pre-pass writes it, the V^T twin of
- * the fp8 variant loads it like K) when the workspace holds it, unless a
+ * the fp8 variant loads it like K) when the workspace holds it and enough
+ * query tiles read each V (or a forced variant names a V^T kernel), unless a
  * forced variant names the fp8 kernel itself; else that kernel transposes V
  * in shared memory. Returns the main variant (the V^T twin or `variant`);
  * *transpose the pre-pass (-1: none), its parameter and grid filled. */
@@ -51,8 +52,12 @@ static int choose_fp8_vt(mgpu_handle *h, const struct mgpu_attention_problem *p,
     const size_t bytes = mgpu_attention_fwd_fp8_vt_bytes(p);
     mgpu_status s;
     int twin = -1;
-    if (bytes > 0 && bytes <= h->workspace_bytes)
-        twin = mgpu_select_attention_fwd_fp8_vt(p->dtype, &h->caps, transpose, &s);
+    if (bytes > 0 && bytes <= h->workspace_bytes) {
+        twin = mgpu_select_attention_fwd_fp8_vt(p->dtype, &h->caps, force, transpose, &s);
+        const int forced = twin >= 0 && force && strcmp(force, mgpu_variants[twin].name) == 0;
+        if (!forced && !mgpu_attention_fwd_fp8_vt_pays(p))
+            twin = -1;
+    }
     if (mgpu_log_enabled())
         mgpu_log("attention_fwd fp8: V^T %s (%zu bytes, workspace %zu)",
                  twin >= 0 ? "from the workspace (pre-pass)" : "transposed in the kernel", bytes, h->workspace_bytes);

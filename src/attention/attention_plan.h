@@ -124,10 +124,13 @@ size_t mgpu_attention_fwd_fp8_vt_bytes(const struct mgpu_attention_problem *p);
 void mgpu_attention_fwd_plan_fp8_vt(const struct mgpu_attention_problem *p, uint64_t workspace,
                                     struct mgpu_attention_plan *plan, struct mgpu_attention_fwd_fp8_vt_args *vt,
                                     unsigned grid[3]);
-/* The V^T twin of the fp8 variant for O's dtype and the pre-pass (*transpose);
- * -1 with *status set when absent. */
-int mgpu_select_attention_fwd_fp8_vt(int dtype, const struct mgpu_device_caps *caps, int *transpose,
-                                     mgpu_status *status);
+/* Whether V^T from the workspace repays its pre-pass: at least
+ * VT_MIN_QUERY_TILES (attention_fp8.c) query tiles read each KV head's V. */
+int mgpu_attention_fwd_fp8_vt_pays(const struct mgpu_attention_problem *p);
+/* The V^T twin of the fp8 variant for O's dtype (or the one `force`, may be
+ * NULL, names) and the pre-pass (*transpose); -1 with *status set when absent. */
+int mgpu_select_attention_fwd_fp8_vt(int dtype, const struct mgpu_device_caps *caps, const char *force,
+                                     int *transpose, mgpu_status *status);
 
 /* The combine and KV-append helper variants for a dtype (-1 with *status set when absent). */
 int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *caps, mgpu_status *status);
