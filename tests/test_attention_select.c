@@ -1025,6 +1025,13 @@ static void test_fp8(void)
               mgpu_variants[transpose].kind == MGPU_KIND_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90,
           "fp8 V^T variants");
     {
+        int t2 = -1;
+        const int poly = mgpu_select_attention_fwd_fp8_vt(MGPU_DTYPE_BF16, &hopper,
+                                                          "mgpu_attention_fwd_fp8_vt_poly4_sm90_e4m3_bf16_d128", &t2, &s);
+        CHECK(poly >= 0 && mgpu_variants[poly].kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_POLY_SM90 && t2 == transpose,
+              "forced measurement row");
+    }
+    {
         struct mgpu_attention_fwd_fp8_vt_args vt;
         unsigned grid[3];
         mgpu_attention_fwd_plan_fp8_vt(&p, 0x10000, &plan, &vt, grid);

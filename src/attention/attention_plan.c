@@ -210,10 +210,12 @@ static int is_fp8_vt_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 || k == MGPU_KIND_ATTENTION_FWD_FP8_VT_POLY_SM90;
 }
 
-/* The measurement rows only when forced. */
+/* The measurement rows rank below the kept kernel: taken only when forced. */
 static int fp8_vt_fits(const struct mgpu_variant *v, const void *ctx)
 {
-    return v->kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 && dtype_fits(v, ctx);
+    if (!dtype_fits(v, ctx))
+        return 0;
+    return v->kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 ? 2 : 1;
 }
 
 static int is_fp8_transpose_kind(enum mgpu_kernel_kind k)
