@@ -426,23 +426,4 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::attn_fp8_vt::transpose_v(a);\n}\n",
         .smem_bytes = no_smem,
     },
-    [GEN_ATTENTION_FWD_FP8_VT_POLY_SM90] = {
-        .name = "ATTENTION_FWD_FP8_VT_POLY_SM90",
-        .doc = "ATTENTION_FWD_FP8_VT_SM90 with every 4th column group's exp2 on the FMA pipe (measurement row: "
-               "taken only when MGPU_FORCE_VARIANT names it)",
-        .family = GEN_FAMILY_ATTENTION,
-        .header = "hopper/attention_fwd_fp8_sm90.cuh",
-        .group = "attention_fwd_fp8_sm90",
-        .entry = "mgpu_attention_fwd_fp8_vt_poly4_sm90_e4m3_@dtype@_d@head_dim@",
-        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdFp8Config<@type@, @head_dim@, true, 4>;\n"
-                THREADS_CHECK
-                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
-                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
-                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
-                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
-                "{\n    mgpu::sm90::attention_fwd_fp8<Config@i@>(p);\n}\n",
-        .smem_bytes = attention_fwd_fp8_vt_smem,
-        .check = attention_fwd_fp8_vt_check,
-    },
 };

@@ -223,10 +223,6 @@ const struct gen_variant gen_variants[] = {
     SM90_ATTENTION_FWD_FP8_VT(GEN_BF16), SM90_ATTENTION_FWD_FP8_VT(GEN_F16),
     {GEN_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_ATTENTION_FWD_FP8_VT_THREADS,
      .helper = {16}},
-    /* measurement row: the V^T kernel with exp2 partly on the FMA pipe (forced only) */
-    {GEN_ATTENTION_FWD_FP8_VT_POLY_SM90, GEN_SM90A, GEN_BF16, MGPU_ATTENTION_FWD_THREADS,
-     .attention = {.head_dim = MGPU_ATTENTION_FWD_FP8_HEAD_DIM, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,
-                   .block_n = MGPU_ATTENTION_FWD_FP8_BLOCK_N, .stages = MGPU_ATTENTION_FWD_FP8_VT_STAGES}},
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

@@ -22,7 +22,7 @@ source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm90a fp8 attention" sm90a
 counts=$(awk '
-    /Function : / { f = $3; if (f ~ /^mgpu_attention_fwd_fp8_(vt_|vt_poly4_)?sm90_/) { order[++n] = f; q[f] = h[f] = ldg[f] = prmt[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
+    /Function : / { f = $3; if (f ~ /^mgpu_attention_fwd_fp8_(vt_)?sm90_/) { order[++n] = f; q[f] = h[f] = ldg[f] = prmt[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
     f == "" { next }
     /[[:space:]]QGMMA\.64x128x32\.F32\.E4M3\.E4M3/ { q[f]++ }
     /[[:space:]]HGMMA/ { h[f]++ }
@@ -46,7 +46,7 @@ while read -r e qg hg ldg prmt ldl stl; do
     (( qg >= 16 )) || bad+=("QGMMA e4m3 count $qg < 16")
     (( hg == 0 )) || bad+=("HGMMA present")
     (( ldg >= 1 )) || bad+=("no UTMALDG")
-    [[ $e == *_vt_* || $e == *_vt_poly4_* ]] || (( prmt >= 32 )) || bad+=("PRMT count $prmt < 32: no V transpose?")
+    [[ $e == *_vt_* ]] || (( prmt >= 32 )) || bad+=("PRMT count $prmt < 32: no V transpose?")
     sass_verdict "$e"
 done <<<"$counts"
 echo "$n entries checked"

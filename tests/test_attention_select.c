@@ -1026,10 +1026,9 @@ static void test_fp8(void)
           "fp8 V^T variants");
     {
         int t2 = -1;
-        const int poly = mgpu_select_attention_fwd_fp8_vt(MGPU_DTYPE_BF16, &hopper,
-                                                          "mgpu_attention_fwd_fp8_vt_poly4_sm90_e4m3_bf16_d128", &t2, &s);
-        CHECK(poly >= 0 && mgpu_variants[poly].kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_POLY_SM90 && t2 == transpose,
-              "forced measurement row");
+        const int forced = mgpu_select_attention_fwd_fp8_vt(MGPU_DTYPE_F16, &hopper,
+                                                            "mgpu_attention_fwd_fp8_vt_sm90_e4m3_f16_d128", &t2, &s);
+        CHECK(forced >= 0 && mgpu_variants[forced].dtype == MGPU_DTYPE_F16 && t2 == transpose, "forced V^T twin");
     }
     {
         struct mgpu_attention_fwd_fp8_vt_args vt;

@@ -48,6 +48,17 @@
  * S=4096, causal 502-514 -> 570 TFLOP/s, GQA 32/8 causal 479-556 -> 589,
  * non-causal within the run-to-run spread (docs/performance.md, "Attention
  * forward, fp8").
+ *
+ * kVtInWorkspace (the V^T twin, ATTENTION_FWD_FP8_VT_SM90): a pre-pass
+ * (attention_fwd_fp8_transpose_v.cuh) has written V^T, keys permuted as
+ * above, into the workspace (abi/attention_fwd_fp8_abi.h, "V^T from the
+ * workspace"); the producer thread loads V^T tiles into the v ring through
+ * the V map (block n at row v_tile_row(n)) exactly as it loads K, and the
+ * consumers read them there (v_full / v_empty, 8 consumer-warp arrivals).
+ * No transposing warps, no raw V ring: 2 Q buffers and 4 stages of K and
+ * V^T, 192 KiB; registers 24 (producer warpgroup) + 240 (consumers) as in
+ * the 16-bit kernel. H100, B=4 S=4096 H=16: 639-647 -> 754-764 TFLOP/s
+ * non-causal, 563-582 -> 640-647 causal, the pre-pass included.
  */
 #pragma once
 
@@ -77,7 +88,7 @@ namespace sm90 {
  * epilogue (attn_fwd_epilogue) read: T, kElementBytes and kSwizzleElems
  * describe the 16-bit O they stage; kDimBlocks, kQTileBytes and kKVTileBytes
  * the fp8 tiles they load (one 128-byte box per row). */
-template <typename OutT, int kHeadDim_, bool kVtInWorkspace_ = false, int kPolyExp2Every_ = 0>
+template <typename OutT, int kHeadDim_, bool kVtInWorkspace_ = false>
 struct AttnFwdFp8Config {
     using T = OutT; /* O */
     using In = __nv_fp8_e4m3;
@@ -94,7 +105,7 @@ struct AttnFwdFp8Config {
     static constexpr int kStages = kVtInWorkspace ? MGPU_ATTENTION_FWD_FP8_VT_STAGES : MGPU_ATTENTION_FWD_FP8_STAGES;
     static constexpr int kQStages = MGPU_ATTENTION_FWD_FP8_Q_STAGES;
     static constexpr bool kLazyRescale = false;
-    static constexpr int kPolyExp2Every = kPolyExp2Every_; /* OnlineSoftmax: every n-th column group's exp2 on the FMA pipe */
+    static constexpr int kPolyExp2Every = 0;
     static constexpr int kMaxOffsetLog2 = 8;
 
     static constexpr int kSwizzleBytes = 128;

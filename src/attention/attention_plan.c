@@ -207,15 +207,7 @@ int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *
 
 static int is_fp8_vt_kind(enum mgpu_kernel_kind k)
 {
-    return k == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 || k == MGPU_KIND_ATTENTION_FWD_FP8_VT_POLY_SM90;
-}
-
-/* The measurement rows rank below the kept kernel: taken only when forced. */
-static int fp8_vt_fits(const struct mgpu_variant *v, const void *ctx)
-{
-    if (!dtype_fits(v, ctx))
-        return 0;
-    return v->kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 ? 2 : 1;
+    return k == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90;
 }
 
 static int is_fp8_transpose_kind(enum mgpu_kernel_kind k)
@@ -227,7 +219,7 @@ int mgpu_select_attention_fwd_fp8_vt(int dtype, const struct mgpu_device_caps *c
                                      int *transpose, mgpu_status *status)
 {
     const struct mgpu_lookup q = {.what = "fp8 attention forward (V^T from the workspace)", .of_op = is_fp8_vt_kind,
-                                  .caps = caps, .force = force, .fits = fp8_vt_fits, .ctx = &dtype};
+                                  .caps = caps, .force = force, .fits = dtype_fits, .ctx = &dtype};
     const struct mgpu_lookup t = {.what = "fp8 attention V pre-pass", .of_op = is_fp8_transpose_kind, .caps = caps,
                                   .fits = any_fits, .ctx = NULL};
     const int main_variant = mgpu_registry_lookup(&q, NULL, status);
