@@ -392,6 +392,29 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .smem_bytes = attention_bwd_smem,
         .check = attention_bwd_check,
     },
+    /* the 16-bit forward's configuration (its tiles, threads and shared
+     * memory), one work tile per CTA from blockIdx: decode calls */
+    [GEN_ATTENTION_FWD_DECODE_SM90] = {
+        .name = "ATTENTION_FWD_DECODE_SM90",
+        .doc = "flash attention forward, sm_90a, decode entry: one query tile per (sequence, head), grid (splits, "
+               "heads, batch)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_decode_sm90.cuh",
+        .group = "attention_fwd_decode_sm90",
+        .entry = "mgpu_attention_fwd_decode_sm90_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdConfig<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_FWD_THREADS, "
+                "\"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_BLOCK_M && "
+                "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
+                "gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_smem,
+    },
     [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
         .name = "ATTENTION_FWD_FP8_VT_SM90",
         .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, V^T from the workspace (written by "

@@ -123,6 +123,12 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
                    .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}},
 /* Every head dim's row, each with its trailing comma. */
 #define SM90_ATTENTION_FWD_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD, dt)
+/* Its decode entry (the same tiles; one work tile per CTA): one per head dim. */
+#define SM90_ATTENTION_FWD_DECODE(dt, d)                                                                   \
+    {GEN_ATTENTION_FWD_DECODE_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_THREADS,                            \
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,                                   \
+                   .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}},
+#define SM90_ATTENTION_FWD_DECODE_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD_DECODE, dt)
 
 /* Hopper fp8 attention forward (abi/attention_fwd_fp8_abi.h): e4m3 Q, K, V;
  * the row's dtype is O's. Head dim 128 only. */
@@ -218,6 +224,9 @@ const struct gen_variant gen_variants[] = {
     /* the KV-cache append of 10.0 (the kernel of the sm_90a row above; last, so
      * that the units of the rows before it are unchanged) */
     {GEN_KV_CACHE_APPEND, GEN_SM100A, GEN_ANY_DTYPE, MGPU_KV_APPEND_THREADS, .helper = {8}},
+    /* the decode entries of the sm_90a 16-bit forward (last: the units of the
+     * rows before them are unchanged) */
+    SM90_ATTENTION_FWD_DECODE_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_DECODE_FAMILY(GEN_F16)
     /* fp8 forward with V^T from the workspace and its pre-pass (after the
      * rows above, whose units stay as they were) */
     SM90_ATTENTION_FWD_FP8_VT(GEN_BF16), SM90_ATTENTION_FWD_FP8_VT(GEN_F16),

@@ -4,7 +4,7 @@
 #   LDL / STL     none in the SASS that cuobjdump disassembles
 #   LOCAL         0 bytes in cuobjdump -res-usage
 # and the tensor-core entries (the GEMMs mgpu_gemm_sm90_*, the attention
-# kernels mgpu_attention_{fwd,bwd}_sm90_<dtype>_d<head_dim>) must use the
+# kernels mgpu_attention_{fwd,bwd,fwd_decode}_sm90_<dtype>_d<head_dim>) must use the
 # tensor cores (HGMMA; QGMMA for fp8) and TMA loads (UTMALDG); the other
 # entries of a cubin (the attention combine, KV append, backward pre / post
 # passes) are checked for local memory only. The GEMM main loops issue wgmma
@@ -49,7 +49,7 @@ for cubin in "$@"; do
         regs=$(sass_res_field "$e" REG)
         printf "$fmt" "$e" "$mma" "$arr" "$ldg" "$ldl" "$stl" "${local_bytes:-?}" "${regs:-?}"
         bad=()
-        if [[ "$e" =~ ^mgpu_gemm_sm90_ || "$e" =~ ^mgpu_attention_(fwd|bwd)_sm90_[a-z0-9]+_d[0-9]+$ ]]; then
+        if [[ "$e" =~ ^mgpu_gemm_sm90_ || "$e" =~ ^mgpu_attention_(fwd|bwd|fwd_decode)_sm90_[a-z0-9]+_d[0-9]+$ ]]; then
             (( mma >= 1 )) || bad+=("no HGMMA / QGMMA")
             (( ldg >= 1 )) || bad+=("no UTMALDG")
         fi

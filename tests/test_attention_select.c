@@ -225,7 +225,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -337,7 +337,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -417,14 +417,20 @@ static void test_inference_plan(void)
     d.heads_kv = 64;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    /* 4096 and 512 equal tiles of 32 key blocks: the persistent grid */
-    CHECK(a->pack_gqa == 0 && a->num_splits == 1 && plan.grid == 132, "MHA batch 64: pack %d splits %d",
-          a->pack_gqa, a->num_splits);
+    /* 4096 and 512 equal tiles of 32 key blocks: decode steps, the decode
+     * entry (one tile per CTA); the general kernel would take the
+     * persistent grid */
+    CHECK(a->pack_gqa == 0 && a->num_splits == 1 && plan.decode_entry && plan.grid == 4096,
+          "MHA batch 64: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
+    choice.force_decode_entry = -1;
+    mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+    CHECK(!plan.decode_entry && plan.grid == 132, "MHA batch 64, general kernel: grid %u", plan.grid);
+    choice.force_decode_entry = 0;
     d.heads_kv = 8;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-    CHECK(a->pack_gqa == 1 && a->num_splits == 1 && plan.grid == 132, "GQA batch 64: pack %d splits %d grid %u",
-          a->pack_gqa, a->num_splits, plan.grid);
+    CHECK(a->pack_gqa == 1 && a->num_splits == 1 && plan.decode_entry && plan.grid == 512,
+          "GQA batch 64: pack %d splits %d grid %u", a->pack_gqa, a->num_splits, plan.grid);
     d.seqlen_q = 4096;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
@@ -638,7 +644,7 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -861,7 +867,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -980,7 +986,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1093,7 +1099,7 @@ static void test_programmatic_plan(void)
         {8, 32768, 64, 8, 64, 128, 0},
         {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1106,6 +1112,106 @@ static void test_programmatic_plan(void)
     }
 }
 
+/* The decode entry: fixed-length decode steps, and other inference calls
+ * with one query tile per (sequence, tile head) and no persistent grid, on
+ * the grid {splits, tile heads, batch}; its variant has the forward
+ * variant's dtype and tiles; forcing it off, or on for a call the planner
+ * leaves to the general kernel; never past the grid's limits or with
+ * several query tiles; varlen only forced. */
+static void test_decode_entry_plan(void)
+{
+    const struct {
+        int batch, seqlen_k, heads_q, heads_kv, head_dim;
+        int decode; /* the planner's choice */
+    } rows[] = {
+        {1, 1024, 64, 8, 128, 1},    /* packed, 8 splits */
+        {8, 8192, 64, 8, 64, 1},     /* packed, splits */
+        {1, 131072, 8, 1, 128, 1},   /* MQA, splits */
+        {1, 1024, 32, 32, 256, 1},   /* MHA with splits */
+        {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
+        {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
+    };
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        const int idx = decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv,
+                                    rows[i].head_dim, &choice, &p, &plan);
+        if (idx < 0)
+            continue;
+        CHECK(plan.decode_entry == rows[i].decode, "row %zu: decode entry %d (want %d)", i, plan.decode_entry,
+              rows[i].decode);
+        if (plan.decode_entry) {
+            const struct mgpu_attention_fwd_args *a = &plan.args;
+            CHECK(plan.decode_grid[0] == (unsigned)a->num_splits && plan.decode_grid[1] == (unsigned)a->tile_heads &&
+                      plan.decode_grid[2] == (unsigned)rows[i].batch &&
+                      plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2] &&
+                      !plan.dynamic && a->tile_counter == 0,
+                  "row %zu: decode grid {%u, %u, %u}, grid %u", i, plan.decode_grid[0], plan.decode_grid[1],
+                  plan.decode_grid[2], plan.grid);
+            mgpu_status s;
+            const int e = mgpu_select_attention_fwd_decode(&mgpu_variants[idx], &hopper, &s);
+            CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE_SM90 &&
+                      mgpu_variants[e].dtype == mgpu_variants[idx].dtype &&
+                      mgpu_variants[e].attention.head_dim == rows[i].head_dim &&
+                      mgpu_variants[e].smem_bytes == mgpu_variants[idx].smem_bytes,
+                  "row %zu: decode variant %d", i, e);
+        }
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode_entry = -1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(!plan.decode_entry, "row %zu: forced off", i);
+        forced.force_decode_entry = 1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(plan.decode_entry == (rows[i].batch <= 65535), "row %zu: forced on: %d", i, plan.decode_entry);
+        if (plan.decode_entry)
+            CHECK(plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2] && !plan.dynamic,
+                  "row %zu: forced on, grid %u", i, plan.grid);
+    }
+    /* several query tiles: never */
+    mgpu_attention_fwd_desc d = base_desc();
+    d.seqlen_q = 129;
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    mgpu_status s;
+    const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx >= 0) {
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode_entry = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
+        CHECK(!plan.decode_entry, "seqlen_q 129: decode entry");
+    }
+    /* one query tile, no inference feature, more than one query: the general kernel */
+    d.seqlen_q = 100;
+    d.seqlen_k = 100;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int prefill = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (prefill >= 0) {
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[prefill], &hopper, &choice, &plan);
+        CHECK(!plan.decode_entry && !plan.args.pack_gqa && plan.args.num_splits == 1, "short prefill: decode entry");
+    }
+    /* varlen decode (packed, split): the general kernel unless forced */
+    d = base_desc();
+    d.seqlen_q = 1;
+    d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+    d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+    d.total_q = 2;
+    d.total_k = 3000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int varlen = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (varlen >= 0) {
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[varlen], &hopper, &choice, &plan);
+        CHECK(!plan.decode_entry && plan.args.pack_gqa, "varlen decode: decode entry %d", plan.decode_entry);
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode_entry = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[varlen], &hopper, &forced, &plan);
+        CHECK(plan.decode_entry && plan.decode_grid[1] == 4 && plan.decode_grid[2] == 2, "varlen decode forced");
+    }
+}
+
 int main(void)
 {
     test_validation();
@@ -1115,6 +1221,7 @@ int main(void)
     test_combine_warps();
     test_split_merge_plan();
     test_programmatic_plan();
+    test_decode_entry_plan();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

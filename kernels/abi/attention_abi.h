@@ -112,6 +112,17 @@
  *     again after it (graph replays find them so); one work tile per CTA
  *     (grid = tiles * num_splits, no persistent grid), tiles <= the counters.
  *
+ * Decode entry (sm_90a 16-bit: mgpu_attention_fwd_decode_sm90_<dtype>_d<D>,
+ * hopper/attention_fwd_decode_sm90.cuh). The same arguments, tensor maps,
+ * block and shared memory as the forward kernel of its dtype and head dim,
+ * for calls with one query tile per (sequence, tile head), i.e.
+ * ceil(seqlen_q / tile_queries) = 1 (seqlen_q: the maximum for varlen):
+ *   grid = {num_splits, tile_heads, batch} (each <= 65535 past x), one work
+ *          tile per CTA, (split, tile head, sequence) = blockIdx; tile_counter
+ *          and lpt_group 0; work tile t / num_splits of "Split keys" is
+ *          blockIdx.z * tile_heads + blockIdx.y (its split counter).
+ * Every other field means what it means above.
+ *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
  * page strides); key row j of sequence b lives in page

@@ -6,10 +6,13 @@
  * combine pass after it (partial buffers in the handle's workspace; launched
  * for programmatic dependent launch where its CTAs fit beside the main grid)
  * unless the plan merges the splits in the main kernel (the handle's split
- * counters, one per work tile, zero between launches). fp8 calls whose V^T
- * fits the workspace: the V pre-pass first, then the V^T twin of the fp8
- * kernel. The kernel's whole parameter is struct mgpu_attention_fwd_params,
- * passed by value. mgpu_kv_cache_append: validate, one copy kernel.
+ * counters, one per work tile, zero between launches). The
+ * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
+ * value. Calls with one query tile per (sequence, tile head) that the plan
+ * gives the decode entry launch it instead, on its three-dimensional grid.
+ * fp8 calls whose V^T fits the workspace: the V pre-pass first, then the
+ * V^T twin of the fp8 kernel. mgpu_kv_cache_append: validate, one copy
+ * kernel.
  */
 #include <string.h>
 
@@ -79,7 +82,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         return s;
     const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
                                                       env->force_paged_gather, env->force_split_merge,
-                                                      env->attention_pdl};
+                                                      env->attention_pdl, env->attention_decode_entry};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
@@ -88,6 +91,17 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     int transpose = -1;
     variant = choose_fp8_vt(h, p, variant, force, &plan, &vt, vt_grid, &transpose);
     const struct mgpu_variant *v = &mgpu_variants[variant];
+    int main_variant = variant;
+    if (plan.decode_entry) {
+        /* The variant's decode entry; without one in the registry, the
+         * forward kernel on the same one-tile-per-CTA grid. */
+        mgpu_status none;
+        const int decode = mgpu_select_attention_fwd_decode(v, &h->caps, &none);
+        if (decode >= 0)
+            main_variant = decode;
+        else
+            plan.decode_entry = 0;
+    }
     int combine = -1;
     if (plan.args.num_splits > 1) {
         if (!plan.merge_in_kernel) {
@@ -102,7 +116,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         mgpu_attention_fwd_place_partials(&plan, (uint64_t)workspace);
     }
     if (mgpu_log_enabled())
-        log_call(p, v, force && strcmp(force, v->name) == 0, &plan);
+        log_call(p, &mgpu_variants[main_variant], force && strcmp(force, v->name) == 0, &plan);
 
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);
@@ -121,7 +135,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
 
     /* Both kernels loaded before the first is queued. */
     CUfunction fn;
-    s = mgpu_kernel_function(h, d, variant, &fn);
+    s = mgpu_kernel_function(h, d, main_variant, &fn);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0)
         s = mgpu_kernel_function(h, d, combine, &fn);
     if (s == MGPU_STATUS_SUCCESS && transpose >= 0)
@@ -135,8 +149,10 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
             return s;
     }
     void *kernel_params[1] = {&params};
-    s = plan.programmatic ? mgpu_launch_programmatic(h, d, variant, plan.grid, 1, 1, kernel_params)
-                          : mgpu_launch(h, d, variant, plan.grid, 1, 1, kernel_params);
+    const unsigned grid[3] = {plan.decode_entry ? plan.decode_grid[0] : plan.grid,
+                              plan.decode_entry ? plan.decode_grid[1] : 1, plan.decode_entry ? plan.decode_grid[2] : 1};
+    s = plan.programmatic ? mgpu_launch_programmatic(h, d, main_variant, grid[0], grid[1], grid[2], kernel_params)
+                          : mgpu_launch(h, d, main_variant, grid[0], grid[1], grid[2], kernel_params);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0) {
         /* Programmatic dependent launch where the plan says so: the
          * combine's CTAs are scheduled while the main kernel runs, and wait

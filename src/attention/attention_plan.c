@@ -176,6 +176,29 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
     return mgpu_registry_lookup(&q, NULL, status);
 }
 
+static int is_decode_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_DECODE_SM90;
+}
+
+/* The decode entry with the forward variant's dtype and tiles. */
+static int decode_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct mgpu_variant *fwd = ctx;
+    return v->dtype == fwd->dtype && v->attention.head_dim == fwd->attention.head_dim &&
+           v->attention.block_m == fwd->attention.block_m && v->attention.block_n == fwd->attention.block_n &&
+           v->attention.stages == fwd->attention.stages && v->threads == fwd->threads &&
+           v->smem_bytes == fwd->smem_bytes;
+}
+
+int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                                     mgpu_status *status)
+{
+    const struct mgpu_lookup q = {.what = "attention forward decode entry", .of_op = is_decode_kind, .caps = caps,
+                                  .fits = decode_fits, .ctx = fwd};
+    return mgpu_registry_lookup(&q, NULL, status);
+}
+
 static int is_combine_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_ATTENTION_FWD_COMBINE_SM90;
@@ -268,6 +291,9 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * 8 x 32768 keys, GQA 64/8, d64, 128 CTAs of 128 key blocks 177.9 -> 184.9
  * us; d256 +0.7 %; decision 028). */
 #define PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID 128
+/* The decode entry's grid is {num_splits, tile_heads, batch}: y and z at
+ * most 65535 (a launch limit). */
+#define DECODE_GRID_YZ_MAX 65535
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -382,7 +408,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -530,10 +556,32 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
     out->programmatic = decode_features && (choice->force_programmatic ? choice->force_programmatic > 0
                                                                       : inference_call && !long_full_grid);
+    /* The decode entry (kernels/abi/attention_abi.h, "Decode entry"): for
+     * calls whose queries fit one tile per (sequence, tile head), one work
+     * tile per CTA with its coordinates from blockIdx, only the inference
+     * code, the grid-dependency wait after the tile set-up (decision 036).
+     * Planned for fixed-length decode steps (one query a sequence; MHA ones
+     * too, which then leave the persistent grid: H100, 8 x 1024 keys, 32
+     * heads, d128, 58.1 -> 50.9 us of GPU time) and for the other inference
+     * calls that do not take the persistent grid; varlen calls keep the
+     * general kernel (the entry's varlen path has not run on a device).
+     * Forced on: every call whose queries fit. */
+    const int one_tile = mgpu_cdiv(p->seqlen_q, a->tile_queries) == 1;
+    const int decode_fits_grid = a->tile_heads <= DECODE_GRID_YZ_MAX && p->batch <= DECODE_GRID_YZ_MAX;
+    const int decode_default = !p->varlen && (p->seqlen_q == 1 || (inference_call && !persistent));
+    out->decode_entry = decode_features && one_tile && decode_fits_grid &&
+                        (choice->force_decode_entry ? choice->force_decode_entry > 0 : decode_default);
+    if (out->decode_entry) {
+        out->grid = (unsigned)(tiles * a->num_splits);
+        out->decode_grid[0] = (unsigned)a->num_splits;
+        out->decode_grid[1] = (unsigned)a->tile_heads;
+        out->decode_grid[2] = (unsigned)p->batch;
+        out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
+    }
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest
      * first within groups of heads whose K/V stay in L2. */
-    out->dynamic = persistent && p->causal;
+    out->dynamic = persistent && p->causal && !out->decode_entry;
     if (out->dynamic) {
         /* per (batch, tile head); seqlen_k < 2^31, head_dim <= 256 here */
         const int64_t kv_bytes = 2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES;

@@ -31,6 +31,11 @@ mgpu_status mgpu_attention_fwd_validate(const mgpu_attention_fwd_desc *desc, con
 int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const struct mgpu_device_caps *caps,
                               const char *force, mgpu_status *status);
 
+/* The decode entry of forward variant `fwd` (same dtype and head dim) for
+ * the device: its index, or -1 with *status set when the registry has none. */
+int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                                     mgpu_status *status);
+
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;
@@ -46,6 +51,11 @@ struct mgpu_attention_plan {
     int programmatic;       /* the main kernel is launched for programmatic dependent launch (inference calls) */
     int merge_in_kernel;    /* split calls: the last split of each work tile merges them in the main kernel
                                (args.split_counters: the handle's MGPU_COUNTERS_ATTENTION_SPLITS), no combine */
+    /* 1: the variant's decode entry runs the call (kernels/abi/attention_abi.h,
+     * "Decode entry"), on the grid decode_grid = {num_splits, tile_heads,
+     * batch}; grid is then their product, one work tile per CTA. */
+    int decode_entry;
+    unsigned decode_grid[3];
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
@@ -58,7 +68,10 @@ struct mgpu_attention_plan {
  * 0 planner's choice, split calls only, in the main kernel only with at
  * most MGPU_SPLIT_COUNTERS work tiles; MGPU_ATTENTION_PDL: 1 / -1 / 0
  * planner's choice, whether the sm_90a 16-bit main kernel is launched for
- * programmatic dependent launch). */
+ * programmatic dependent launch; MGPU_ATTENTION_DECODE_ENTRY: 1 / -1 / 0
+ * planner's choice, whether a call with one query tile per (sequence, tile
+ * head) runs the decode entry, 1 also for calls without the inference
+ * features, never where the grid would not fit). */
 struct mgpu_attention_fwd_choice {
     size_t workspace_bytes;
     int force_pack;
@@ -66,6 +79,7 @@ struct mgpu_attention_fwd_choice {
     int force_gather;
     int force_merge;
     int force_programmatic;
+    int force_decode_entry;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows

@@ -100,6 +100,7 @@ static void read_env(void)
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
     env_read.attention_pdl = env_switch("MGPU_ATTENTION_PDL");
     env_read.gemm_pdl = env_switch("MGPU_GEMM_PDL");
+    env_read.attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");
 }
 
 const struct mgpu_env *mgpu_env(void)

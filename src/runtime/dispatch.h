@@ -105,6 +105,8 @@ struct mgpu_env {
     int force_bwd_pair_group;  /* MGPU_FORCE_BWD_PAIR_GROUP (attention backward grid order), 0 when unset */
     int attention_pdl;         /* MGPU_ATTENTION_PDL: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int gemm_pdl;              /* MGPU_GEMM_PDL: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
+    int attention_decode_entry; /* MGPU_ATTENTION_DECODE_ENTRY: 1 ("1"), -1 ("0"), 0 when unset (the planner's
+                                   choice) */
 };
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force
