@@ -1063,6 +1063,12 @@ static void test_fp8(void)
     d.seqlen_q = d.seqlen_k = 128;
     CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
     CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == 0, "V^T with 70000 KV heads");
+    /* more sequences than a grid's z extent (fixed length): none either */
+    d.heads_q = d.heads_kv = 1;
+    d.batch = 70000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == 0, "V^T with 70000 sequences");
+    d.batch = 2;
     /* 8 query tiles per KV head (B=16 S=1024 MHA): the in-kernel transpose */
     d.heads_q = d.heads_kv = 16;
     d.seqlen_q = d.seqlen_k = 1024;

@@ -15,8 +15,8 @@
 #define DESCALE_ALIGN_BYTES 4
 /* Q, K, V strides in bytes (one per element): TMA wants multiples of 16. */
 #define FP8_STRIDE_MULTIPLE 16
-/* The largest y extent of a grid (the pre-pass's KV heads). */
-#define VT_MAX_GRID_Y 65535
+/* The largest y and z extents of a grid (the pre-pass's KV heads and sequences). */
+#define VT_MAX_GRID_YZ 65535
 
 mgpu_status mgpu_attention_fwd_check_fp8_fields(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
 {
@@ -104,14 +104,15 @@ void mgpu_attention_fwd_plan_fp8(const struct mgpu_attention_problem *p, struct 
 
 /* Rows per KV head of the V^T buffer (abi/attention_fwd_fp8_abi.h, "V^T from
  * the workspace"), or 0 when the call does not fit that layout: rows at or
- * past 2^31 (the kernels' int coordinates) or more KV heads than a grid's
- * y extent. */
+ * past 2^31 (the kernels' int coordinates), or more KV heads (or, fixed
+ * length, sequences) than a grid's y (z) extent. */
 static int64_t vt_rows_per_head(const struct mgpu_attention_problem *p)
 {
     const int64_t block = MGPU_ATTENTION_FWD_FP8_BLOCK_N;
     const int64_t blocks = p->varlen ? p->total_k / block + p->batch : mgpu_cdiv(p->seqlen_k, block);
     int64_t rows = 0;
-    if (p->heads_kv > VT_MAX_GRID_Y || !mgpu_mul_ok(blocks, block, &rows) || rows >= INT32_MAX)
+    if (p->heads_kv > VT_MAX_GRID_YZ || (!p->varlen && p->batch > VT_MAX_GRID_YZ) ||
+        !mgpu_mul_ok(blocks, block, &rows) || rows >= INT32_MAX)
         return 0;
     return rows;
 }
