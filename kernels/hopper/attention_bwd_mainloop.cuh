@@ -31,11 +31,13 @@
  *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
  *   bar(ds)                                  g5 S^T of block i + 1 (after the last
  *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
- *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
- *     the last block: on the idle stage,       row-major in this consumer's column
- *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
- *   release q_empty[s], do_empty[s]; dQ_c      boxes of tmap_dq; arrive dq_full[s]
- *   into the dQ writer's buffer; wait g6.      (the split dQ writer adds them and
+ *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; bar(dq stage);
+ *     the last block: on the idle stage,       dQ_c staged row-major as 16-row boxes
+ *     result unused); wait g5                  of tmap_dq in this consumer's column
+ *   release q_empty[s], do_empty[s]; dQ_c      blocks of Q[s] (warp 0), dO[s] (warps
+ *   into the dQ writer's buffer; wait g6.      2, 3) and in ds[i % 2] / p[i % 2]
+ *                                              (warp 1); arrive dq_full[s] (the
+ *                                              split dQ writer adds them and
  *                                              releases q_empty[s], do_empty[s]);
  *                                              wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
@@ -502,8 +504,12 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dk);
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
-                 * tiles (read by nothing else any more) and bulk reductions. */
-                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
+                 * tiles (read by nothing else any more) and the block's dS^T
+                 * or P^T buffer, once both consumers' dV, dK and dQ, which
+                 * read those, are complete; the dQ writer's bulk reductions. */
+                bwd_barrier_sync(kBwdBarrierDqStage, Cfg::kConsumerThreads);
+                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile,
+                                                      consumer == 0 ? ds_buf : smem_u32(smem.p[i % 2]), col0, dq);
                 /* the split dQ writer adds the staged boxes and releases the stage */
                 __syncwarp();
                 if (lane == 0)

@@ -165,10 +165,20 @@ static int64_t min_i64(int64_t a, int64_t b)
  * one pair's key blocks over several waves (which likely fetch its Q, dO and
  * dQ tiles into L2 more than once; not measured) and measured worse (H100,
  * B 16, S 1024, 8 key blocks: 34 pairs +6 % against +1 to +3 % at 8 and
- * 16). Non-deterministic calls keep 1 (no gain measured at 4, 8, 16 pairs;
- * 16 cost 7 % at B 4, S 4096, head dim 128 and 22 % at 256).
+ * 16). Non-deterministic calls without a mask keep 1 (every CTA walks as
+ * many query blocks; no gain measured at 4, 8, 16 pairs; 16 cost 7 % at B 4,
+ * S 4096, head dim 128 and 22 % at 256). Masked non-deterministic calls
+ * (causal, a window) take CAUSAL_PAIR_GROUP: their CTAs' lengths differ
+ * (causal: key block n of a pair walks n_blocks - n query blocks at block_m
+ * = block_n), and with key blocks fastest the last pairs' longest CTAs start
+ * last and run alone at the end of the grid (about 3-7 % of the call for
+ * the shapes of issue 4 in a list-scheduling model); key block by key block
+ * over 4 pairs the longest CTAs of those pairs start first, and 4 pairs keep
+ * the tiles that the running CTAs share in L2 close together (16 cost 3 %
+ * at head dim 256, causal: decision 023).
  * The sm_100a kernel reads no pair_group: 1.
  */
+#define CAUSAL_PAIR_GROUP 4
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                                  int64_t n_blocks, int sm100)
 {
@@ -180,6 +190,8 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
         g = bp->force_pair_group;
     else if (bp->deterministic)
         g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX);
+    else if (bp->a.causal || bp->a.window_left >= 0 || bp->a.window_right >= 0)
+        g = CAUSAL_PAIR_GROUP;
     return (int32_t)min_i64(g, pairs);
 }
 
