@@ -108,6 +108,23 @@ static const char *attention_fwd_fp8_check(const struct gen_variant *v)
     return NULL;
 }
 
+/* fp8 forward with V^T from the workspace: Q double-buffered, K and V^T rings. */
+static int attention_fwd_fp8_vt_smem(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    return mgpu_attention_fwd_fp8_vt_smem_bytes(a->block_m, a->block_n, a->stages, MGPU_ATTENTION_FWD_FP8_Q_STAGES);
+}
+
+static const char *attention_fwd_fp8_vt_check(const struct gen_variant *v)
+{
+    const struct gen_attention *a = &v->attention;
+    if (a->head_dim != MGPU_ATTENTION_FWD_FP8_HEAD_DIM || a->block_m != MGPU_ATTENTION_FWD_BLOCK_M ||
+        a->block_n != MGPU_ATTENTION_FWD_FP8_BLOCK_N || a->stages != MGPU_ATTENTION_FWD_FP8_VT_STAGES ||
+        v->threads != MGPU_ATTENTION_FWD_THREADS)
+        return "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h (V^T from the workspace)";
+    return NULL;
+}
+
 /* ------------------------------------------------------------ unit texts */
 
 #define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
@@ -397,5 +414,39 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_smem,
+    },
+    [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
+        .name = "ATTENTION_FWD_FP8_VT_SM90",
+        .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, V^T from the workspace (written by "
+               "ATTENTION_FWD_FP8_TRANSPOSE_V_SM90), 16-bit O (dtype: O's)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_fp8_sm90.cuh",
+        .group = "attention_fwd_fp8_sm90",
+        .entry = "mgpu_attention_fwd_fp8_vt_sm90_e4m3_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdFp8Config<@type@, @head_dim@, true>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd_fp8<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_fp8_vt_smem,
+        .check = attention_fwd_fp8_vt_check,
+    },
+    [GEN_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90] = {
+        .name = "ATTENTION_FWD_FP8_TRANSPOSE_V_SM90",
+        .doc = "fp8 attention forward: writes V^T (e4m3, keys permuted) into the workspace for "
+               "ATTENTION_FWD_FP8_VT_SM90",
+        .family = GEN_FAMILY_HELPER,
+        .header = "hopper/attention_fwd_fp8_transpose_v.cuh",
+        .group = "attention_fwd_fp8_sm90",
+        .entry = "mgpu_attention_fwd_fp8_transpose_v_sm90",
+        .unit = "\nstatic_assert(mgpu::attn_fp8_vt::kThreads == @threads@, \"@name@: threads differ from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_fp8_vt_args a)\n"
+                "{\n    mgpu::attn_fp8_vt::transpose_v(a);\n}\n",
+        .smem_bytes = no_smem,
     },
 };

@@ -137,6 +137,12 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
      .attention = {.head_dim = MGPU_ATTENTION_FWD_FP8_HEAD_DIM, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,       \
                    .block_n = MGPU_ATTENTION_FWD_FP8_BLOCK_N, .stages = MGPU_ATTENTION_FWD_FP8_STAGES}}
 
+/* The same with V^T from the workspace (4 stages of K and V^T). */
+#define SM90_ATTENTION_FWD_FP8_VT(dt)                                                                       \
+    {GEN_ATTENTION_FWD_FP8_VT_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_THREADS,                              \
+     .attention = {.head_dim = MGPU_ATTENTION_FWD_FP8_HEAD_DIM, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,       \
+                   .block_n = MGPU_ATTENTION_FWD_FP8_BLOCK_N, .stages = MGPU_ATTENTION_FWD_FP8_VT_STAGES}}
+
 /* Blackwell attention forward: one variant per head dim, tiles and threads
  * from the ABI's Blackwell paragraph (256 query rows as two 128-row Q tiles
  * up to head dim 192, 128 rows at 256; 128 or 64 keys per block; 2 stages). */
@@ -224,6 +230,11 @@ const struct gen_variant gen_variants[] = {
     /* the decode entries of the sm_90a 16-bit forward (last: the units of the
      * rows before them are unchanged) */
     SM90_ATTENTION_FWD_DECODE_FAMILY(GEN_BF16) SM90_ATTENTION_FWD_DECODE_FAMILY(GEN_F16)
+    /* fp8 forward with V^T from the workspace and its pre-pass (after the
+     * rows above, whose units stay as they were) */
+    SM90_ATTENTION_FWD_FP8_VT(GEN_BF16), SM90_ATTENTION_FWD_FP8_VT(GEN_F16),
+    {GEN_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_ATTENTION_FWD_FP8_VT_THREADS,
+     .helper = {16}},
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

@@ -621,7 +621,13 @@ MGPU_API mgpu_status mgpu_check_index_errors(mgpu_handle *handle);
  * length or varlen, causal, windows, soft-cap, GQA and LSE; paged K/V and
  * seqused_k get NOT_SUPPORTED, and they are never packed or split.
  * Probabilities enter P V as e4m3 (3 mantissa bits): O is accurate to a few
- * percent of its size, not to 16-bit rounding (docs/attention.md).
+ * percent of its size, not to 16-bit rounding (docs/attention.md). Where
+ * the handle's workspace holds a transposed copy of V (heads_kv x 128 x
+ * (keys rounded up to 128) bytes, per sequence; varlen: heads_kv x 128 x
+ * 128 (floor(total_k / 128) + batch)) and the call has at least 16 query
+ * tiles of 128 rows per KV head, an fp8 call first writes that copy there
+ * (one more kernel on the stream) and runs faster; otherwise it runs
+ * without (same results). The default 32 MiB holds it for 32 MiB of V.
  *
  * Descriptors carry their size in their first field: start from
  * MGPU_ATTENTION_FWD_DESC_INIT, then set the fields.

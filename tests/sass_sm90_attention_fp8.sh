@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build-time check of the sm_90a fp8 attention forward cubin, no GPU needed:
-# for every entry mgpu_attention_fwd_fp8_sm90_*, in the SASS that cuobjdump
-# disassembles:
+# for every entry mgpu_attention_fwd_fp8_sm90_* and mgpu_attention_fwd_fp8_vt_sm90_*
+# (V^T from the workspace), in the SASS that cuobjdump disassembles:
 #   QGMMA.64x128x32 ... E4M3.E4M3   the e4m3 wgmma of S = Q K^T and O += P V:
 #                                   at least 16 (4 k-steps of each, in the
 #                                   first, steady and last key blocks)
 #   no HGMMA                        no 16-bit product left
 #   UTMALDG                         TMA loads of Q, K, V (shared producer)
-#   PRMT                            the V transpose's byte permutes (>= 32)
+#   PRMT                            the V transpose's byte permutes (>= 32;
+#                                   not in the _vt_ entries, which load V^T)
 #   LDL / STL                       none, and cuobjdump -res-usage LOCAL:0
 # Prints one line of counts per entry.
 #
@@ -21,7 +22,7 @@ source "$(dirname "$0")/sass_common.sh"
 cubin="${1:-}"
 sass_load "$cubin" "sm90a fp8 attention" sm90a
 counts=$(awk '
-    /Function : / { f = $3; if (f ~ /^mgpu_attention_fwd_fp8_sm90_/) { order[++n] = f; q[f] = h[f] = ldg[f] = prmt[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
+    /Function : / { f = $3; if (f ~ /^mgpu_attention_fwd_fp8_(vt_)?sm90_/) { order[++n] = f; q[f] = h[f] = ldg[f] = prmt[f] = ldl[f] = stl[f] = 0 } else f = ""; next }
     f == "" { next }
     /[[:space:]]QGMMA\.64x128x32\.F32\.E4M3\.E4M3/ { q[f]++ }
     /[[:space:]]HGMMA/ { h[f]++ }
@@ -45,7 +46,7 @@ while read -r e qg hg ldg prmt ldl stl; do
     (( qg >= 16 )) || bad+=("QGMMA e4m3 count $qg < 16")
     (( hg == 0 )) || bad+=("HGMMA present")
     (( ldg >= 1 )) || bad+=("no UTMALDG")
-    (( prmt >= 32 )) || bad+=("PRMT count $prmt < 32: no V transpose?")
+    [[ $e == *_vt_* ]] || (( prmt >= 32 )) || bad+=("PRMT count $prmt < 32: no V transpose?")
     sass_verdict "$e"
 done <<<"$counts"
 echo "$n entries checked"

@@ -56,6 +56,8 @@
 #define MAX_REL_ERR_FP8 0.05 /* see above */
 #define FP8_INPUT_SCALE 2.0f /* inputs N(0, 2^2) before rounding to e4m3 */
 #define LSE_REL_FP8 (1.0 / 512) /* see above */
+#define FP8_SMALL_WORKSPACE 4096                /* holds no V^T: the fp8 kernel transposes V itself */
+#define FP8_DEFAULT_WORKSPACE ((size_t)32 << 20) /* the handle's at mgpu_create */
 #define MAX_LSE_ERR 1e-2
 #define POISON_16 0xffffu
 #define REF_GPU_WORK ((int64_t)1 << 27) /* Sq * Sk * d of a head above which the reference uses cuBLAS */
@@ -74,6 +76,8 @@ struct tcase {
     int pack;   /* MGPU_FORCE_PACK_GQA for the call: 1 on, -1 off, 0 the planner's choice */
     int splits; /* MGPU_FORCE_NUM_SPLITS for the call; 0 the planner's choice */
     int fp8;    /* e4m3 inputs with descales: FP8_* below; 0: 16-bit inputs */
+    int vt;     /* fp8: 1 forces the V^T-from-workspace kernel (if the workspace holds V^T), -1 the kernel
+                   that transposes V itself, 0 the planner's choice */
 };
 
 /* Descale arrays of fp8 cases: index (sequence b, KV head h) at b * batch + h * head strides. */
@@ -298,11 +302,18 @@ static void run_case(mgpu_handle *h, struct tcase c)
         snprintf(n, sizeof n, "%d", c.splits);
         force_setenv("MGPU_FORCE_NUM_SPLITS", n);
     }
+    if (c.fp8 && c.vt) {
+        char name[80];
+        snprintf(name, sizeof name, "mgpu_attention_fwd_fp8_%ssm90_e4m3_%s_d128", c.vt > 0 ? "vt_" : "",
+                 dt == MGPU_DTYPE_BF16 ? "bf16" : "f16");
+        force_setenv("MGPU_FORCE_VARIANT", name);
+    }
     mgpu_status s = mgpu_attention_fwd(h, &desc, (const char *)q.dev + q.offset * esz,
                                        (const char *)k.dev + k.offset * esz, (const char *)v.dev + v.offset * esz,
                                        o.dev, c.no_lse ? NULL : lse_dev);
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
+    force_unsetenv("MGPU_FORCE_VARIANT");
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
           mgpu_last_error_message(), cudaGetErrorString(ce));
@@ -429,10 +440,10 @@ static void run_case(mgpu_handle *h, struct tcase c)
     static const char *const fp8_modes[] = {"", " e4m3 descale/tensor", " e4m3 descale/head",
                                             " e4m3 descale/seq,head", " e4m3 no-descale"};
     printf("%s%s %-4s d=%-3d B=%d Sq=%d Sk=%d Hq=%d Hkv=%d causal=%d win=(%d,%d) cap=%g scale=%g %s%s%s%s pack=%d "
-           "splits=%d: rel=%.2e maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
+           "splits=%d vt=%d: rel=%.2e maxabs=%.2e lse=%.2e nan=%ld lse_bad=%ld clobbered=%ld\n",
            pass ? "PASS" : "FAIL", fp8_modes[c.fp8], dt == MGPU_DTYPE_BF16 ? "bf16" : "f16", c.d, c.batch, c.sq, c.sk, c.hq, c.hkv,
            c.causal, c.wl, c.wr, (double)c.softcap, (double)scale, layout_name(c.layout), c.varlen ? " varlen" : "",
-           c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", c.pack, c.splits, rel, max_abs, lse_max,
+           c.no_lse ? " no-lse" : "", gpu_heads ? " (cuBLAS reference)" : "", c.pack, c.splits, c.vt, rel, max_abs, lse_max,
            bad, lse_bad, clobbered);
     CHECK(pass, "case above failed");
 
@@ -617,21 +628,51 @@ static void full_cases(mgpu_handle *h)
 static void fp8_quick_cases(mgpu_handle *h)
 {
     CASE(.batch = 1, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
-         .fp8 = FP8_PER_TENSOR);
+         .fp8 = FP8_PER_TENSOR, .vt = 1);
     CASE(.batch = 3, .sq = 130, .sk = 150, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
-         .varlen = 1, .fp8 = FP8_PER_SEQ_HEAD);
+         .varlen = 1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
     /* persistent grid, CTAs taking up to 3 tiles */
     CASE(.batch = 2, .sq = 520, .sk = 300, .hq = 30, .hkv = 6, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
-         .fp8 = FP8_PER_HEAD);
+         .fp8 = FP8_PER_HEAD, .vt = 1);
     /* causal persistent grid with dynamic tiles, twice (counter back at 0) */
     for (int rep = 0; rep < 2; rep++)
         CASE(.batch = 3, .sq = 700, .sk = 650, .hq = 16, .hkv = 4, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
-             .wr = -1, .fp8 = FP8_PER_SEQ_HEAD);
+             .wr = -1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
+}
+
+/* fp8 calls take V^T from the handle's workspace when it holds it (a
+ * pre-pass writes it), else the kernel transposes V itself: the quick cases
+ * plus varlen with many short sequences and a long fixed-length causal call
+ * with the default workspace, then cases with a workspace too small for V^T
+ * (the in-kernel transpose), then the default workspace again. */
+static void fp8_workspace_cases(mgpu_handle *h)
+{
+    CASE(.batch = 9, .sq = 300, .sk = 260, .hq = 4, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1, .varlen = 1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
+    CASE(.batch = 2, .sq = 1100, .sk = 1100, .hq = 4, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1, .fp8 = FP8_PER_HEAD, .vt = 1);
+    void *small = NULL;
+    cudaMalloc(&small, FP8_SMALL_WORKSPACE);
+    CHECK_STATUS(mgpu_set_workspace(h, small, FP8_SMALL_WORKSPACE), MGPU_STATUS_SUCCESS);
+    CASE(.batch = 1, .sq = 129, .sk = 129, .hq = 2, .hkv = 1, .d = 128, .dtype = BF16, .causal = 1, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_TENSOR, .vt = 1);
+    CASE(.batch = 3, .sq = 130, .sk = 150, .hq = 2, .hkv = 1, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
+    CASE(.batch = 3, .sq = 700, .sk = 650, .hq = 16, .hkv = 4, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
+    CHECK_STATUS(mgpu_set_workspace(h, NULL, 0), MGPU_STATUS_SUCCESS);
+    CASE(.batch = 2, .sq = 520, .sk = 300, .hq = 30, .hkv = 6, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
+         .fp8 = FP8_PER_HEAD, .vt = 1);
+    cudaFree(small);
+    CHECK_STATUS(mgpu_reserve_workspace(h, FP8_DEFAULT_WORKSPACE), MGPU_STATUS_SUCCESS);
+    CASE(.batch = 4, .sq = 300, .sk = 400, .hq = 4, .hkv = 2, .d = 128, .dtype = F16, .causal = 1, .wl = -1, .wr = -1,
+         .varlen = 1, .fp8 = FP8_PER_HEAD, .vt = 1);
 }
 
 static void fp8_full_cases(mgpu_handle *h)
 {
     fp8_quick_cases(h);
+    fp8_workspace_cases(h);
     static const int lens[] = {1, 17, 127, 128, 129, 1000};
     for (int i = 0; i < 6; i++)
         for (int causal = 0; causal < 2; causal++)
@@ -641,7 +682,7 @@ static void fp8_full_cases(mgpu_handle *h)
     for (int i = 0; i < 6; i++)
         for (int causal = 0; causal < 2; causal++)
             CASE(.batch = 2, .sq = qk[i][0], .sk = qk[i][1], .hq = 2, .hkv = 1, .d = 128, .dtype = i % 2 ? F16 : BF16,
-                 .causal = causal, .wl = -1, .wr = -1, .fp8 = FP8_PER_SEQ_HEAD);
+                 .causal = causal, .wl = -1, .wr = -1, .fp8 = FP8_PER_SEQ_HEAD, .vt = 1);
     /* GQA 8:1, MQA */
     CASE(.batch = 2, .sq = 257, .sk = 257, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .wl = -1, .wr = -1,
          .fp8 = FP8_PER_HEAD);
@@ -708,9 +749,10 @@ int main(int argc, char **argv)
     const char *quick = getenv("MGPU_TEST_QUICK");
     const int fp8 = argc > 1 && strcmp(argv[1], "fp8") == 0;
     if (fp8) {
-        if (quick && quick[0] == '1')
+        if (quick && quick[0] == '1') {
             fp8_quick_cases(h);
-        else
+            fp8_workspace_cases(h);
+        } else
             fp8_full_cases(h);
         fp8_refusals(h);
     } else if (quick && quick[0] == '1') {

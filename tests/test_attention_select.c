@@ -1016,6 +1016,68 @@ static void test_fp8(void)
         mgpu_attention_make_plan(&p, &mgpu_variants[idx], &hopper, &plan);
         CHECK(plan.grid == 132, "fp8 persistent grid %u", plan.grid);
     }
+    /* V^T from the workspace: its bytes, the twin and pre-pass variants, the
+     * V map over the workspace and the pre-pass's grid
+     * (abi/attention_fwd_fp8_abi.h, "V^T from the workspace") */
+    d = base_desc(); /* 2 x 1500 keys, 4 KV heads: 12 blocks of 128 */
+    d.qkv_fp8 = 1;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == (size_t)2 * 4 * 12 * 128 * 128, "V^T bytes %zu",
+          mgpu_attention_fwd_fp8_vt_bytes(&p));
+    int transpose = -1;
+    const int twin = mgpu_select_attention_fwd_fp8_vt(p.dtype, &hopper, NULL, &transpose, &s);
+    CHECK(twin >= 0 && mgpu_variants[twin].kind == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90 &&
+              mgpu_variants[twin].dtype == MGPU_DTYPE_BF16 && transpose >= 0 &&
+              mgpu_variants[transpose].kind == MGPU_KIND_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90,
+          "fp8 V^T variants");
+    {
+        int t2 = -1;
+        const int forced = mgpu_select_attention_fwd_fp8_vt(MGPU_DTYPE_F16, &hopper,
+                                                            "mgpu_attention_fwd_fp8_vt_sm90_e4m3_f16_d128", &t2, &s);
+        CHECK(forced >= 0 && mgpu_variants[forced].dtype == MGPU_DTYPE_F16 && t2 == transpose, "forced V^T twin");
+    }
+    {
+        struct mgpu_attention_fwd_fp8_vt_args vt;
+        unsigned grid[3];
+        mgpu_attention_fwd_plan_fp8_vt(&p, 0x10000, &plan, &vt, grid);
+        CHECK(grid[0] == 12 && grid[1] == 4 && grid[2] == 2 && vt.vt == 0x10000 && vt.vt_head_stride == 12 * 128 * 128 &&
+                  vt.vt_batch_stride == 4 * 12 * 128 * 128 && vt.v_seq_stride == 4 * 128 && vt.seqlen_k == 1500,
+              "fp8 V^T pre-pass args");
+        CHECK(plan.v_map.base == 0x10000 && plan.v_map.type == MGPU_MAP_U8 && plan.v_map.dims[1] == 12 * 128 &&
+                  plan.v_map.dims[3] == 2 && plan.v_map.box[0] == 128 && plan.v_map.box[1] == 128 &&
+                  plan.v_map.byte_strides[0] == 128 && plan.v_map.byte_strides[1] == 12 * 128 * 128,
+              "fp8 V^T map");
+    }
+    CHECK(mgpu_attention_fwd_fp8_vt_pays(&p), "V^T pays: 8 query tiles x group 4");
+    /* varlen: floor(total_k / 128) + batch blocks a KV head, one batch */
+    d.cu_seqlens_q = d.cu_seqlens_k = (const int32_t *)DESCALE_ADDR;
+    d.total_q = 1000;
+    d.total_k = 1000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == (size_t)(7 + 2) * 4 * 128 * 128, "varlen V^T bytes %zu",
+          mgpu_attention_fwd_fp8_vt_bytes(&p));
+    d.cu_seqlens_q = d.cu_seqlens_k = NULL;
+    d.total_q = d.total_k = 0;
+    /* more KV heads than a grid's y extent: no V^T (the kernel transposes) */
+    d.heads_q = d.heads_kv = 70000;
+    d.seqlen_q = d.seqlen_k = 128;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == 0, "V^T with 70000 KV heads");
+    /* more sequences than a grid's z extent (fixed length): none either */
+    d.heads_q = d.heads_kv = 1;
+    d.batch = 70000;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) == 0, "V^T with 70000 sequences");
+    d.batch = 2;
+    /* 8 query tiles per KV head (B=16 S=1024 MHA): the in-kernel transpose */
+    d.heads_q = d.heads_kv = 16;
+    d.seqlen_q = d.seqlen_k = 1024;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_bytes(&p) > 0 && !mgpu_attention_fwd_fp8_vt_pays(&p), "V^T does not pay at 8 tiles");
+    d.seqlen_q = d.seqlen_k = 2048;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_fwd_fp8_vt_pays(&p), "V^T pays at 16 tiles");
+
     /* 10.0: no fp8 attention kernel, a clear refusal */
     d = base_desc();
     d.qkv_fp8 = 1;

@@ -48,6 +48,17 @@
  * S=4096, causal 502-514 -> 570 TFLOP/s, GQA 32/8 causal 479-556 -> 589,
  * non-causal within the run-to-run spread (docs/performance.md, "Attention
  * forward, fp8").
+ *
+ * kVtInWorkspace (the V^T twin, ATTENTION_FWD_FP8_VT_SM90): a pre-pass
+ * (attention_fwd_fp8_transpose_v.cuh) has written V^T, keys permuted as
+ * above, into the workspace (abi/attention_fwd_fp8_abi.h, "V^T from the
+ * workspace"); the producer thread loads V^T tiles into the v ring through
+ * the V map (block n at row v_tile_row(n)) exactly as it loads K, and the
+ * consumers read them there (v_full / v_empty, 8 consumer-warp arrivals).
+ * No transposing warps, no raw V ring: 2 Q buffers and 4 stages of K and
+ * V^T, 192 KiB; registers 24 (producer warpgroup) + 240 (consumers) as in
+ * the 16-bit kernel. H100, B=4 S=4096 H=16: 639-647 -> 754-764 TFLOP/s
+ * non-causal, 563-582 -> 640-647 causal, the pre-pass included.
  */
 #pragma once
 
@@ -77,7 +88,7 @@ namespace sm90 {
  * epilogue (attn_fwd_epilogue) read: T, kElementBytes and kSwizzleElems
  * describe the 16-bit O they stage; kDimBlocks, kQTileBytes and kKVTileBytes
  * the fp8 tiles they load (one 128-byte box per row). */
-template <typename OutT, int kHeadDim_>
+template <typename OutT, int kHeadDim_, bool kVtInWorkspace_ = false>
 struct AttnFwdFp8Config {
     using T = OutT; /* O */
     using In = __nv_fp8_e4m3;
@@ -88,7 +99,10 @@ struct AttnFwdFp8Config {
     static_assert(kHeadDim == MGPU_ATTENTION_FWD_FP8_HEAD_DIM, "fp8 forward: head dim 128");
     static constexpr int kBlockM = MGPU_ATTENTION_FWD_BLOCK_M;
     static constexpr int kBlockN = MGPU_ATTENTION_FWD_FP8_BLOCK_N;
-    static constexpr int kStages = MGPU_ATTENTION_FWD_FP8_STAGES;
+    /* V^T loaded from the workspace (the pre-pass wrote it) instead of
+     * transposed here: no transposing warps, no raw V ring (v holds V^T). */
+    static constexpr bool kVtInWorkspace = kVtInWorkspace_;
+    static constexpr int kStages = kVtInWorkspace ? MGPU_ATTENTION_FWD_FP8_VT_STAGES : MGPU_ATTENTION_FWD_FP8_STAGES;
     static constexpr int kQStages = MGPU_ATTENTION_FWD_FP8_Q_STAGES;
     static constexpr bool kLazyRescale = false;
     static constexpr int kPolyExp2Every = 0;
@@ -111,14 +125,16 @@ struct AttnFwdFp8Config {
     static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
     static_assert(kRowsPerConsumer == 64, "one wgmma M per consumer warpgroup");
     /* Warps 1 .. kTransposeWarps of the producer warpgroup transpose V. */
-    static constexpr int kTransposeWarps = 2;
-    static constexpr int kTransposePasses = 8 / kTransposeWarps;
+    static constexpr int kTransposeWarps = kVtInWorkspace ? 0 : 2;
+    static constexpr int kTransposePasses = kVtInWorkspace ? 0 : 8 / kTransposeWarps;
 
     /* 128 * 56 + 256 * 224 = 64512, the 384 x 168 registers of the launch:
      * the transposing warps hold 16 loaded words, the permuted ones and
-     * addresses (40 spilled); the consumers hold O, S and P (64 + 64 + 16). */
-    static constexpr int kProducerRegisters = 56;
-    static constexpr int kConsumerRegisters = 224;
+     * addresses (40 spilled); the consumers hold O, S and P (64 + 64 + 16).
+     * Without transposing warps the producer is one thread: 24 + 240 as in
+     * the 16-bit kernel. */
+    static constexpr int kProducerRegisters = kVtInWorkspace ? 24 : 56;
+    static constexpr int kConsumerRegisters = kVtInWorkspace ? 240 : 224;
 
     static constexpr int kQBlockBytes = kBlockM * kSwizzleBytes; /* fp8 Q tile; one 64-column block of O */
     static constexpr int kKVBlockBytes = kBlockN * kSwizzleBytes;
@@ -127,7 +143,7 @@ struct AttnFwdFp8Config {
     static constexpr int kQBufferBytes = kBlockM * MGPU_ATTENTION_FWD_FP8_O_ROW_BYTES;
     static_assert(kQBufferBytes == 2 * kQBlockBytes, "a Q buffer stages the 16-bit O");
 
-    struct alignas(kSwizzleAtomBytes) SharedStorage {
+    struct alignas(kSwizzleAtomBytes) StorageTransposing {
         uint8_t q[kQStages][kQBufferBytes];
         uint8_t k[kStages][kKVTileBytes];
         uint8_t v[kStages][kKVTileBytes];
@@ -142,8 +158,34 @@ struct AttnFwdFp8Config {
         uint64_t vt_full[kStages];
         uint64_t vt_empty[kStages];
     };
+    /* kVtInWorkspace: v holds V^T tiles as loaded. */
+    struct alignas(kSwizzleAtomBytes) StorageVtLoaded {
+        uint8_t q[kQStages][kQBufferBytes];
+        uint8_t k[kStages][kKVTileBytes];
+        uint8_t v[kStages][kKVTileBytes];
+        int q_tile[kQStages];
+        uint64_t q_full[kQStages];
+        uint64_t q_empty[kQStages];
+        uint64_t k_full[kStages];
+        uint64_t k_empty[kStages];
+        uint64_t v_full[kStages];
+        uint64_t v_empty[kStages];
+    };
+    using SharedStorage = std::conditional_t<kVtInWorkspace, StorageVtLoaded, StorageTransposing>;
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
     static_assert(kSmemBytes <= MGPU_ATTENTION_FWD_SMEM_LIMIT, "fits a Hopper CTA");
+
+    /* The V tile's row coordinate of key block n (the producer's
+     * produce_kv): K's, or with V^T in the workspace the block's rows there
+     * (abi/attention_fwd_fp8_abi.h, base(b) + n blocks of 128 rows). */
+    static __device__ __forceinline__ int v_tile_row(const mgpu_attention_fwd_args &a, const AttnFwdWork &w, int n)
+    {
+        if constexpr (!kVtInWorkspace)
+            return w.k_offset + n * kBlockN;
+        const int base =
+            a.cu_seqlens_k != 0 ? static_cast<int>(static_cast<uint32_t>(w.k_offset) / kBlockN) + w.batch : 0;
+        return (base + n) * kBlockN;
+    }
 
     static constexpr int kBarrierTurnFirst = 1;
     static constexpr int kBarrierEpilogueFirst = 3;
@@ -181,12 +223,14 @@ __device__ __forceinline__ void convert_p_fp8(uint32_t (&pr)[Cfg::kBlockN / 8], 
 template <class Cfg>
 __device__ __forceinline__ void issue_qk_fp8(float (&s)[Cfg::kBlockN / 2], uint32_t q_rows, uint32_t k_tile)
 {
+    /* Each step's descriptors: the tiles' low words plus a constant. */
+    const uint32_t q_lo = wgmma_desc_lo(q_rows, 16), k_lo = wgmma_desc_lo(k_tile, 16);
     wgmma_fence_operands(s);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kQkSteps; ++kk) {
-        const uint64_t da = wgmma_desc(q_rows + kk * Cfg::kWgmmaKBytes, 16, kSwizzleAtomBytes);
-        const uint64_t db = wgmma_desc(k_tile + kk * Cfg::kWgmmaKBytes, 16, kSwizzleAtomBytes);
+        const uint64_t da = wgmma_desc_join(q_lo + ((kk * Cfg::kWgmmaKBytes) >> 4), kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc_join(k_lo + ((kk * Cfg::kWgmmaKBytes) >> 4), kSwizzleAtomBytes);
         wgmma_ss_fp8<typename Cfg::In, typename Cfg::In>(s, da, db, kk > 0);
     }
     wgmma_commit_group();
@@ -198,12 +242,13 @@ template <class Cfg>
 __device__ __forceinline__ void issue_pv_fp8(float (&o)[Cfg::kHeadDim / 2], uint32_t (&pr)[Cfg::kBlockN / 8],
                                              uint32_t vt_tile, bool accumulate)
 {
+    const uint32_t vt_lo = wgmma_desc_lo(vt_tile, 16);
     wgmma_fence_operands(o);
     wgmma_fence_operands(pr);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kPvSteps; ++kk) {
-        const uint64_t db = wgmma_desc(vt_tile + kk * Cfg::kWgmmaKBytes, 16, kSwizzleAtomBytes);
+        const uint64_t db = wgmma_desc_join(vt_lo + ((kk * Cfg::kWgmmaKBytes) >> 4), kSwizzleAtomBytes);
         const uint32_t a[4] = {pr[4 * kk + 0], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
         wgmma_rs_fp8<typename Cfg::In, typename Cfg::In>(o, a, db, (accumulate || kk > 0) ? 1 : 0);
     }
@@ -340,9 +385,20 @@ __device__ __forceinline__ void attn_fwd_fp8_consumer_tile(const mgpu_attention_
 
     const uint32_t q_rows = smem_u32(smem.q[q_stage]) + consumer * Cfg::kRowsPerConsumer * Cfg::kSwizzleBytes;
     auto k_tile = [&](int g) { return smem_u32(smem.k[stage_of<Cfg>(g)]); };
-    auto vt_tile = [&](int g) { return smem_u32(smem.vt[stage_of<Cfg>(g)]); };
+    uint64_t *vt_full, *vt_empty;
+    uint8_t(*vt)[Cfg::kKVTileBytes];
+    if constexpr (Cfg::kVtInWorkspace) {
+        vt_full = smem.v_full;
+        vt_empty = smem.v_empty;
+        vt = smem.v;
+    } else {
+        vt_full = smem.vt_full;
+        vt_empty = smem.vt_empty;
+        vt = smem.vt;
+    }
+    auto vt_tile = [&](int g) { return smem_u32(vt[stage_of<Cfg>(g)]); };
     attn_fwd_key_loop<Cfg>(
-        smem, smem.vt_full, smem.vt_empty, consumer, kv_iter, count, w.n_block_end, s, o,
+        smem, vt_full, vt_empty, consumer, kv_iter, count, w.n_block_end, s, o,
         [&](int g) { issue_qk_fp8<Cfg>(s, q_rows, k_tile(g)); },
         [&](int g, bool accumulate) { issue_pv_fp8<Cfg>(o, pr, vt_tile(g), accumulate); }, scores_to_probs,
         [&] { scale_rows(o, correction); }, [&] { convert_p_fp8<Cfg>(pr, s); });
@@ -412,9 +468,13 @@ __device__ __forceinline__ void attention_fwd_fp8(const mgpu_attention_fwd_param
             mbar_init(&smem.k_full[s], 1);
             mbar_init(&smem.v_full[s], 1);
             mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
-            mbar_init(&smem.v_empty[s], Cfg::kTransposeWarps);
-            mbar_init(&smem.vt_full[s], Cfg::kTransposeWarps);
-            mbar_init(&smem.vt_empty[s], Cfg::kConsumerWarps);
+            if constexpr (Cfg::kVtInWorkspace) {
+                mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
+            } else {
+                mbar_init(&smem.v_empty[s], Cfg::kTransposeWarps);
+                mbar_init(&smem.vt_full[s], Cfg::kTransposeWarps);
+                mbar_init(&smem.vt_empty[s], Cfg::kConsumerWarps);
+            }
         }
         mbar_fence_init();
     }
@@ -426,8 +486,9 @@ __device__ __forceinline__ void attention_fwd_fp8(const mgpu_attention_fwd_param
         const int warp = static_cast<int>(threadIdx.x) / 32;
         if (threadIdx.x == 0)
             attn_fwd_producer<Cfg>(p, smem, scheduler);
-        else if (warp >= 1 && warp <= Cfg::kTransposeWarps)
-            attn_fwd_fp8_transposer<Cfg>(p.args, smem, scheduler, warp - 1);
+        else if constexpr (Cfg::kTransposeWarps > 0)
+            if (warp >= 1 && warp <= Cfg::kTransposeWarps)
+                attn_fwd_fp8_transposer<Cfg>(p.args, smem, scheduler, warp - 1);
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
         attn_fwd_fp8_consumer<Cfg>(p.args, smem, scheduler, warpgroup - 1);

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <type_traits>
 
 #include "abi/attention_abi.h"
 #include "common/async_copy.cuh"
@@ -304,6 +305,25 @@ __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params
     return kv_iter;
 }
 
+/* The row coordinate of key block n's V tile: K's, unless the configuration
+ * says where its V tiles lie (Cfg::v_tile_row: the fp8 kernel's V^T in the
+ * workspace). */
+template <class Cfg, class = void>
+struct VTileRow {
+    static __device__ __forceinline__ int of(const mgpu_attention_fwd_args &, const AttnFwdWork &w, int n)
+    {
+        return w.k_offset + n * Cfg::kBlockN;
+    }
+};
+
+template <class Cfg>
+struct VTileRow<Cfg, std::void_t<decltype(&Cfg::v_tile_row)>> {
+    static __device__ __forceinline__ int of(const mgpu_attention_fwd_args &a, const AttnFwdWork &w, int n)
+    {
+        return Cfg::v_tile_row(a, w, n);
+    }
+};
+
 /* The K and V loads of one tile of a contiguous cache by one thread (the
  * leader), from its last key block down to its first; returns the key-block
  * count over all tiles. */
@@ -327,7 +347,7 @@ __device__ __forceinline__ int produce_kv(const mgpu_attention_fwd_params &p, ty
         if (leader) {
             mbar_arrive_expect_tx(&smem.v_full[stage], Cfg::kKVTileBytes);
             load_tile<Cfg, Cfg::kKVBlockBytes>(smem.v[stage], &p.tmap_v, &smem.v_full[stage],
-                                               w.k_offset + n * Cfg::kBlockN, head_kv, w.tma_batch);
+                                               VTileRow<Cfg>::of(p.args, w, n), head_kv, w.tma_batch);
         }
     }
     return kv_iter;

@@ -2,15 +2,21 @@
  * The fp8 forward's part of mgpu_attention_fwd (include/mgpukernels.h,
  * "fp8"; kernels/abi/attention_fwd_fp8_abi.h): its descriptor fields, what
  * its kernel cannot do, and its plan (descale arguments, tensor maps over
- * one-byte elements).
+ * one-byte elements; with V^T from the workspace, that buffer's size, the
+ * pre-pass's arguments and the V map over it).
  */
 #include "attention_plan.h"
+
+#include <stdint.h>
+#include <string.h>
 
 #include "attention_fwd_fp8_abi.h"
 
 #define DESCALE_ALIGN_BYTES 4
 /* Q, K, V strides in bytes (one per element): TMA wants multiples of 16. */
 #define FP8_STRIDE_MULTIPLE 16
+/* The largest y and z extents of a grid (the pre-pass's KV heads and sequences). */
+#define VT_MAX_GRID_YZ 65535
 
 mgpu_status mgpu_attention_fwd_check_fp8_fields(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
 {
@@ -94,4 +100,85 @@ void mgpu_attention_fwd_plan_fp8(const struct mgpu_attention_problem *p, struct 
     map_over_bytes(&plan->q_map);
     map_over_bytes(&plan->k_map);
     map_over_bytes(&plan->v_map);
+}
+
+/* Rows per KV head of the V^T buffer (abi/attention_fwd_fp8_abi.h, "V^T from
+ * the workspace"), or 0 when the call does not fit that layout: rows at or
+ * past 2^31 (the kernels' int coordinates), or more KV heads (or, fixed
+ * length, sequences) than a grid's y (z) extent. */
+static int64_t vt_rows_per_head(const struct mgpu_attention_problem *p)
+{
+    const int64_t block = MGPU_ATTENTION_FWD_FP8_BLOCK_N;
+    const int64_t blocks = p->varlen ? p->total_k / block + p->batch : mgpu_cdiv(p->seqlen_k, block);
+    int64_t rows = 0;
+    if (p->heads_kv > VT_MAX_GRID_YZ || (!p->varlen && p->batch > VT_MAX_GRID_YZ) ||
+        !mgpu_mul_ok(blocks, block, &rows) || rows >= INT32_MAX)
+        return 0;
+    return rows;
+}
+
+/* Query tiles of one KV head's keys below which the in-kernel transpose
+ * stays: the pre-pass moves 2x V's bytes once, the transposing warps work
+ * once per query tile. H100, bf16 O, per-tensor descales, V^T against the
+ * in-kernel transpose (pre-pass included): B=4 S=4096 H=16 (32 tiles)
+ * 646 -> 754 TFLOP/s non-causal, 582 -> 640 causal; B=16 S=1024 H=16 (8
+ * tiles) 532 -> 530, 373 -> 356. */
+#define VT_MIN_QUERY_TILES 16
+
+int mgpu_attention_fwd_fp8_vt_pays(const struct mgpu_attention_problem *p)
+{
+    const int64_t group = p->heads_kv > 0 ? p->heads_q / p->heads_kv : 1;
+    return mgpu_cdiv(p->seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M) * group >= VT_MIN_QUERY_TILES;
+}
+
+size_t mgpu_attention_fwd_fp8_vt_bytes(const struct mgpu_attention_problem *p)
+{
+    const int64_t rows = vt_rows_per_head(p);
+    int64_t bytes = 0;
+    if (!p->qkv_fp8 || rows == 0 ||
+        !mgpu_mul3_ok(rows * MGPU_ATTENTION_FWD_FP8_ROW_BYTES, p->heads_kv, p->varlen ? 1 : p->batch, &bytes) ||
+        (uint64_t)bytes > SIZE_MAX)
+        return 0;
+    return (size_t)bytes;
+}
+
+void mgpu_attention_fwd_plan_fp8_vt(const struct mgpu_attention_problem *p, uint64_t workspace,
+                                    struct mgpu_attention_plan *plan, struct mgpu_attention_fwd_fp8_vt_args *vt,
+                                    unsigned grid[3])
+{
+    const int64_t rows = vt_rows_per_head(p), row_bytes = MGPU_ATTENTION_FWD_FP8_ROW_BYTES;
+    const int64_t head_stride = rows * row_bytes, batch_stride = head_stride * p->heads_kv;
+    memset(vt, 0, sizeof *vt);
+    vt->v = (uint64_t)p->v;
+    vt->v_batch_stride = p->varlen ? 0 : p->v_strides.batch;
+    vt->v_seq_stride = p->v_strides.seq;
+    vt->v_head_stride = p->v_strides.head;
+    vt->vt = workspace;
+    vt->vt_head_stride = head_stride;
+    vt->vt_batch_stride = batch_stride;
+    vt->cu_seqlens_k = (uint64_t)p->cu_seqlens_k;
+    vt->seqlen_k = (int32_t)p->seqlen_k;
+    vt->batch = (int32_t)p->batch;
+    grid[0] = (unsigned)(rows / MGPU_ATTENTION_FWD_FP8_BLOCK_N);
+    grid[1] = (unsigned)p->heads_kv;
+    grid[2] = (unsigned)(p->varlen ? 1 : p->batch);
+
+    struct mgpu_tensor_map_desc *m = &plan->v_map;
+    memset(m, 0, sizeof *m);
+    m->type = MGPU_MAP_U8;
+    m->rank = 4;
+    m->swizzle_128b = 1;
+    m->l2_promote = 1;
+    m->base = workspace;
+    m->dims[0] = (uint64_t)row_bytes;
+    m->dims[1] = (uint64_t)rows;
+    m->dims[2] = (uint64_t)p->heads_kv;
+    m->dims[3] = (uint64_t)(p->varlen ? 1 : p->batch);
+    m->byte_strides[0] = (uint64_t)row_bytes;
+    m->byte_strides[1] = (uint64_t)head_stride;
+    m->byte_strides[2] = (uint64_t)batch_stride;
+    m->box[0] = MGPU_ATTENTION_FWD_FP8_ROW_BYTES;
+    m->box[1] = MGPU_ATTENTION_FWD_FP8_BLOCK_N;
+    m->box[2] = 1;
+    m->box[3] = 1;
 }

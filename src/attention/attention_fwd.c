@@ -10,7 +10,9 @@
  * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
  * value. Calls with one query tile per (sequence, tile head) that the plan
  * gives the decode entry launch it instead, on its three-dimensional grid.
- * mgpu_kv_cache_append: validate, one copy kernel.
+ * fp8 calls whose V^T fits the workspace: the V pre-pass first, then the
+ * V^T twin of the fp8 kernel. mgpu_kv_cache_append: validate, one copy
+ * kernel.
  */
 #include <string.h>
 
@@ -37,20 +39,58 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
              plan->programmatic ? ", programmatic" : "");
 }
 
+/* fp8 calls: V^T from the workspace (a pre-pass writes it, the V^T twin of
+ * the fp8 variant loads it like K) when the workspace holds it and enough
+ * query tiles read each V (or a forced variant names a V^T kernel), unless a
+ * forced variant names the fp8 kernel itself; else that kernel transposes V
+ * in shared memory. Returns the main variant (the V^T twin or `variant`);
+ * *transpose the pre-pass (-1: none), its parameter and grid filled. */
+static int choose_fp8_vt(mgpu_handle *h, const struct mgpu_attention_problem *p, int variant, const char *force,
+                         struct mgpu_attention_plan *plan, struct mgpu_attention_fwd_fp8_vt_args *vt,
+                         unsigned vt_grid[3], int *transpose)
+{
+    *transpose = -1;
+    if (!p->qkv_fp8 || (force && strcmp(force, mgpu_variants[variant].name) == 0))
+        return variant;
+    const size_t bytes = mgpu_attention_fwd_fp8_vt_bytes(p);
+    mgpu_status s;
+    int twin = -1;
+    if (bytes > 0 && bytes <= h->workspace_bytes) {
+        twin = mgpu_select_attention_fwd_fp8_vt(p->dtype, &h->caps, force, transpose, &s);
+        const int forced = twin >= 0 && force && strcmp(force, mgpu_variants[twin].name) == 0;
+        if (!forced && !mgpu_attention_fwd_fp8_vt_pays(p))
+            twin = -1;
+    }
+    if (mgpu_log_enabled())
+        mgpu_log("attention_fwd fp8: V^T %s (%zu bytes, workspace %zu)",
+                 twin >= 0 ? "from the workspace (pre-pass)" : "transposed in the kernel", bytes, h->workspace_bytes);
+    if (twin < 0) {
+        *transpose = -1;
+        return variant;
+    }
+    mgpu_attention_fwd_plan_fp8_vt(p, (uint64_t)h->workspace, plan, vt, vt_grid);
+    return twin;
+}
+
 static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_attention_problem *p)
 {
     mgpu_status s;
     const struct mgpu_env *env = mgpu_env();
     const char *force = env->force_variant;
-    const int variant = mgpu_select_attention_fwd(p, &h->caps, force, &s);
+    int variant = mgpu_select_attention_fwd(p, &h->caps, force, &s);
     if (variant < 0)
         return s;
-    const struct mgpu_variant *v = &mgpu_variants[variant];
     const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
                                                       env->force_paged_gather, env->force_split_merge,
                                                       env->attention_pdl, env->attention_decode_entry};
     struct mgpu_attention_plan plan;
-    mgpu_attention_make_plan_ex(p, v, &h->caps, &choice, &plan);
+    mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
+    /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
+    struct mgpu_attention_fwd_fp8_vt_args vt;
+    unsigned vt_grid[3] = {0, 0, 0};
+    int transpose = -1;
+    variant = choose_fp8_vt(h, p, variant, force, &plan, &vt, vt_grid, &transpose);
+    const struct mgpu_variant *v = &mgpu_variants[variant];
     int main_variant = variant;
     if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the
@@ -98,8 +138,16 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     s = mgpu_kernel_function(h, d, main_variant, &fn);
     if (s == MGPU_STATUS_SUCCESS && combine >= 0)
         s = mgpu_kernel_function(h, d, combine, &fn);
+    if (s == MGPU_STATUS_SUCCESS && transpose >= 0)
+        s = mgpu_kernel_function(h, d, transpose, &fn);
     if (s != MGPU_STATUS_SUCCESS)
         return s;
+    if (transpose >= 0) {
+        void *vt_params[1] = {&vt};
+        s = mgpu_launch(h, d, transpose, vt_grid[0], vt_grid[1], vt_grid[2], vt_params);
+        if (s != MGPU_STATUS_SUCCESS)
+            return s;
+    }
     void *kernel_params[1] = {&params};
     const unsigned grid[3] = {plan.decode_entry ? plan.decode_grid[0] : plan.grid,
                               plan.decode_entry ? plan.decode_grid[1] : 1, plan.decode_entry ? plan.decode_grid[2] : 1};

@@ -228,6 +228,30 @@ int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *
     return mgpu_registry_lookup(&q, NULL, status);
 }
 
+static int is_fp8_vt_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_FP8_VT_SM90;
+}
+
+static int is_fp8_transpose_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90;
+}
+
+int mgpu_select_attention_fwd_fp8_vt(int dtype, const struct mgpu_device_caps *caps, const char *force,
+                                     int *transpose, mgpu_status *status)
+{
+    const struct mgpu_lookup q = {.what = "fp8 attention forward (V^T from the workspace)", .of_op = is_fp8_vt_kind,
+                                  .caps = caps, .force = force, .fits = dtype_fits, .ctx = &dtype};
+    const struct mgpu_lookup t = {.what = "fp8 attention V pre-pass", .of_op = is_fp8_transpose_kind, .caps = caps,
+                                  .fits = any_fits, .ctx = NULL};
+    const int main_variant = mgpu_registry_lookup(&q, NULL, status);
+    if (main_variant < 0)
+        return -1;
+    *transpose = mgpu_registry_lookup(&t, NULL, status);
+    return *transpose < 0 ? -1 : main_variant;
+}
+
 int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status *status)
 {
     const struct mgpu_lookup q = {.what = "KV-cache append", .of_op = is_append_kind, .caps = caps,

@@ -13,6 +13,7 @@
 
 #include "dispatch.h"
 #include "attention_abi.h"
+#include "attention_fwd_fp8_abi.h"
 #include "attention_common.h" /* struct mgpu_attention_problem, the checks shared with the backward */
 
 /* SUCCESS and *out filled when the call is valid and a kernel could run it,
@@ -126,6 +127,24 @@ mgpu_status mgpu_attention_fwd_check_fp8_fields(const mgpu_attention_fwd_desc *d
 mgpu_status mgpu_attention_fwd_check_fp8_rules(const struct mgpu_attention_problem *p);
 /* The fp8 variant's plan: descale arguments, Q / K / V maps over bytes. */
 void mgpu_attention_fwd_plan_fp8(const struct mgpu_attention_problem *p, struct mgpu_attention_plan *plan);
+
+/* fp8 calls with V^T from the workspace (abi/attention_fwd_fp8_abi.h, "V^T
+ * from the workspace"): the bytes of that buffer, 0 when the call does not
+ * fit its layout (then the kernel that transposes V itself runs). */
+size_t mgpu_attention_fwd_fp8_vt_bytes(const struct mgpu_attention_problem *p);
+/* The plan of the fp8 variant turned into that of its V^T twin: the V map
+ * over the buffer at `workspace`; *vt and grid: the pre-pass's parameter and
+ * grid. */
+void mgpu_attention_fwd_plan_fp8_vt(const struct mgpu_attention_problem *p, uint64_t workspace,
+                                    struct mgpu_attention_plan *plan, struct mgpu_attention_fwd_fp8_vt_args *vt,
+                                    unsigned grid[3]);
+/* Whether V^T from the workspace repays its pre-pass: at least
+ * VT_MIN_QUERY_TILES (attention_fp8.c) query tiles read each KV head's V. */
+int mgpu_attention_fwd_fp8_vt_pays(const struct mgpu_attention_problem *p);
+/* The V^T twin of the fp8 variant for O's dtype (or the one `force`, may be
+ * NULL, names) and the pre-pass (*transpose); -1 with *status set when absent. */
+int mgpu_select_attention_fwd_fp8_vt(int dtype, const struct mgpu_device_caps *caps, const char *force,
+                                     int *transpose, mgpu_status *status);
 
 /* The combine and KV-append helper variants for a dtype (-1 with *status set when absent). */
 int mgpu_select_attention_fwd_combine(int dtype, const struct mgpu_device_caps *caps, mgpu_status *status);
