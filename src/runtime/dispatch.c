@@ -100,11 +100,8 @@ static void read_env(void)
     env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
     env_read.attention_pdl = env_switch("MGPU_ATTENTION_PDL");
     env_read.gemm_pdl = env_switch("MGPU_GEMM_PDL");
-<<<<<<< HEAD
     env_read.attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");
-=======
     env_read.force_tail_split = env_switch("MGPU_FORCE_TAIL_SPLIT");
->>>>>>> gemmtail
 }
 
 const struct mgpu_env *mgpu_env(void)
