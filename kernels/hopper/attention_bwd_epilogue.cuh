@@ -5,8 +5,8 @@
  *     accumulator layout) is added into dq_accum once per (query block, key
  *     block): through a shared dQ buffer and the dQ writer's one bulk
  *     reduction per block (kDqWriter, head dims <= 128), or (head dims 192,
- *     256) through the stage's freed Q / dO column blocks and the block's
- *     dS^T / P^T buffers, and tensor bulk reductions (tmap_dq, 16-row boxes of 128 / 64 columns, one or two per
+ *     256) through the stage's freed Q / dO column blocks and tensor bulk
+ *     reductions (tmap_dq, 16-row boxes of 128 / 64 columns, one or two per
  *     consumer warp) by the split dims' dQ writer.
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
@@ -163,7 +163,6 @@ __device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32
     constexpr int kGroupsPerBox = kBoxCols / 32; /* 32-column groups g */
     static_assert(kN % 32 == 0 && 32 * kN * 4 == (kN / Cfg::kSwizzleElems) * Cfg::kQBlockBytes,
                   "32 rows of this consumer's dQ fill its column blocks of one stage tile");
-    static_assert(16 * kN * 4 <= Cfg::kDsBytes, "one warp's 16 rows fit a dS^T / P^T buffer");
     static_assert(kBoxCols % 32 == 0 && kN % kBoxCols == 0 && kBoxRows == 16, "whole boxes of one warp's 16 rows");
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     int warp = thread / 32, lane = thread % 32;

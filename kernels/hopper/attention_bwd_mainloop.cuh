@@ -31,13 +31,11 @@
  *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
  *   bar(ds)                                  g5 S^T of block i + 1 (after the last
  *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
- *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; bar(dq stage);
- *     the last block: on the idle stage,       dQ_c staged row-major as 16-row boxes
- *     result unused); wait g5                  of tmap_dq in this consumer's column
- *   release q_empty[s], do_empty[s]; dQ_c      blocks of Q[s] (warp 0), dO[s] (warps
- *   into the dQ writer's buffer; wait g6.      2, 3) and in ds[i % 2] / p[i % 2]
- *                                              (warp 1); arrive dq_full[s] (the
- *                                              split dQ writer adds them and
+ *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
+ *     the last block: on the idle stage,       row-major in this consumer's column
+ *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
+ *   release q_empty[s], do_empty[s]; dQ_c      boxes of tmap_dq; arrive dq_full[s]
+ *   into the dQ writer's buffer; wait g6.      (the split dQ writer adds them and
  *                                              releases q_empty[s], do_empty[s]);
  *                                              wait g5
  * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its

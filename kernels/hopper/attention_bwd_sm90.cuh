@@ -15,10 +15,9 @@
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
  *     deterministic mode it waits for the block's turn. Head dims 192, 256:
- *     the tensor reductions of the dQ boxes the consumers staged (dq_full[s];
- *     deterministic: after the block's turn), then it releases q_empty[s]
- *     once the Q tile's boxes are read, do_empty[s] once all are (their one
- *     arrival).
+ *     the tensor reductions of the dQ boxes the consumers staged in stage s
+ *     (dq_full[s]; deterministic: after the block's turn), then it releases
+ *     q_empty[s] / do_empty[s] (their one arrival) once they have read them.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
@@ -30,11 +29,9 @@
  *       S^T of the next block                  (issued before dQ(m) leaves)
  *     then each warp arrives on q_empty[s] and do_empty[s] (8 arrivals), and
  *     dQ(m) goes to the writer's shared buffer (head dims <= 128) or (192,
- *     256) is staged, once both consumers' dV, dK and dQ are complete (a
- *     named barrier), as one dense 16-row box (or two) per warp of the
- *     dq_accum tensor map (tmap_dq): warp 0 in the consumer's own column
- *     blocks of stage s's Q tile, warps 2, 3 in those of its dO tile, warp 1
- *     in the block's dS^T (consumer 0) or P^T (consumer 1) buffer; each warp
+ *     256) is staged in the consumer's own column blocks of stage s's Q and
+ *     dO tiles (free once its dK, dV are complete) as one dense 16-row box
+ *     (or two) per warp of the dq_accum tensor map (tmap_dq); each warp
  *     arrives on dq_full[s] (instead of q_empty / do_empty) and the dQ
  *     writer adds the boxes into the fp32 dq_accum with one tensor bulk
  *     reduction each (deterministic: in the block's turn, so the consumers
