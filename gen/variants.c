@@ -166,11 +166,9 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 
 /* Hopper attention backward main kernel: 64 query rows x block_n keys per
  * step (kernels/abi/attention_bwd_abi.h's tile table, which the generator
- * checks), its stages (4 at head dim 64, else 2), 1 producer + 2 consumer
- * warpgroups. */
+ * checks), 2 stages, 1 producer + 2 consumer warpgroups. */
 #define SM90_ATTENTION_BWD(dt, d, bn) \
-    {GEN_ATTENTION_BWD_SM90, GEN_SM90A, dt, 384,                                                               \
-     .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = MGPU_ATTENTION_BWD_STAGES(d)}}
+    {GEN_ATTENTION_BWD_SM90, GEN_SM90A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = 2}}
 #define SM90_ATTENTION_BWD_FAMILY(dt)                                                                            \
     SM90_ATTENTION_BWD(dt, 64, 128), SM90_ATTENTION_BWD(dt, 96, 128), SM90_ATTENTION_BWD(dt, 128, 128),         \
         SM90_ATTENTION_BWD(dt, 192, 64), SM90_ATTENTION_BWD(dt, 256, 64)
@@ -183,8 +181,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * dV, dQ (kernels/blackwell/attention_bwd_sm100.cuh; grid:
  * mgpu_attention_bwd_sm100_ctas). */
 #define SM100_ATTENTION_BWD(dt, d, bn) \
-    {GEN_ATTENTION_BWD_SM100, GEN_SM100A, dt, 384,                                                             \
-     .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = MGPU_ATTENTION_BWD_STAGES(d)}}
+    {GEN_ATTENTION_BWD_SM100, GEN_SM100A, dt, 384, .attention = {.head_dim = d, .block_m = 64, .block_n = bn, .stages = 2}}
 #define SM100_ATTENTION_BWD_FAMILY(dt)                                                                            \
     SM100_ATTENTION_BWD(dt, 64, 128), SM100_ATTENTION_BWD(dt, 96, 128), SM100_ATTENTION_BWD(dt, 128, 128),      \
         SM100_ATTENTION_BWD(dt, 192, 64), SM100_ATTENTION_BWD(dt, 256, 64)

@@ -553,8 +553,7 @@ static void test_dq_fragment_order(void)
         CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
         CHECK(t.block_m == 64 && t.dq_cols0 % 8 == 0 && t.dq_cols0 > 0 && t.dq_cols0 < d, "d%d: dq_cols0 %d", d,
               t.dq_cols0);
-        CHECK(t.dq_buffers == (d == 64 ? 3 : d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
-        CHECK(t.stages == (d == 64 ? 4 : 2), "d%d: stages %d", d, t.stages);
+        CHECK(t.dq_buffers == (d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
         /* tmap_dq's box width divides both consumers' column ranges (split_dim only) */
         CHECK(d <= 128 ? t.dq_box_cols == 0
                        : t.dq_box_cols % 32 == 0 && t.dq_cols0 % t.dq_box_cols == 0 &&

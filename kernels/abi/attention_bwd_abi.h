@@ -146,10 +146,6 @@
 #define MGPU_ATTENTION_BWD_SCRATCH_ALIGN 256
 /* Rows of one box of tmap_dq: the dQ rows of one consumer warp. */
 #define MGPU_ATTENTION_BWD_DQ_BOX_ROWS 16
-/* Q / dO stages of the tile table's head dim d (see mgpu_attention_bwd_tile). */
-#define MGPU_ATTENTION_BWD_STAGES(d) ((d) == 64 ? 4 : 2)
-/* Shared fp32 dQ tiles of the dQ writer at head dim d (0: split_dim). */
-#define MGPU_ATTENTION_BWD_DQ_BUFFERS(d) ((d) == 64 ? 3 : (d) <= 128 ? 2 : 0)
 
 /* The helpers below are callable from host and device code. */
 #ifdef __CUDACC__
@@ -168,17 +164,15 @@
  *     dim of dK, dV (and dQ); P and dS go through shared memory.
  *
  *   head_dim  block_m  block_n  stages  split_dim  dq_buffers  dq_cols0  dq_box_cols  smem (bytes)
- *        64       64      128       4        0          3          32            0     183 296
+ *        64       64      128       2        0          2          32            0     134 144
  *        96       64      128       2        0          2          64            0     216 064
  *       128       64      128       2        0          2          64            0     232 448
  *       192       64       64       2        1          0         128           64     183 296
  *       256       64       64       2        1          0         128          128     232 448
  * stages: buffers of Q and of dO (the lse_log2 and dpsum rows have two
- * buffers of their own): 4 at head dim 64, whose tiles leave the room, so
- * that the loads of a query block are issued three blocks ahead. dq_buffers:
- * shared fp32 dQ tiles (block_m x head_dim) of the dQ writer, whose dq_accum
- * tiles are in fragment order (0: row-major tiles, added without a dQ
- * writer); 3 at head dim 64. dq_cols0: dQ
+ * buffers of their own). dq_buffers: shared fp32 dQ tiles (block_m x
+ * head_dim) of the dQ writer, whose dq_accum tiles are in fragment order (0:
+ * row-major tiles, added without a dQ writer). dq_cols0: dQ
  * columns of consumer 0 (consumer 1 has the rest). dq_box_cols: columns of
  * one box of tmap_dq (split_dim only, else 0): a width that divides both
  * consumers' column ranges (each consumer warp adds its 16 rows in
@@ -201,9 +195,9 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
         return -1;
     t->block_m = 64;
     t->block_n = head_dim <= 128 ? 128 : 64;
-    t->stages = MGPU_ATTENTION_BWD_STAGES(head_dim);
+    t->stages = 2;
     t->split_dim = head_dim > 128;
-    t->dq_buffers = MGPU_ATTENTION_BWD_DQ_BUFFERS(head_dim);
+    t->dq_buffers = head_dim <= 128 ? 2 : 0;
     t->dq_cols0 = head_dim <= 64 ? head_dim / 2 : (head_dim / 2 + 63) / 64 * 64;
     t->dq_box_cols = !t->split_dim ? 0 : 2 * t->dq_cols0 == head_dim ? t->dq_cols0 : 64;
     return 0;

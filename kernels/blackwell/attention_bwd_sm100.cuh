@@ -146,7 +146,7 @@ struct AttnBwdSm100Config {
     static constexpr int kSliceCols = kHeadDim > 128 ? 128 : kHeadDim;          /* slices 0 .. kSlices - 2 */
     static constexpr int kLastSliceCols = kHeadDim - (kSlices - 1) * kSliceCols; /* 64 for d = 192 */
     static constexpr int kStages = kHeadDim > 128 ? 1 : 2;
-    static_assert(kBlockM == 64 && kAbiStages >= 2 && (kAbiBlockN == kBlockN || 2 * kAbiBlockN == kBlockN),
+    static_assert(kBlockM == 64 && kAbiStages == 2 && (kAbiBlockN == kBlockN || 2 * kAbiBlockN == kBlockN),
                   "tiles of the tensor-memory plan below");
     static_assert(kSlices == 1 || (kSlices == 2 && kBlockN / kAbiBlockN == 2),
                   "the ABI's mgpu_attention_bwd_sm100_ctas: 2 slices per 2 key blocks");

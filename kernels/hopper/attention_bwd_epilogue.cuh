@@ -132,18 +132,14 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * Stages one query block's dQ (this consumer's kN columns, head dims 192,
  * 256) in shared memory for attn_bwd_dq_split_writer, which adds it into the
  * row-major dq_accum tile with tensor bulk reductions (tmap_dq: fp32, no
- * swizzle, boxes of kDqBoxCols columns x 16 rows). Warp w stages rows 16 w
- * .. 16 w + 15 as kN / kDqBoxCols dense boxes (row-major, kDqBoxCols fp32
- * per row, box b holding columns [b kDqBoxCols, (b + 1) kDqBoxCols);
- * attn_bwd_split_box has the address): warp 0 in the consumer's own 64-column
- * blocks of the stage's Q tile, warps 2, 3 in its own blocks of the dO tile
- * (nothing reads them once its dV and dK are complete: the other consumer
- * reads only its own blocks there, and both S^T and dP^T of the block were
- * complete before its bar(ds)), warp 1 in the block's dS^T buffer (consumer
- * 0) or P^T buffer (consumer 1), which both consumers' dV, dK and dQ read:
- * the caller passes that buffer as pd and stages only after a barrier over
- * both consumers that follows their wait for those products. The Q tile then
- * holds a quarter of the block's dQ, which the writer reduces first.
+ * swizzle, boxes of kDqBoxCols columns x 16 rows). The staging space is the
+ * consumer's own 64-column blocks of the stage's Q and dO tiles, which
+ * nothing reads once its dV and dK are complete (the other consumer reads
+ * only its own blocks there, and both S^T and dP^T of the block were
+ * complete before its bar(ds)): kN * 128 bytes in each, rows 0..31 in Q's,
+ * 32..63 in dO's. Warp w stages rows 16 w .. 16 w + 15 as kN / kDqBoxCols
+ * dense boxes (row-major, kDqBoxCols fp32 per row, box b holding columns
+ * [b kDqBoxCols, (b + 1) kDqBoxCols); attn_bwd_split_box has the address).
  * Lane (r, p) = (lane / 4, lane % 4) stores the column pairs of group j = 4 g
  * + (k + r) % 4 at step k: the warp's 32 pairs then fall on every bank twice
  * (box rows are 128-byte multiples, so row-major stores of one column group
@@ -152,7 +148,7 @@ __device__ __forceinline__ void store_fragment(typename Cfg::T *base, int64_t ro
  * dq_full[s].
  */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32_t do_stage, uint32_t pd, int col0,
+__device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32_t do_stage, int col0,
                                                         const float (&dq)[kN / 2])
 {
     constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
@@ -171,10 +167,8 @@ __device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32
      * dQ and next-S^T accumulators need (they spilled). */
     asm volatile("" : "+r"(warp), "+r"(lane));
     const int r = lane / 4;
-    const uint32_t own = (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes; /* the consumer's column blocks */
-    const uint32_t region = warp == 0   ? q_stage + own
-                            : warp == 1 ? pd
-                                        : do_stage + own + (warp - 2) * kBoxes * kBoxBytes;
+    const uint32_t region = (warp < 2 ? q_stage : do_stage) + (col0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes +
+                            (warp % 2) * kBoxes * kBoxBytes;
     const uint32_t row_addr = region + r * kBoxRowBytes + 8 * (lane % 4);
     uint32_t off[4];
 #pragma unroll
@@ -211,38 +205,30 @@ __device__ __forceinline__ void attn_bwd_stage_dq_split(uint32_t q_stage, uint32
     fence_smem_to_async(); /* the writer's bulk reductions read the boxes through the async proxy */
 }
 
-/* Shared-memory address of consumer c's warp w's first dQ box of block i
- * in stage s (attn_bwd_stage_dq_split's staging layout). */
+/* Shared-memory address of consumer c's warp w's first dQ box of a stage
+ * (attn_bwd_reduce_dq_split's staging layout). */
 template <class Cfg, int kC>
-__device__ __forceinline__ uint32_t attn_bwd_split_box(typename Cfg::SharedStorage &smem, int s, int i, int warp)
+__device__ __forceinline__ uint32_t attn_bwd_split_box(uint32_t q_stage, uint32_t do_stage, int warp)
 {
     constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
     constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
     constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kN * 4; /* all kN / kDqBoxCols boxes of the warp */
-    constexpr uint32_t kOwn = (kCol0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes;
-    if (warp == 0)
-        return smem_u32(smem.q[s]) + kOwn;
-    if (warp == 1)
-        return smem_u32(kC == 0 ? smem.ds[i % 2] : smem.p[i % 2]);
-    return smem_u32(smem.dout[s]) + kOwn + (warp - 2) * kBoxBytes;
+    return (warp < 2 ? q_stage : do_stage) + (kCol0 / Cfg::kSwizzleElems) * Cfg::kQBlockBytes + (warp % 2) * kBoxBytes;
 }
 
-/* The boxes of consumer kC's warps [kWarp0, kWarpEnd) of block i (stage s)
- * into dq_accum rows from row0. */
-template <class Cfg, int kC, int kWarp0, int kWarpEnd>
-__device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap *dq_map,
-                                                               typename Cfg::SharedStorage &smem, int s, int i,
-                                                               int32_t row0)
+/* The boxes of consumer kC (all its warps) of one stage into dq_accum rows
+ * from row0. */
+template <class Cfg, int kC>
+__device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap *dq_map, uint32_t q_stage,
+                                                               uint32_t do_stage, int32_t row0)
 {
     constexpr int kBoxCols = AttnBwdTile<Cfg::kHeadDim>::kDqBoxCols;
     constexpr int kCol0 = kC == 0 ? 0 : Cfg::kCols0;
     constexpr int kN = kC == 0 ? Cfg::kCols0 : Cfg::kCols1;
     constexpr int kBoxBytes = MGPU_ATTENTION_BWD_DQ_BOX_ROWS * kBoxCols * 4;
-    static_assert(Cfg::kWarpgroupThreads / 32 == 4 && 0 <= kWarp0 && kWarp0 < kWarpEnd && kWarpEnd <= 4,
-                  "warps of the consumer");
 #pragma unroll
-    for (int warp = kWarp0; warp < kWarpEnd; ++warp) {
-        const uint32_t box = attn_bwd_split_box<Cfg, kC>(smem, s, i, warp);
+    for (int warp = 0; warp < Cfg::kWarpgroupThreads / 32; ++warp) {
+        const uint32_t box = attn_bwd_split_box<Cfg, kC>(q_stage, do_stage, warp);
 #pragma unroll
         for (int b = 0; b < kN / kBoxCols; ++b)
             tma_reduce_add_2d(dq_map, box + b * kBoxBytes, kCol0 + b * kBoxCols,
@@ -253,18 +239,10 @@ __device__ __forceinline__ void attn_bwd_split_reduce_consumer(const CUtensorMap
 /*
  * The dQ writer of head dims 192, 256 (thread 32, warpgroup 0): per query
  * block, in the consumers' order,
- * waits until both consumers have staged its dQ (dq_full[s], 8 warp
- * arrivals; attn_bwd_stage_dq_split has the layout), adds every box with
- * tensor bulk reductions in two bulk groups, the Q tile's boxes (a quarter
- * of the block) first, and releases the Q tile to the producer once that
- * group has read it (q_empty[s]), the dO tile once the rest has (do_empty[s]:
- * the writer's is their only arrival). The consumers need the next Q (S^T of
- * the block after next, issued at the end of the next block) before its dO,
- * and the reductions' reads take long (they move at the rate L2 accepts the
- * adds). The boxes in the block's dS^T and P^T buffers are read before
- * do_empty[s]: the consumers write those buffers again two blocks later,
- * after their wait for that block's dO, which the producer loads only after
- * do_empty[s].
+ * waits until both consumers have staged its dQ in stage s's Q / dO tiles
+ * (dq_full[s], 8 warp arrivals), adds every box with tensor bulk reductions,
+ * and once they have read shared memory releases the stage to the producer
+ * (q_empty[s], do_empty[s]: the writer's is then their only arrival).
  * Deterministic: before adding, waits (while the consumers go on) until
  * dq_semaphore equals this key block's turn; after releasing the stage, waits
  * for the adds to complete and hands the turn on.
@@ -284,19 +262,13 @@ __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bw
             fence_global_async_proxy();
         }
         mbar_wait(&smem.dq_full[s], parity);
+        const uint32_t q_stage = smem_u32(smem.q[s]), do_stage = smem_u32(smem.dout[s]);
         const int32_t row0 = static_cast<int32_t>(w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM);
-        /* The Q tile's boxes first, so that the producer may load the next
-         * Q (needed first: the consumers issue S^T before dP^T) while the
-         * dO tile's boxes are still being read. */
-        attn_bwd_split_reduce_consumer<Cfg, 0, 0, 1>(dq_map, smem, s, i, row0);
-        attn_bwd_split_reduce_consumer<Cfg, 1, 0, 1>(dq_map, smem, s, i, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 0>(dq_map, q_stage, do_stage, row0);
+        attn_bwd_split_reduce_consumer<Cfg, 1>(dq_map, q_stage, do_stage, row0);
         ptx::cp_async_bulk_commit_group();
-        attn_bwd_split_reduce_consumer<Cfg, 0, 1, 4>(dq_map, smem, s, i, row0);
-        attn_bwd_split_reduce_consumer<Cfg, 1, 1, 4>(dq_map, smem, s, i, row0);
-        ptx::cp_async_bulk_commit_group();
-        ptx::cp_async_bulk_wait_group_read(ptx::n32_t<1>{});
-        mbar_arrive(&smem.q_empty[s]);
         ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
+        mbar_arrive(&smem.q_empty[s]);
         mbar_arrive(&smem.do_empty[s]);
         if (a.deterministic) {
             /* complete, ordered before this thread's generic-proxy release (as attn_bwd_dq_writer) */

@@ -502,12 +502,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dk);
                 wgmma_fence_operands(dv);
                 /* dQ through this consumer's columns of the stage's Q and dO
-                 * tiles (read by nothing else any more) and the block's dS^T
-                 * or P^T buffer, once both consumers' dV, dK and dQ, which
-                 * read those, are complete; the dQ writer's bulk reductions. */
-                bwd_barrier_sync(kBwdBarrierDqStage, Cfg::kConsumerThreads);
-                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile,
-                                                      consumer == 0 ? ds_buf : smem_u32(smem.p[i % 2]), col0, dq);
+                 * tiles (read by nothing else any more) and bulk reductions. */
+                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
                 /* the split dQ writer adds the staged boxes and releases the stage */
                 __syncwarp();
                 if (lane == 0)

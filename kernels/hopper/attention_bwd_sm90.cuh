@@ -188,7 +188,6 @@ struct AttnBwdConfig {
 enum AttnBwdBarrier : int {
     kBwdBarrierDs = 1,      /* both consumers' dS^T (and P^T) of a block are in shared memory */
     kBwdBarrierOrdered = 2, /* deterministic adds: the turn was taken / the adds are done */
-    kBwdBarrierDqStage = 3, /* kSplitDim: both consumers' dV, dK, dQ of a block are complete (dQ staging) */
 };
 
 /* One CTA's work: one key block of one query head of one sequence. */

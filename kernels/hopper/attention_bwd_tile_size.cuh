@@ -12,15 +12,10 @@
  *     dK + dV  2 x 64,  S^T + dP^T  2 x 16,  dQ 64 (with the next block's S^T,
  *     16, in flight while dQ is staged in shared memory and leaves)
  * Shared memory: K, V (kBlockN rows), kStages of Q and dO (kBlockM rows), two
- * dS^T (and with split_dim two P^T) buffers, kDqBuffers fp32 dQ tiles; head
- * dims padded to 64-column (128-byte) swizzle blocks; head dims 128 and 256
- * use the full 227 KiB, head dim 64 takes 4 stages and 3 dQ tiles (179 KiB):
- * its blocks are short (half the tensor work of head dim 128), so loads and
- * the writer's reductions get more blocks to complete in.
+ * dS^T (and with split_dim two P^T) buffers; head dims padded to 64-column
+ * (128-byte) swizzle blocks; head dim 256 uses the full 227 KiB.
  */
 #pragma once
-
-#include "abi/attention_bwd_abi.h"
 
 namespace mgpu {
 namespace sm90 {
@@ -31,11 +26,11 @@ struct AttnBwdTile {
                   "attention backward head dims: 64, 96, 128, 192, 256");
     static constexpr int kBlockM = 64;
     static constexpr int kBlockN = kHeadDim <= 128 ? 128 : 64;
-    static constexpr int kStages = MGPU_ATTENTION_BWD_STAGES(kHeadDim);
+    static constexpr int kStages = 2;
     static constexpr bool kSplitDim = kHeadDim > 128;
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
-    static constexpr int kDqBuffers = MGPU_ATTENTION_BWD_DQ_BUFFERS(kHeadDim);
+    static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
     /* Columns of one box of the dq_accum tensor map (kSplitDim: each
      * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
      * the ABI's dq_box_cols): 128 at head dim 256 (both consumers' ranges),
