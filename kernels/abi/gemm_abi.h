@@ -120,6 +120,23 @@ MGPU_ABI_FN int mgpu_gemm_sm100_smem_bytes(int tile_m, int tile_n, int k_row_byt
     return stages * (tile_m / ctas + tile_n) * k_row_bytes + 4 * 2 * 4096 + 1024;
 }
 
+/* The split-K tail (hopper/gemm_sm90_tail_split.cuh) of `units` units over
+ * `grid` CTAs (clusters) of `k_tiles` k-tiles each: the units past the last
+ * full wave, or 0 where no wave is partial, where a CTA's range of the tail
+ * would hold no k-tile, or where the ranges' 32-bit arithmetic (length x
+ * grid) would not fit. The runtime's plan and the kernel both take it from
+ * here. Bounded: units % grid < grid <= the SM count, k_tiles < 2^26. */
+MGPU_ABI_FN int64_t mgpu_gemm_tail_tiles(int64_t units, int64_t grid, int64_t k_tiles)
+{
+    return grid >= 1 && units > grid && (units % grid) * k_tiles >= grid &&
+                   (units % grid) * k_tiles * grid < ((int64_t)1 << 31)
+               ? units % grid
+               : 0;
+}
+/* Split counters of a tail tile per CTA of a cluster: two per consumer
+ * warpgroup (arrived, parked). */
+#define MGPU_GEMM_TAIL_COUNTERS 4
+
 /* Arguments of the copy that packs an operand TMA cannot read (odd leading
  * dimension or batch stride, pointer not 16-byte aligned) into an aligned
  * workspace: `batch` matrices of `cols` columns of `rows` contiguous

@@ -41,50 +41,51 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
     const uint32_t rank = Cfg::kClusterN > 1 ? cluster_rank() : 0;
     int stage = 0;
     uint32_t phase = 0; /* parity of the current round through the stages */
-    if constexpr (Cfg::kTailSplit) { /* the walk of the consumers (tail_walk) */
-        const auto load_unit = [&](const GemmTile &t, int kt0, int kt1) {
-            const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
-            const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
-            for (int kt = kt0; kt < kt1; ++kt) {
-                mbar_wait(&empty[stage], phase ^ 1);
-                mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-                const int k0 = kt * Cfg::kBK;
-                uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
-                uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
-                if constexpr (Cfg::kBKMajor) {
-                    tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
+    /* One unit's k-tiles [kt0, kt1) of tile t into the stage ring. */
+    const auto load_unit = [&](const GemmTile &t, int kt0, int kt1) {
+        const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
+        const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
+        for (int kt = kt0; kt < kt1; ++kt) {
+            mbar_wait(&empty[stage], phase ^ 1);
+            mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
+            const int k0 = kt * Cfg::kBK;
+            uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
+            uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
+            if constexpr (Cfg::kBKMajor) {
+                tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
+            } else {
+#pragma unroll
+                for (int i = 0; i < Cfg::kBN / 64; ++i)
+                    tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
+            }
+            if constexpr (Cfg::kClusterN == 1) {
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
                 } else {
-    #pragma unroll
-                    for (int i = 0; i < Cfg::kBN / 64; ++i)
-                        tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
+#pragma unroll
+                    for (int i = 0; i < Cfg::kBM / 64; ++i)
+                        tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
                 }
-                if constexpr (Cfg::kClusterN == 1) {
-                    if constexpr (Cfg::kAKMajor) {
-                        tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
-                    } else {
-    #pragma unroll
-                        for (int i = 0; i < Cfg::kBM / 64; ++i)
-                            tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
-                    }
+            } else {
+                /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
+                constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
+                const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
+                if constexpr (Cfg::kAKMajor) {
+                    tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
                 } else {
-                    /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
-                    constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
-                    const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
-                    if constexpr (Cfg::kAKMajor) {
-                        tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
-                    } else {
-    #pragma unroll
-                        for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
-                            tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
-                                                  m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
-                    }
-                }
-                if (++stage == Cfg::kStages) {
-                    stage = 0;
-                    phase ^= 1;
+#pragma unroll
+                    for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
+                        tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
+                                              m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
                 }
             }
-        };
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    };
+    if constexpr (Cfg::kTailSplit) { /* the walk of the consumers (tail_walk) */
         const GemmTailPlan &tail = *tail_plan;
         for (int64_t u = sched.first(); u < tail.dp_end; u += sched.stride()) {
             const GemmTile t = sched.tile(u);
@@ -98,49 +99,9 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
     } else { /* the same loads, the units of every CTA in turn */
         for (int64_t u = sched.first(); u < sched.total; u += sched.stride()) {
             const GemmTile t = sched.tile(u);
-            const int m0 = t.m_tile * Cfg::kBM, n0 = t.n_tile * Cfg::kBN;
-            const int a_batch = args.a_broadcast ? 0 : t.batch, b_batch = args.b_broadcast ? 0 : t.batch;
             int kt0, kt1;
             sched.k_range(num_k_tiles, t.split, kt0, kt1);
-            for (int kt = kt0; kt < kt1; ++kt) {
-                mbar_wait(&empty[stage], phase ^ 1);
-                mbar_arrive_expect_tx(&full[stage], Cfg::kStageBytes);
-                const int k0 = kt * Cfg::kBK;
-                uint8_t *a = a_tiles + stage * Cfg::kATileBytes;
-                uint8_t *b = b_tiles + stage * Cfg::kBTileBytes;
-                if constexpr (Cfg::kBKMajor) {
-                    tma_load_3d(b, tma_b, &full[stage], k0, n0, b_batch);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Cfg::kBN / 64; ++i)
-                        tma_load_3d(b + i * Cfg::kChunkBytes, tma_b, &full[stage], n0 + 64 * i, k0, b_batch);
-                }
-                if constexpr (Cfg::kClusterN == 1) {
-                    if constexpr (Cfg::kAKMajor) {
-                        tma_load_3d(a, tma_a, &full[stage], k0, m0, a_batch);
-                    } else {
-#pragma unroll
-                        for (int i = 0; i < Cfg::kBM / 64; ++i)
-                            tma_load_3d(a + i * Cfg::kChunkBytes, tma_a, &full[stage], m0 + 64 * i, k0, a_batch);
-                    }
-                } else {
-                    /* This CTA's part of the shared A tile, to both CTAs of the cluster. */
-                    constexpr uint16_t kAllCtas = (1u << Cfg::kClusterN) - 1;
-                    const int row0 = static_cast<int>(rank) * Cfg::kAPartRows;
-                    if constexpr (Cfg::kAKMajor) {
-                        tma_load_3d_multicast(a + row0 * 128, tma_a, &full[stage], k0, m0 + row0, a_batch, kAllCtas);
-                    } else {
-#pragma unroll
-                        for (int i = 0; i < Cfg::kAPartRows / 64; ++i)
-                            tma_load_3d_multicast(a + (row0 / 64 + i) * Cfg::kChunkBytes, tma_a, &full[stage],
-                                                  m0 + row0 + 64 * i, k0, a_batch, kAllCtas);
-                    }
-                }
-                if (++stage == Cfg::kStages) {
-                    stage = 0;
-                    phase ^= 1;
-                }
-            }
+            load_unit(t, kt0, kt1);
         }
     }
 }

@@ -241,64 +241,42 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             break;
         }
     };
-    if constexpr (Cfg::kTailSplit) {
-        /* The same walk through tail_walk: the units of the full waves as
-         * below, then this CTA's tail pieces (gemm_sm90_tail_split.cuh), the
-         * walk read from the shared GemmTailPlan. */
-        const GemmTailPlan &tail = *tail_plan;
-        int64_t u = sched.first();
-        GemmTile t{};
-        int kt0 = 0, kt1 = 0;
-        bool valid = tail_walk(tail, sched, num_k_tiles, u, t, kt0, kt1);
-        while (valid) {
-            const int64_t u_next = u + sched.stride();
-            GemmTile t_next = t;
-            int next_kt0 = 0, next_kt1 = 0;
-            bool next_valid = false;
-            const auto next_unit = [&]() {
-                next_valid = tail_walk(tail, sched, num_k_tiles, u_next, t_next, next_kt0, next_kt1);
-            };
-            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
-                                     stage, phase, next_unit);
-            bool store;
-            if (t.split < 0) /* a tail piece */
-                store = persistent::combine_tail<Cfg>(acc, args, sched, tail, num_k_tiles, -1 - t.split, consumer,
-                                                      1 + consumer);
-            else
-                store = args.splits <= 1 || persistent::combine_splits<Cfg>(acc, args, sched, t, consumer,
-                                                                            1 + consumer, &last_flags[consumer]);
-            if (store) /* else parked: another unit stores the tile */
-                store_unit(t);
-            u = u_next;
-            t = t_next;
-            kt0 = next_kt0;
-            kt1 = next_kt1;
-            valid = next_valid;
-        }
-        if ((threadIdx.x % 128) == 0)
-            tma_store_drain();
-        return;
-    }
     /* The unit's tile and k-tiles; those of the next unit are worked out
      * while the tensor cores finish this unit's last k-tile (16-bit main
-     * loop), not between its epilogue and the next main loop. */
+     * loop), not between its epilogue and the next main loop. With a split-K
+     * tail the walk goes on past the full waves into this CTA's tail pieces
+     * (tail_walk, gemm_sm90_tail_split.cuh). */
+    const auto walk = [&](int64_t u, GemmTile &t, int &kt0, int &kt1) -> bool {
+        if constexpr (Cfg::kTailSplit) {
+            return tail_walk(*tail_plan, sched, num_k_tiles, u, t, kt0, kt1);
+        } else {
+            if (u >= sched.total)
+                return false;
+            t = sched.tile(u);
+            sched.k_range(num_k_tiles, t.split, kt0, kt1);
+            return true;
+        }
+    };
+    /* true: this consumer stores the tile; false: parked, another unit stores it */
+    const auto combine = [&](const GemmTile &tile) -> bool {
+        if constexpr (Cfg::kTailSplit) {
+            if (tile.split < 0) /* a tail piece */
+                return persistent::combine_tail<Cfg>(acc, args, sched, *tail_plan, num_k_tiles, -1 - tile.split,
+                                                     consumer, 1 + consumer);
+        }
+        return args.splits <= 1 ||
+               persistent::combine_splits<Cfg>(acc, args, sched, tile, consumer, 1 + consumer, &last_flags[consumer]);
+    };
     int64_t u = sched.first();
     GemmTile t{};
     int kt0 = 0, kt1 = 0;
-    if (u < sched.total) {
-        t = sched.tile(u);
-        sched.k_range(num_k_tiles, t.split, kt0, kt1);
-    }
-    while (u < sched.total) {
+    bool valid = walk(u, t, kt0, kt1);
+    while (valid) {
         const int64_t u_next = u + sched.stride();
         GemmTile t_next = t;
         int next_kt0 = 0, next_kt1 = 0;
-        const auto next_unit = [&]() {
-            if (u_next < sched.total) {
-                t_next = sched.tile(u_next);
-                sched.k_range(num_k_tiles, t_next.split, next_kt0, next_kt1);
-            }
-        };
+        bool next_valid = false;
+        const auto next_unit = [&]() { next_valid = walk(u_next, t_next, next_kt0, next_kt1); };
         if (Cfg::kFp8 && args.fp8_no_promotion) { /* debug: one tensor-core chain over the whole K slice */
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer, stage,
                                      phase);
@@ -310,14 +288,13 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
                                      stage, phase, next_unit);
         }
-        const bool store = args.splits <= 1 || persistent::combine_splits<Cfg>(acc, args, sched, t, consumer,
-                                                                               1 + consumer, &last_flags[consumer]);
-        if (store) /* else parked: the tile's last unit stores it */
+        if (combine(t))
             store_unit(t);
         u = u_next;
         t = t_next;
         kt0 = next_kt0;
         kt1 = next_kt1;
+        valid = next_valid;
     }
     if ((threadIdx.x % 128) == 0)
         tma_store_drain();

@@ -76,11 +76,8 @@ __device__ __forceinline__ uint32_t tail_begin(uint32_t length, uint32_t grid, u
 __device__ __forceinline__ void tail_plan(GemmTailPlan &p, const GemmTileScheduler &sched, bool on, int k_tiles)
 {
     const int64_t grid = sched.stride();
-    const int64_t rest = sched.total % grid;
-    /* every range holds a k-tile; length * grid below 2^31: the ranges' arithmetic in 32 bits */
-    const bool tail = on && sched.splits == 1 && rest > 0 && rest * k_tiles >= grid &&
-                      rest * k_tiles * grid < (int64_t{1} << 31);
-    p.tiles = tail ? static_cast<int>(rest) : 0;
+    p.tiles = on && sched.splits == 1 ? static_cast<int>(mgpu_gemm_tail_tiles(sched.total, grid, k_tiles)) : 0;
+    const bool tail = p.tiles > 0;
     p.dp_end = sched.total - p.tiles;
     p.length = p.tiles * k_tiles;
     p.tile[0] = p.tile[1] = -1;
@@ -139,6 +136,16 @@ __device__ __forceinline__ void tail_contributors(const GemmTailPlan &p, const G
     last = static_cast<int>(((x0 + k) * grid - 1) / length);
 }
 
+/* This thread's accumulators into a partial slot (its float4s 128 threads
+ * apart: a warpgroup's stores coalesce), past L1. */
+template <class Cfg>
+__device__ __forceinline__ void park_partial(const float (&acc)[Cfg::kBM / 2], float4 *slot)
+{
+#pragma unroll
+    for (int q = 0; q < Cfg::kBM / 8; ++q)
+        __stcg(slot + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+}
+
 /* The combine of a tail piece (the file's first comment) for 64-column part
  * `part` of the tile, held by the warpgroup that syncs on `barrier_id`.
  * True when this warpgroup goes on to the epilogue with the whole sum in
@@ -156,6 +163,9 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
     constexpr int64_t kSlotQuads = 128 * kQuads;
     constexpr int kLoadBatch = 8;
     static_assert(kQuads % kLoadBatch == 0, "whole load batches");
+    /* the runtime's workspace and counters (gemm_plan.c) are laid out for these */
+    static_assert(Cfg::kBN == 128 && Cfg::kConsumers == 2, "slots of tile_m x 128 floats, two consumers");
+    static_assert(Cfg::kConsumers * 2 == MGPU_GEMM_TAIL_COUNTERS, "two counters per consumer");
     const int n = last - first + 1;
     const int tid = threadIdx.x % 128;
     const int c = static_cast<int>(sched.first()), rank = static_cast<int>(blockIdx.x % Cfg::kClusterN);
@@ -169,10 +179,7 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
     if (tid == 0)
         arrived_last = atomicAdd(&counters[0], 1) == n - 1;
     if (!named_barrier_sync_or(barrier_id, 128, arrived_last)) {
-        float4 *mine = base + (tail_tile + c) * slot_step;
-#pragma unroll
-        for (int q = 0; q < kQuads; ++q)
-            __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+        park_partial<Cfg>(acc, base + (tail_tile + c) * slot_step);
         named_barrier_sync(barrier_id, 128);
         if (tid == 0) {
             __threadfence();
@@ -198,12 +205,8 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
      * parks its term too and sums every slot from p0, as the others would. */
     const int own = c - first;
     const float4 *slots = base + (tail_tile + first) * slot_step;
-    if (own >= 2) {
-        float4 *mine = base + (tail_tile + c) * slot_step;
-#pragma unroll
-        for (int q = 0; q < kQuads; ++q)
-            __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
-    }
+    if (own >= 2)
+        park_partial<Cfg>(acc, base + (tail_tile + c) * slot_step);
     const int from = own == 1 ? 2 : 1;
 #pragma unroll
     for (int g = 0; g < kQuads; g += kLoadBatch) {

@@ -172,7 +172,7 @@ static int64_t min_i64(int64_t a, int64_t b)
  * (causal: key block n of a pair walks n_blocks - n query blocks at block_m
  * = block_n), and with key blocks fastest the last pairs' longest CTAs start
  * last and run alone at the end of the grid (about 3-7 % of the call for
- * the shapes of issue 4 in a list-scheduling model); key block by key block
+ * the bench's shapes in a list-scheduling model); key block by key block
  * over 4 pairs the longest CTAs of those pairs start first, and 4 pairs keep
  * the tiles that the running CTAs share in L2 close together (16 cost 3 %
  * at head dim 256, causal: decision 023).

@@ -1014,12 +1014,12 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
  * clusters), no split-K. Taken where it cuts the busiest CTA's k-tiles by
  * TAIL_SPLIT_MIN_GAIN percent or more, a tile has TAIL_SPLIT_MIN_TILE_K
  * k-tiles or more and the tail is at most TAIL_SPLIT_MAX_SHARE percent of a
- * wave (each CTA's range at least TAIL_SPLIT_MIN_KTILES k-tiles), or as
+ * wave (and mgpu_gemm_tail_tiles finds a tail), or as
  * MGPU_FORCE_TAIL_SPLIT says (1: wherever the rows have it and there is a
  * tail, 0: never). Returns the tail tiles, 0 for none.
  * Measured on H100 (2026-11-27, bf16 TN, single launches, medians of 3
- * processes, tail forced on against main, ms): faster at 3000 x 3000 x 4000
- * (63 k-tiles, 12 of 66 units in the tail) 0.1227 against 0.1384 and
+ * processes, tail forced on against the plan without it, ms): faster at
+ * 3000 x 3000 x 4000 (63 k-tiles, 12 of 66 units in the tail) 0.1227 against 0.1384 and
  * 3000 x 3000 x 8000 (128 x 128, 125 k-tiles, 48 of 132) 0.2733 against
  * 0.2889; even at 3000^3 (47 k-tiles) 0.1211 against 0.1228 (its runs
  * spread 0.119-0.131); slower at every shape with 52 k-tiles or fewer
@@ -1027,16 +1027,13 @@ static int64_t partial_bytes_per_split(const struct mgpu_gemm_problem *p, const 
  * 2560^3, 2500 x 4000 x 3000, 3300^3, 5000 x 5000 x 2000) and wherever the
  * tail was half a wave or more (4096^3 0.2014 against 0.1831, 4000^3,
  * 8192^3, 1024 x 28672 x 8192, 1536 x 4096 x 4096, 6000^3, 4500^3): the
- * tail's fixed costs (a
- * tile waits for its slowest contributor, the partials' round trips) take
+ * tail's fixed costs (a tile waits for its slowest contributor, the partials' round trips) take
  * 20-30 us, and the last partial wave it replaces ran on few SMs, faster
  * than a full one (docs/decisions/038-gemm-tail-wave.md). */
 #define TAIL_SPLIT_BY_DEFAULT 1
 #define TAIL_SPLIT_MIN_GAIN 10     /* percent of the busiest CTA's k-tiles */
 #define TAIL_SPLIT_MIN_TILE_K 60   /* k-tiles of one tile (k > 3776, 16-bit) */
 #define TAIL_SPLIT_MAX_SHARE 40    /* percent of a wave in the tail */
-#define TAIL_SPLIT_MIN_KTILES 1    /* k-tiles of each CTA's range (the kernel's least) */
-#define TAIL_SPLIT_COUNTERS 4      /* split counters per tail tile and CTA of a cluster: 2 per consumer */
 static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v,
                                 const struct mgpu_gemm_force *force, int64_t units, int64_t cluster,
                                 int64_t k_tiles, int64_t sms)
@@ -1047,13 +1044,8 @@ static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct 
         forced < 0)
         return 0;
     const int64_t grid = sms / cluster; /* units at once */
-    if (grid < 1 || units <= grid)
-        return 0;
-    const int64_t tiles = units % grid;
-    /* bounded: tiles < grid <= SM count, k_tiles < 2^26 */
-    const int64_t length = tiles * k_tiles;
-    if (tiles == 0 || length < grid * TAIL_SPLIT_MIN_KTILES || length * grid >= ((int64_t)1 << 31) ||
-        tiles * cluster * TAIL_SPLIT_COUNTERS > MGPU_SPLIT_COUNTERS)
+    const int64_t tiles = mgpu_gemm_tail_tiles(units, grid, k_tiles), length = tiles * k_tiles;
+    if (tiles == 0 || tiles * cluster * MGPU_GEMM_TAIL_COUNTERS > MGPU_SPLIT_COUNTERS)
         return 0;
     if (forced > 0)
         return tiles;

@@ -75,33 +75,40 @@ static int env_switch(const char *name)
     return v && v[0] ? (atoi(v) ? 1 : -1) : 0;
 }
 
+void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size)
+{
+    memset(env, 0, sizeof *env);
+    const char *log = getenv("MGPU_LOG");
+    env->log = log && log[0] && strcmp(log, "0") != 0;
+    const char *force = getenv("MGPU_FORCE_VARIANT");
+    if (force && force[0] && variant_size > 0) {
+        strncpy(variant, force, variant_size - 1);
+        variant[variant_size - 1] = 0;
+        env->force_variant = variant;
+    }
+    env->force_split_k = env_int("MGPU_FORCE_SPLIT_K");
+    env->force_band = env_int("MGPU_FORCE_BAND");
+    const char *no_promotion = getenv("MGPU_DEBUG_FP8_NO_PROMOTION");
+    env->debug_fp8_no_promotion = no_promotion && no_promotion[0] && strcmp(no_promotion, "0") != 0;
+    const char *schedule = getenv("MGPU_FORCE_SCHEDULE");
+    env->force_schedule = !schedule                              ? 0
+                          : strcmp(schedule, "cooperative") == 0 ? 1
+                          : strcmp(schedule, "pingpong") == 0    ? 2
+                                                                 : 0;
+    env->force_pack_gqa = env_switch("MGPU_FORCE_PACK_GQA");
+    env->force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
+    env->force_paged_gather = env_switch("MGPU_FORCE_PAGED_GATHER");
+    env->force_split_merge = env_switch("MGPU_FORCE_SPLIT_MERGE");
+    env->force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
+    env->attention_pdl = env_switch("MGPU_ATTENTION_PDL");
+    env->gemm_pdl = env_switch("MGPU_GEMM_PDL");
+    env->attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");
+    env->force_tail_split = env_switch("MGPU_FORCE_TAIL_SPLIT");
+}
+
 static void read_env(void)
 {
-    const char *log = getenv("MGPU_LOG");
-    env_read.log = log && log[0] && strcmp(log, "0") != 0;
-    const char *force = getenv("MGPU_FORCE_VARIANT");
-    if (force && force[0]) {
-        strncpy(force_variant, force, sizeof force_variant - 1);
-        env_read.force_variant = force_variant;
-    }
-    env_read.force_split_k = env_int("MGPU_FORCE_SPLIT_K");
-    env_read.force_band = env_int("MGPU_FORCE_BAND");
-    const char *no_promotion = getenv("MGPU_DEBUG_FP8_NO_PROMOTION");
-    env_read.debug_fp8_no_promotion = no_promotion && no_promotion[0] && strcmp(no_promotion, "0") != 0;
-    const char *schedule = getenv("MGPU_FORCE_SCHEDULE");
-    env_read.force_schedule = !schedule                              ? 0
-                              : strcmp(schedule, "cooperative") == 0 ? 1
-                              : strcmp(schedule, "pingpong") == 0    ? 2
-                                                                     : 0;
-    env_read.force_pack_gqa = env_switch("MGPU_FORCE_PACK_GQA");
-    env_read.force_num_splits = env_int("MGPU_FORCE_NUM_SPLITS");
-    env_read.force_paged_gather = env_switch("MGPU_FORCE_PAGED_GATHER");
-    env_read.force_split_merge = env_switch("MGPU_FORCE_SPLIT_MERGE");
-    env_read.force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
-    env_read.attention_pdl = env_switch("MGPU_ATTENTION_PDL");
-    env_read.gemm_pdl = env_switch("MGPU_GEMM_PDL");
-    env_read.attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");
-    env_read.force_tail_split = env_switch("MGPU_FORCE_TAIL_SPLIT");
+    mgpu_env_parse(&env_read, force_variant, sizeof force_variant);
 }
 
 const struct mgpu_env *mgpu_env(void)

@@ -109,6 +109,10 @@ struct mgpu_env {
                                    choice) */
     int force_tail_split;      /* MGPU_FORCE_TAIL_SPLIT: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
 };
+/* Reads the switches above from the environment into *env (the library
+ * does so once per process); a forced variant name is copied into
+ * `variant` (variant_size bytes). */
+void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size);
 const struct mgpu_env *mgpu_env(void);
 /* Replaces the switches for the rest of the process (tests that force
  * several plans in one process); NULL goes back to the environment's. */
