@@ -713,7 +713,12 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
  * 256 x 128 (2.2 waves: 768 rows for the busiest CTA) against 384 of
  * 192 x 128 (2.9 waves: 576 rows). Clusters of 192-row tiles need K-major A
  * (96 rows of the shared A tile per CTA); other layouts keep the 256-row
- * cluster. Measured on H100: docs/decisions/XXX-gemm-192-row-tiles.md. */
+ * cluster. Measured on H100 (2026-11-27, bf16 TN, same process as cuBLAS,
+ * two processes each; ms): 3000^3 0.120-0.122 -> 0.114 (192 x 128 clusters),
+ * 3000 x 3000 x 1000 0.052-0.055 -> 0.048-0.050, 3072^2 x 1024 0.043-0.044
+ * (128 x 128) -> 0.038-0.040 (lone); forced where the rows are equal or more,
+ * 13-18 % slower (6000^3 0.724 against 0.64, 5000^3 0.540 against 0.46), 8192^3
+ * even (docs/decisions/XXX-gemm-192-row-tiles.md). */
 #define MID_ROWS_BY_DEFAULT 1
 #define MID_TILE_ROWS 192
 #define MID_ROWS_SHARE_NUM 7
