@@ -94,6 +94,18 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * against the 192-row ones through MGPU_FORCE_VARIANT
  * (docs/decisions/015-gemm-pingpong-schedule.md). */
 #define SM90_WS_FP8_128_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
+/* 16-bit 192 x 128 tiles (wgmma N = 192) for large problems whose 256-row
+ * tiles leave the last wave short (the planner compares the busiest CTA's
+ * rows: src/gemm/gemm_plan.c, docs/decisions/XXX-gemm-192-row-tiles.md).
+ * A stage is (192 + 128) x 64 x 2 B = 40 KB: 4 stages and the 32 KB of
+ * epilogue buffers fit the 227 KB (5 would not). Lone CTAs for every
+ * layout; 2-CTA clusters (96 rows of the shared A tile per CTA) only where
+ * A is K-major (TN, TT): M-major A is loaded in 64-row chunks. */
+#define SM90_WS_192(dt, ...) SM90_WS_GEMM(dt, 192, 4, 1, GEN_GEMM_LARGE_192, __VA_ARGS__)
+#define SM90_WS_192_CLUSTER(dt, ...) SM90_WS_GEMM(dt, 192, 4, 2, GEN_GEMM_LARGE_192_CLUSTER, __VA_ARGS__)
+#define SM90_WS_192_FAMILY(dt)                                                                            \
+    SM90_WS_192(dt, TN), SM90_WS_192(dt, NN), SM90_WS_192(dt, TT), SM90_WS_192(dt, NT),                   \
+        SM90_WS_192_CLUSTER(dt, TN), SM90_WS_192_CLUSTER(dt, TT)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -232,6 +244,9 @@ const struct gen_variant gen_variants[] = {
     SM90_ATTENTION_FWD_FP8_VT(GEN_BF16), SM90_ATTENTION_FWD_FP8_VT(GEN_F16),
     {GEN_ATTENTION_FWD_FP8_TRANSPOSE_V_SM90, GEN_SM90A, GEN_ANY_DTYPE, MGPU_ATTENTION_FWD_FP8_VT_THREADS,
      .helper = {16}},
+    /* the 16-bit 192 x 128 GEMM rows (last: the units of the rows before
+     * them are unchanged) */
+    SM90_WS_192_FAMILY(GEN_F16), SM90_WS_192_FAMILY(GEN_BF16),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);
@@ -245,6 +260,8 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_DECODE] = "DECODE",
     [GEN_GEMM_LARGE_PINGPONG] = "LARGE_PINGPONG",
     [GEN_GEMM_LARGE_PINGPONG_CLUSTER] = "LARGE_PINGPONG_CLUSTER",
+    [GEN_GEMM_LARGE_192] = "LARGE_192",
+    [GEN_GEMM_LARGE_192_CLUSTER] = "LARGE_192_CLUSTER",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

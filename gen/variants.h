@@ -41,6 +41,8 @@ enum gen_gemm_class {
     GEN_GEMM_DECODE,        /* m <= tile_m, K-major operands: the small-m (decode) kernel */
     GEN_GEMM_LARGE_PINGPONG, /* larger m, ping-pong consumers (a whole tile per warpgroup) */
     GEN_GEMM_LARGE_PINGPONG_CLUSTER, /* the same in 2-CTA clusters (A multicast) */
+    GEN_GEMM_LARGE_192,     /* 16-bit larger m: 192 x 128 tiles, one CTA per tile (fewer, fuller waves) */
+    GEN_GEMM_LARGE_192_CLUSTER, /* the same in 2-CTA clusters (A multicast; K-major A only) */
     GEN_GEMM_CLASS_COUNT
 };
 /* The names the generated header gives the classes: MGPU_GEMM_<name>. */

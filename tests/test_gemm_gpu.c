@@ -176,10 +176,11 @@ static void check_persistent_paths(mgpu_dtype t)
     /* schedule (cooperative ws, ping-pong pp) and tile of each entry name */
     const char *sm90_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s4_c2"},
                                       {"ws", "128x128x64_s6_c1"}, {"ws", "64x128x64_s8_c1"},
-                                      {"pp", "128x128x64_s6_c1"}, {"pp", "128x128x64_s6_c2"}};
+                                      {"pp", "128x128x64_s6_c1"}, {"pp", "128x128x64_s6_c2"},
+                                      {"ws", "192x128x64_s4_c1"}, {"ws", "192x128x64_s4_c2"}};
     const char *sm100_variants[][2] = {{"ws", "256x128x64_s4_c1"}, {"ws", "256x128x64_s6_c2"}};
     const char *const(*variants)[2] = blackwell ? sm100_variants : sm90_variants;
-    const unsigned n_variants = blackwell ? 2 : 6;
+    const unsigned n_variants = blackwell ? 2 : 8;
     const char *layouts[4] = {"nn", "nt", "tn", "tt"};
     const mgpu_operation ops[2] = {MGPU_OP_N, MGPU_OP_T};
     char name[96];
@@ -187,6 +188,8 @@ static void check_persistent_paths(mgpu_dtype t)
         for (int l = 0; l < 4; l++) {
             if (quick && (l == 0 || l == 3))
                 continue; /* under compute-sanitizer: the nt and tn layouts cover both operand majornesses */
+            if (!blackwell && v == 7 && l < 2)
+                continue; /* the 192-row clusters need K-major A (tn, tt only) */
             const mgpu_operation ta = ops[l / 2], tb = ops[l % 2]; /* the name's letters */
             snprintf(name, sizeof name, "mgpu_gemm_%s_%s_%s_%s_%s", blackwell ? "sm100" : "sm90", variants[v][0],
                      t == MGPU_DTYPE_BF16 ? "bf16" : "f16", layouts[l], variants[v][1]);
@@ -244,6 +247,12 @@ static void check_persistent_paths(mgpu_dtype t)
         {MGPU_OP_T, MGPU_OP_T, 1000, 4000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
         /* 171 large tiles, rows of A and B off 128-byte lines (400 bytes): 2-CTA clusters */
         {MGPU_OP_T, MGPU_OP_N, 2056, 2312, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        /* 192 x 128 tiles (mid_rows_wanted): 2-CTA clusters (rows off 128-byte lines), K-major A;
+         * lone CTAs, M-major A (3072: in place of the 128 x 128 tiles); odd sizes, both operands
+         * packed (lone CTAs) */
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {MGPU_OP_N, MGPU_OP_N, 3072, 3072, 1024, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        {MGPU_OP_T, MGPU_OP_T, 2999, 3001, 555, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
     for (unsigned i = 0; i < sizeof heuristics / sizeof heuristics[0]; i++)
         run_case(&heuristics[i]);

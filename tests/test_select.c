@@ -184,13 +184,13 @@ static void check_tail_split(const struct mgpu_device_caps *caps)
         {1024, 28672, 8192, 0, 0, 1}, /* 896 tiles, 6 waves + 104 */
         {8192, 14336, 4096, 0, 0, 2}, /* 1792 units, 27 waves + 10: 3 % */
         {128, 28672, 8192, 0, 0, 1},  /* 224 tiles of 128 x 128: 1 wave + 92 (70 % of a wave) */
-        {3000, 3000, 3000, 1, 12, 2},
-        {3000, 3000, 1000, 1, 12, 2},
+        {3000, 3000, 3000, 1, 60, 2}, /* 192 x 128 tiles (mid_rows_wanted): 192 units, 2 waves + 60 */
+        {3000, 3000, 1000, 1, 60, 2},
         {4096, 4096, 4096, 1, 116, 1},
         {3000, 3000, 4000, -1, 0, 2},
         {2000, 2000, 2000, 1, 0, 1},  /* 128 large tiles: one wave, no tail */
-        {3000, 3000, 100, 1, 0, 1},   /* 128 x 128 tiles (half_rows_wanted), 576: 4 waves + 48 tiles of 2 k-tiles,
-                                       * 96 k-tiles of tail for 132 CTAs */
+        {3000, 3000, 100, 1, 120, 1}, /* packed operands, lone 192 x 128 tiles (mid_rows_wanted): 384, 2 waves
+                                       * + 120 tiles of 2 k-tiles, 240 k-tiles of tail for 132 CTAs */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct mgpu_gemm_force force = {.tail_split = cases[i].force};
@@ -202,8 +202,8 @@ static void check_tail_split(const struct mgpu_device_caps *caps)
               (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, cases[i].force, v->name,
               plan.tail_tiles, plan.args.tail_split, plan.splits, (long long)plan.grid, cases[i].tail,
               cases[i].cluster);
-        if (plan.tail_tiles > 0) {
-            /* tiles + grid - 1 slots of one fp32 tile per CTA */
+        if (plan.tail_tiles > 0 && !plan.pack_a && !plan.pack_b) {
+            /* tiles + grid - 1 slots of one fp32 tile per CTA (after the packed operands, if any) */
             const size_t slots = (size_t)(plan.tail_tiles + plan.grid / v->gemm.cluster_n - 1) * v->gemm.cluster_n;
             CHECK(plan.workspace_bytes == slots * v->gemm.tile_m * v->gemm.tile_n * 4 &&
                       plan.args.split_counters == ample.split_counters,
@@ -247,7 +247,8 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {4000, 4000, 4000, 1, 256, 2, 1, 8},  /* 8000-byte rows of A and B (operands_off_lines): clusters */
         {4096, 4096, 4000, 1, 256, 2, 1, 8},
         {4000, 4096, 4096, 1, 256, 1, 1, 8},  /* A and B rows on 128-byte lines (only D's are not) */
-        {2056, 2312, 200, 1, 256, 2, 1, 8},   /* 171 tiles, 400-byte rows */
+        {2056, 2312, 200, 1, 192, 2, 1, 9},   /* 171 tiles, 400-byte rows: 90 units (512 rows) -> 110 of
+                                               * 192 x 128 (384; mid_rows_wanted) */
         {32768, 600, 4096, 1, 256, 1, 1, 8},  /* 5 tile columns: an odd cluster would idle a CTA */
         {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
         {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */
@@ -431,6 +432,71 @@ static void check_plans(const struct mgpu_device_caps *caps)
     }
     plan = plan_of(64, 64, 100, 1, caps, 1000);
     CHECK(plan.splits == 2, "forced split-k 1000 with 2 k-tiles: got %d", plan.splits);
+}
+
+/* The 192 x 128 rows (gemm_plan.c, mid_rows_wanted): taken for 16-bit large
+ * problems where they give the busiest CTA at most 7/8 of the work (tile
+ * rows x k-tiles, the split-K tail counted) of the 256 x 128 tiles, or less
+ * than that of the 128 x 128 ones half_rows_wanted took; the cluster
+ * choice stays, and clusters of 192-row tiles need K-major A. */
+static void check_mid_rows(const struct mgpu_device_caps *caps)
+{
+    const struct { int transa, transb; int64_t m, n, k; int tile_m, cluster; } cases[] = {
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 3000, 192, 2}, /* 144 cluster units (768 rows) -> 192 (576) */
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 192, 2},
+        {MGPU_OP_T, MGPU_OP_T, 2999, 3001, 555, 192, 1}, /* both packed (rows on lines): lone, 128 -> 192 */
+        {MGPU_OP_N, MGPU_OP_N, 3000, 3000, 1000, 256, 2}, /* M-major A: no 192-row cluster */
+        {MGPU_OP_N, MGPU_OP_N, 3072, 3072, 1024, 192, 1}, /* lone: 576 tiles of 128 (640 rows) -> 384 (576) */
+        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 1024, 192, 1},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 4000, 256, 2}, /* the 256-row tail: 138 x 256 < 189 x 192 */
+        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 8192, 128, 1}, /* the 128-row tail: 4 x 128 + 47 k-tiles of 128 rows */
+        {MGPU_OP_T, MGPU_OP_N, 6000, 6000, 6000, 256, 2}, /* 2304 rows either way */
+        {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 256, 1}, /* 1024 -> 1152 */
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 256, 2}, /* 1792 -> 1728: not 7/8 */
+        {MGPU_OP_T, MGPU_OP_N, 8192, 8192, 8192, 256, 2},
+        {MGPU_OP_T, MGPU_OP_N, 2000, 2000, 2000, 256, 1}, /* one wave: few tiles */
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct mgpu_gemm_problem p = problem(cases[i].transa, cases[i].transb, MGPU_DTYPE_BF16);
+        p.m = cases[i].m, p.n = cases[i].n, p.k = cases[i].k, p.batch = 1;
+        p.lda = cases[i].transa == MGPU_OP_T ? p.k : p.m;
+        p.ldb = cases[i].transb == MGPU_OP_N ? p.k : p.n;
+        p.ldc = p.m;
+        struct mgpu_gemm_plan plan = {0};
+        mgpu_status s = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)p.m,
+              (long long)p.n, (long long)p.k, mgpu_status_string(s));
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        CHECK(v->gemm.tile_m == cases[i].tile_m && v->gemm.cluster_n == cases[i].cluster &&
+                  strstr(v->name, "_pp_") == NULL && plan.splits == 1 &&
+                  (cases[i].tile_m != 192 || (strcmp(plan.shape_class, "large, 192-row tiles") == 0 &&
+                                               v->gemm.shape_class == (cases[i].cluster == 2
+                                                                           ? MGPU_GEMM_LARGE_192_CLUSTER
+                                                                           : MGPU_GEMM_LARGE_192))),
+              "case %u %lldx%lldx%lld: got %s (%s), want tile_m %d, cluster %d", i, (long long)p.m, (long long)p.n,
+              (long long)p.k, v->name, plan.shape_class, cases[i].tile_m, cases[i].cluster);
+        if (v->gemm.tile_m == 192)
+            CHECK(plan.band >= 1 && plan.grid == caps->sm_count && plan.args.tail_split == 0,
+                  "%lldx%lldx%lld: band %d grid %lld tail %d", (long long)p.m, (long long)p.n, (long long)p.k,
+                  plan.band, (long long)plan.grid, plan.args.tail_split);
+    }
+    /* f16 alike; fp8 keeps its own 192-row LARGE rows */
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
+    p.m = p.n = p.k = p.lda = p.ldb = p.ldc = 3000;
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && v->gemm.tile_m == 192 && v->gemm.cluster_n == 2 && v->dtype == MGPU_DTYPE_F16, "f16 3000^3: got %s",
+          v ? v->name : "none");
+    /* forced ping-pong: the ping-pong rows, with the cluster choice */
+    const struct mgpu_gemm_force pingpong = {.schedule = MGPU_SCHEDULE_PINGPONG};
+    const struct mgpu_gemm_plan pp = plan_forced(3000, 3000, 3000, 1, caps, &pingpong);
+    CHECK(mgpu_variants[pp.variant].gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER,
+          "3000^3 ping-pong forced: got %s", mgpu_variants[pp.variant].name);
+    /* forced by name, on a shape the planner sends elsewhere */
+    const struct mgpu_gemm_force named = {.variant = "mgpu_gemm_sm90_ws_bf16_tn_192x128x64_s4_c1"};
+    const struct mgpu_gemm_plan forced = plan_forced(8192, 8192, 8192, 1, caps, &named);
+    CHECK(forced.forced && strcmp(mgpu_variants[forced.variant].name, named.variant) == 0,
+          "forced 192 x 128: got %s", mgpu_variants[forced.variant].name);
 }
 
 /* Programmatic dependent launch of the sm_90a persistent kernel
@@ -1110,6 +1176,7 @@ int main(void)
         check_plans(&hopper);
         check_programmatic(&hopper);
         check_tail_split(&hopper);
+        check_mid_rows(&hopper);
         check_small_m_plans(&hopper);
         check_selection_memo(&hopper);
         check_fp8(&hopper);

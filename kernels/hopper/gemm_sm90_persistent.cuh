@@ -185,8 +185,8 @@ struct PersistentGemmConfig {
     static_assert(kBN == 128 || (kBN == 64 && !kPingPong),
                   "two consumer warpgroups of m64 (384 threads), or one (256 threads, cooperative only)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
-    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 256),
-                  "tile_m must be a wgmma N: 64, 128 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 192 || kBM == 256),
+                  "tile_m must be a wgmma N: 64, 128, 192 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
     static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");

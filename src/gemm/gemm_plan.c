@@ -35,7 +35,11 @@
  *                            (operands_off_lines); 16-bit, one batch entry,
  *                            no cluster: MGPU_GEMM_SMALL_M (128 x 128) when
  *                            its waves give the busiest CTA at most 7/8 of
- *                            the rows (half_rows_wanted);
+ *                            the rows (half_rows_wanted); 16-bit, any of
+ *                            these: MGPU_GEMM_LARGE_192[_CLUSTER] (192 x 128
+ *                            tiles, the same cluster choice; clusters for
+ *                            K-major A only) when they give the busiest CTA
+ *                            at most 7/8 of the work (mid_rows_wanted);
  *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
@@ -432,6 +436,7 @@ struct gemm_fit {
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
     int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
+    int mid_rows;          /* 192-row tiles for their fuller waves (mid_rows_wanted) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -690,6 +695,100 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
  * keeps lone CTAs). fp8 keeps its threshold (not measured). */
 #define MISALIGNED_CLUSTER 1
 
+/* Wave quantization of 16-bit large problems on the 256 x 128 rows
+ * (MGPU_GEMM_LARGE, LARGE_CLUSTER, or the 128 x 128 ones half_rows_wanted
+ * took): the busiest CTA runs ceil(units / units at once) tiles of tile_m
+ * rows, a unit being a tile (lone CTAs) or a pair of tiles along N (2-CTA
+ * clusters, SM count / 2 at once); with the split-K tail (tail_split_tiles,
+ * where the plan takes it by default) the units past the last full wave
+ * are shared out along K. The 192 x 128 rows (MGPU_GEMM_LARGE_192,
+ * LARGE_192_CLUSTER with the same cluster choice) are taken when they give
+ * the busiest CTA at most MID_ROWS_SHARE_NUM / MID_ROWS_SHARE_DEN of the
+ * work (tile rows x k-tiles) of the tile wanted so far (a 192-row tile
+ * moves 11 % more operand bytes per multiply than a 256-row one), and less
+ * than the 128 x 128 tiles where those were taken; only beyond one wave of
+ * the tiles wanted so far (at one wave or less, fewer rows per CTA in more
+ * waves did not pay: 512 x 6144 x 4096 ran 43.4 us in one wave of 256 x 128
+ * tiles against 47.1 in two of 128 x 128, decision 013). 3000^3 on 132 SMs: 288 tiles of
+ * 256 x 128 (2.2 waves: 768 rows for the busiest CTA) against 384 of
+ * 192 x 128 (2.9 waves: 576 rows). Clusters of 192-row tiles need K-major A
+ * (96 rows of the shared A tile per CTA); other layouts keep the 256-row
+ * cluster. Measured on H100 (2026-11-27, bf16 TN, same process as cuBLAS,
+ * two processes each; ms): 3000^3 0.120-0.122 -> 0.114 (192 x 128 clusters),
+ * 3000 x 3000 x 1000 0.052-0.055 -> 0.048-0.050, 3072^2 x 1024 0.043-0.044
+ * (128 x 128) -> 0.038-0.040 (lone); forced where the rows are equal or more,
+ * 13-18 % slower (6000^3 0.724 against 0.64, 5000^3 0.540 against 0.46), 8192^3
+ * even (docs/decisions/XXX-gemm-192-row-tiles.md). */
+#define MID_ROWS_BY_DEFAULT 1
+#define MID_TILE_ROWS 192
+#define MID_ROWS_SHARE_NUM 7
+#define MID_ROWS_SHARE_DEN 8
+
+/* The sm_90a persistent row of class `cls` for p's types and layouts on the device, or NULL. */
+static const struct mgpu_variant *class_row(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                                            enum mgpu_gemm_shape_class cls)
+{
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT && v->gemm.shape_class == cls &&
+            v->cc_major == caps->cc_major && v->cc_minor == caps->cc_minor && v->dtype == p->a_dtype &&
+            v->gemm.b_dtype == p->b_dtype && v->gemm.a_kmajor == (p->transa == MGPU_OP_T) &&
+            v->gemm.b_kmajor == (p->transb == MGPU_OP_N))
+            return v;
+    }
+    return NULL;
+}
+
+static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v,
+                                const struct mgpu_gemm_force *force, int64_t units, int64_t cluster,
+                                int64_t k_tiles, int64_t sms);
+
+/* The busiest CTA's work on v's kind of row with tile_m x tile_n tiles in
+ * clusters of `cluster` CTAs along N: tile rows x k-tiles, the split-K tail
+ * counted where the plan would take it by default (tail_split_tiles); -1
+ * where the units make at most one wave. */
+static int64_t busiest_work(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v, int64_t sms,
+                            int64_t tile_m, int64_t tile_n, int64_t cluster)
+{
+    const int64_t at_once = sms / cluster > 0 ? sms / cluster : 1;
+    const int64_t k_tiles = mgpu_cdiv(p->k, v->gemm.tile_k);
+    /* bounded by validation: m, n <= 2^31 - 1, batch * m * n <= 2^56, k <= 2^31 - 1 */
+    const int64_t units = mgpu_cdiv(p->m, tile_m) * mgpu_cdiv(mgpu_cdiv(p->n, tile_n), cluster) * p->batch;
+    const int64_t tail = tail_split_tiles(p, v, NULL, units, cluster, k_tiles, sms);
+    if (units <= at_once)
+        return -1; /* one wave */
+    const int64_t per_cta = tail > 0 ? units / at_once * k_tiles + mgpu_cdiv(tail * k_tiles, at_once)
+                                     : mgpu_cdiv(units, at_once) * k_tiles;
+    return per_cta * tile_m;
+}
+
+static void mid_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                            const struct mgpu_variant *large, struct gemm_fit *f)
+{
+    if (!MID_ROWS_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || large->gemm.tile_n != HALF_ROWS_TILE_N)
+        return;
+    const int cluster = f->want == MGPU_GEMM_LARGE_CLUSTER;
+    if (!cluster && f->want != MGPU_GEMM_LARGE && !f->half_rows)
+        return;
+    const struct mgpu_variant *mid =
+        class_row(p, caps, cluster ? MGPU_GEMM_LARGE_192_CLUSTER : MGPU_GEMM_LARGE_192);
+    if (!mid || mid->gemm.tile_m != MID_TILE_ROWS)
+        return;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t ctas = cluster ? 2 : 1;
+    const int64_t now_rows = f->half_rows ? SMALL_TILE_ROWS : large->gemm.tile_m;
+    const int64_t now = busiest_work(p, large, sms, now_rows, HALF_ROWS_TILE_N, ctas);
+    const int64_t then = busiest_work(p, mid, sms, MID_TILE_ROWS, HALF_ROWS_TILE_N, ctas);
+    if (now < 0)
+        return; /* the tiles wanted so far make one wave: the wave count is no guide (013) */
+    const int take = f->half_rows ? then < now : then * MID_ROWS_SHARE_DEN <= now * MID_ROWS_SHARE_NUM;
+    if (!take)
+        return;
+    f->want = cluster ? MGPU_GEMM_LARGE_192_CLUSTER : MGPU_GEMM_LARGE_192;
+    f->half_rows = 0;
+    f->mid_rows = 1;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -730,6 +829,7 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
         f->want = MGPU_GEMM_SMALL_M;
         f->half_rows = 1;
     }
+    mid_rows_wanted(p, caps, large, f);
 }
 
 /* The schedule of the sm_90a persistent kernel for a large problem: the
@@ -743,7 +843,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
                             struct gemm_fit *f)
 {
     /* a large problem on 128 x 128 tiles for their waves (half_rows_wanted) counts as large here */
-    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !(f->half_rows && p->m > SMALL_M))
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !f->mid_rows &&
+        !(f->half_rows && p->m > SMALL_M))
         return;
     const struct mgpu_variant *large = NULL;
     for (int i = 0; i < mgpu_variant_count && !large; i++) {
@@ -758,7 +859,9 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
     const int pingpong =
         schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
     if (pingpong)
-        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER : MGPU_GEMM_LARGE_PINGPONG;
+        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER
+                      ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER
+                      : MGPU_GEMM_LARGE_PINGPONG;
 }
 
 /* ------------------------------------------------------------ plans */
@@ -1288,7 +1391,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles, narrow, half_rows;
+    int tma, decode_rows, few_tiles, narrow, half_rows, mid_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1340,6 +1443,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->few_tiles = e->few_tiles;
             fit->narrow = e->narrow;
             fit->half_rows = e->half_rows;
+            fit->mid_rows = e->mid_rows;
             return e->variant;
         }
     }
@@ -1359,6 +1463,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->few_tiles = fit->few_tiles;
     e->narrow = fit->narrow;
     e->half_rows = fit->half_rows;
+    e->mid_rows = fit->mid_rows;
 }
 
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
@@ -1429,6 +1534,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                 : small_m           ? (fit.half_rows ? "small m, 128-row tiles" : "small m")
                                 : fit.half_rows     ? (plan->tail_tiles > 0 ? "large, 128-row tiles, split-K tail"
                                                                             : "large, 128-row tiles")
+                                : fit.mid_rows      ? (plan->tail_tiles > 0 ? "large, 192-row tiles, split-K tail"
+                                                                            : "large, 192-row tiles")
                                 : pp                ? "large, ping-pong"
                                 : plan->tail_tiles > 0 ? "large, split-K tail"
                                                     : "large";
