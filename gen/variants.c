@@ -96,7 +96,7 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_FP8_128_CLUSTER SM90_WS_FP8(GEN_E4M3, GEN_B_SAME, 128, 6, 2, GEN_GEMM_LARGE_CLUSTER)
 /* 16-bit 192 x 128 tiles (wgmma N = 192) for large problems whose 256-row
  * tiles leave the last wave short (the planner compares the busiest CTA's
- * rows: src/gemm/gemm_plan.c, docs/decisions/XXX-gemm-192-row-tiles.md).
+ * rows: src/gemm/gemm_plan.c, docs/decisions/040-gemm-192-row-tiles.md).
  * A stage is (192 + 128) x 64 x 2 B = 40 KB: 4 stages and the 32 KB of
  * epilogue buffers fit the 227 KB (5 would not). Lone CTAs for every
  * layout; 2-CTA clusters (96 rows of the shared A tile per CTA) only where

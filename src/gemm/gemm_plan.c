@@ -718,7 +718,7 @@ static int half_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
  * 3000 x 3000 x 1000 0.052-0.055 -> 0.048-0.050, 3072^2 x 1024 0.043-0.044
  * (128 x 128) -> 0.038-0.040 (lone); forced where the rows are equal or more,
  * 13-18 % slower (6000^3 0.724 against 0.64, 5000^3 0.540 against 0.46), 8192^3
- * even (docs/decisions/XXX-gemm-192-row-tiles.md). */
+ * even (docs/decisions/040-gemm-192-row-tiles.md). */
 #define MID_ROWS_BY_DEFAULT 1
 #define MID_TILE_ROWS 192
 #define MID_ROWS_SHARE_NUM 7
