@@ -15,8 +15,6 @@
 #define DESCALE_ALIGN_BYTES 4
 /* Q, K, V strides in bytes (one per element): TMA wants multiples of 16. */
 #define FP8_STRIDE_MULTIPLE 16
-/* The largest y and z extents of a grid (the pre-pass's KV heads and sequences). */
-#define VT_MAX_GRID_YZ 65535
 
 mgpu_status mgpu_attention_fwd_check_fp8_fields(const mgpu_attention_fwd_desc *d, struct mgpu_attention_problem *p)
 {
@@ -111,7 +109,7 @@ static int64_t vt_rows_per_head(const struct mgpu_attention_problem *p)
     const int64_t block = MGPU_ATTENTION_FWD_FP8_BLOCK_N;
     const int64_t blocks = p->varlen ? p->total_k / block + p->batch : mgpu_cdiv(p->seqlen_k, block);
     int64_t rows = 0;
-    if (p->heads_kv > VT_MAX_GRID_YZ || (!p->varlen && p->batch > VT_MAX_GRID_YZ) ||
+    if (p->heads_kv > MGPU_MAX_GRID_YZ || (!p->varlen && p->batch > MGPU_MAX_GRID_YZ) ||
         !mgpu_mul_ok(blocks, block, &rows) || rows >= INT32_MAX)
         return 0;
     return rows;

@@ -80,9 +80,12 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     int variant = mgpu_select_attention_fwd(p, &h->caps, force, &s);
     if (variant < 0)
         return s;
-    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes, env->force_pack_gqa, env->force_num_splits,
-                                                      env->force_paged_gather, env->force_split_merge,
-                                                      env->attention_pdl, env->attention_decode_entry};
+    /* a forward variant forced by name runs itself, not its decode entry */
+    const int forced_by_name = force && strcmp(force, mgpu_variants[variant].name) == 0;
+    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes,       env->force_pack_gqa,
+                                                      env->force_num_splits,    env->force_paged_gather,
+                                                      env->force_split_merge,   env->attention_pdl,
+                                                      forced_by_name ? -1 : env->attention_decode_entry};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
@@ -95,8 +98,7 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the
          * forward kernel on the same one-tile-per-CTA grid. */
-        mgpu_status none;
-        const int decode = mgpu_select_attention_fwd_decode(v, &h->caps, &none);
+        const int decode = mgpu_select_attention_fwd_decode(v, &h->caps);
         if (decode >= 0)
             main_variant = decode;
         else

@@ -191,12 +191,15 @@ static int decode_fits(const struct mgpu_variant *v, const void *ctx)
            v->smem_bytes == fwd->smem_bytes;
 }
 
-int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
-                                     mgpu_status *status)
+int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
 {
-    const struct mgpu_lookup q = {.what = "attention forward decode entry", .of_op = is_decode_kind, .caps = caps,
-                                  .fits = decode_fits, .ctx = fwd};
-    return mgpu_registry_lookup(&q, NULL, status);
+    /* not the registry lookup: a build without decode entries is no error */
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (is_decode_kind(v->kind) && mgpu_variant_on_device(v, caps) && decode_fits(v, fwd))
+            return i;
+    }
+    return -1;
 }
 
 static int is_combine_kind(enum mgpu_kernel_kind k)
@@ -291,9 +294,6 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * 8 x 32768 keys, GQA 64/8, d64, 128 CTAs of 128 key blocks 177.9 -> 184.9
  * us; d256 +0.7 %; decision 028). */
 #define PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID 128
-/* The decode entry's grid is {num_splits, tile_heads, batch}: y and z at
- * most 65535 (a launch limit). */
-#define DECODE_GRID_YZ_MAX 65535
 /* The partial buffers' start and the LSE part after O: whole 256-byte lines. */
 #define PARTIAL_ALIGN 256
 
@@ -563,13 +563,15 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
      * Planned for fixed-length decode steps (one query a sequence; MHA ones
      * too, which then leave the persistent grid: H100, 8 x 1024 keys, 32
      * heads, d128, 58.1 -> 50.9 us of GPU time) and for the other inference
-     * calls that do not take the persistent grid; varlen calls keep the
-     * general kernel (the entry's varlen path has not run on a device).
-     * Forced on: every call whose queries fit. */
+     * calls that do not take the persistent grid. Varlen calls keep the
+     * general kernel, forced or not (the entry's varlen path is not among
+     * the tested ones). Forced on: every fixed-length call whose queries
+     * fit; forced off, or a forward variant forced by name: never. */
     const int one_tile = mgpu_cdiv(p->seqlen_q, a->tile_queries) == 1;
-    const int decode_fits_grid = a->tile_heads <= DECODE_GRID_YZ_MAX && p->batch <= DECODE_GRID_YZ_MAX;
-    const int decode_default = !p->varlen && (p->seqlen_q == 1 || (inference_call && !persistent));
-    out->decode_entry = decode_features && one_tile && decode_fits_grid &&
+    /* the decode entry's grid: {num_splits, tile_heads, batch} */
+    const int decode_fits_grid = a->tile_heads <= MGPU_MAX_GRID_YZ && p->batch <= MGPU_MAX_GRID_YZ;
+    const int decode_default = p->seqlen_q == 1 || (inference_call && !persistent);
+    out->decode_entry = decode_features && one_tile && decode_fits_grid && !p->varlen &&
                         (choice->force_decode_entry ? choice->force_decode_entry > 0 : decode_default);
     if (out->decode_entry) {
         out->grid = (unsigned)(tiles * a->num_splits);

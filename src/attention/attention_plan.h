@@ -32,9 +32,8 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
                               const char *force, mgpu_status *status);
 
 /* The decode entry of forward variant `fwd` (same dtype and head dim) for
- * the device: its index, or -1 with *status set when the registry has none. */
-int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
-                                     mgpu_status *status);
+ * the device: its index, or -1 when the registry has none (no error). */
+int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
 
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {

@@ -140,7 +140,6 @@
 #define WS_ALIGN 256       /* bytes: start of every workspace part */
 #define PACK_BYTES 16      /* packed leading dimensions are multiples of 16 bytes */
 #define HELPER_BLOCKS_PER_SM 8 /* grid of the grid-stride pack kernel */
-#define MAX_GRID_Z 65535
 /* Tile columns per one-CTA-per-tile launch (grid y is at most 65535): a
  * multiple of 8, so that the column offset of every launch keeps B and C at
  * their 16-byte alignment. */
@@ -359,7 +358,7 @@ static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu
         return 0;
     if (p->transa != MGPU_OP_T || p->transb != MGPU_OP_N || p->m > v->gemm.tile_m || p->k == 0 || p->k % vec)
         return 0;
-    if (p->a % 16 || p->b % 16 || p->lda % vec || p->ldb % vec || p->batch > MAX_GRID_Z)
+    if (p->a % 16 || p->b % 16 || p->lda % vec || p->ldb % vec || p->batch > MGPU_MAX_GRID_YZ)
         return 0;
     if (p->batch > 1 && (p->stride_a % vec || p->stride_b % vec))
         return 0;
@@ -979,8 +978,8 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
         if (splits < 1)
             splits = 1;
     }
-    if (splits > MAX_GRID_Z) /* grid y */
-        splits = MAX_GRID_Z;
+    if (splits > MGPU_MAX_GRID_YZ) /* grid y */
+        splits = MGPU_MAX_GRID_YZ;
     /* one counter per column block and batch entry */
     if (splits > 1 && blocks * p->batch > MGPU_SPLIT_COUNTERS)
         splits = 1;
@@ -1342,7 +1341,7 @@ static void plan_single(const struct mgpu_gemm_problem *p, int variant, struct m
     plan->args = base_args(p);
     plan->grid_x = (unsigned)mgpu_cdiv(p->m, v->gemm.tile_m);
     plan->cols_per_launch = (int64_t)MAX_GRID_Y_TILES * v->gemm.tile_n;
-    plan->batches_per_launch = MAX_GRID_Z;
+    plan->batches_per_launch = MGPU_MAX_GRID_YZ;
 }
 
 void mgpu_gemm_plan_chunk(const struct mgpu_gemm_plan *plan, const struct mgpu_gemm_problem *p, int64_t col0,

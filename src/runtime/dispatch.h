@@ -33,6 +33,8 @@ struct mgpu_device_caps {
  * Kernels leave them at zero (each launch resets what it counted), so
  * launches in stream order share them, which is why one handle's calls must
  * not run concurrently. */
+/* The largest y and z extents of a launch grid. */
+#define MGPU_MAX_GRID_YZ 65535
 #define MGPU_SPLIT_COUNTERS 4096 /* GEMM split-K: one per output tile and 64-column consumer; more: no split-K */
 #define MGPU_COUNTERS_SPLIT_K 0
 /* attention forward calls whose splits merge in the main kernel: one per work
