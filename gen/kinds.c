@@ -98,14 +98,20 @@ static int attention_fwd_fp8_smem(const struct gen_variant *v)
     return mgpu_attention_fwd_fp8_smem_bytes(a->block_m, a->block_n, a->stages, MGPU_ATTENTION_FWD_FP8_Q_STAGES);
 }
 
-static const char *attention_fwd_fp8_check(const struct gen_variant *v)
+/* The fp8 forward's tile (and `stages`, which differ between the two kernels) as the ABI fixes it. */
+static int attention_fwd_fp8_tile_ok(const struct gen_variant *v, int stages)
 {
     const struct gen_attention *a = &v->attention;
-    if (a->head_dim != MGPU_ATTENTION_FWD_FP8_HEAD_DIM || a->block_m != MGPU_ATTENTION_FWD_BLOCK_M ||
-        a->block_n != MGPU_ATTENTION_FWD_FP8_BLOCK_N || a->stages != MGPU_ATTENTION_FWD_FP8_STAGES ||
-        v->threads != MGPU_ATTENTION_FWD_THREADS)
-        return "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h";
-    return NULL;
+    return a->head_dim == MGPU_ATTENTION_FWD_FP8_HEAD_DIM && a->block_m == MGPU_ATTENTION_FWD_BLOCK_M &&
+           a->block_n == MGPU_ATTENTION_FWD_FP8_BLOCK_N && a->stages == stages &&
+           v->threads == MGPU_ATTENTION_FWD_THREADS;
+}
+
+static const char *attention_fwd_fp8_check(const struct gen_variant *v)
+{
+    return attention_fwd_fp8_tile_ok(v, MGPU_ATTENTION_FWD_FP8_STAGES)
+               ? NULL
+               : "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h";
 }
 
 /* fp8 forward with V^T from the workspace: Q double-buffered, K and V^T rings. */
@@ -117,12 +123,9 @@ static int attention_fwd_fp8_vt_smem(const struct gen_variant *v)
 
 static const char *attention_fwd_fp8_vt_check(const struct gen_variant *v)
 {
-    const struct gen_attention *a = &v->attention;
-    if (a->head_dim != MGPU_ATTENTION_FWD_FP8_HEAD_DIM || a->block_m != MGPU_ATTENTION_FWD_BLOCK_M ||
-        a->block_n != MGPU_ATTENTION_FWD_FP8_BLOCK_N || a->stages != MGPU_ATTENTION_FWD_FP8_VT_STAGES ||
-        v->threads != MGPU_ATTENTION_FWD_THREADS)
-        return "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h (V^T from the workspace)";
-    return NULL;
+    return attention_fwd_fp8_tile_ok(v, MGPU_ATTENTION_FWD_FP8_VT_STAGES)
+               ? NULL
+               : "tile or threads differ from kernels/abi/attention_fwd_fp8_abi.h (V^T from the workspace)";
 }
 
 /* ------------------------------------------------------------ unit texts */

@@ -17,6 +17,39 @@ namespace mgpu {
 namespace sm90 {
 namespace persistent {
 
+/* A consumer thread's accumulators as a partial slot's float4s in fragment
+ * order (float4 q of thread t at slot[q * 128 + t]: coalesced), past L1:
+ * park_partial writes them, take_partial reads float4s g .. g + kBatch - 1
+ * back into acc (kAdd: added to it). The split-K combine and the split-K
+ * tail (gemm_sm90_tail_split.cuh) share them. */
+template <int N>
+__device__ __forceinline__ void park_partial(const float (&acc)[N], float4 *slot)
+{
+#pragma unroll
+    for (int q = 0; q < N / 4; ++q)
+        __stcg(slot + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+}
+
+template <int kBatch, bool kAdd, int N>
+__device__ __forceinline__ void take_partial(float (&acc)[N], const float4 *slot, int g)
+{
+#pragma unroll
+    for (int q = g; q < g + kBatch; ++q) {
+        const float4 v = __ldcg(slot + q * 128);
+        if constexpr (kAdd) {
+            acc[4 * q] += v.x;
+            acc[4 * q + 1] += v.y;
+            acc[4 * q + 2] += v.z;
+            acc[4 * q + 3] += v.w;
+        } else {
+            acc[4 * q] = v.x;
+            acc[4 * q + 1] = v.y;
+            acc[4 * q + 2] = v.z;
+            acc[4 * q + 3] = v.w;
+        }
+    }
+}
+
 /* Split-K: parks this unit's partial of 64-column part `part` of the tile
  * (held by the warpgroup that syncs on `barrier_id`) and
  * returns true when it was the last of the tile's `splits` units to arrive,
@@ -42,10 +75,7 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
                     (tile_id * args.splits * Cfg::kConsumers + part) * (kSlotFloats / 4) + tid;
     const int64_t split_step = Cfg::kConsumers * (kSlotFloats / 4); /* float4s between two splits' slots */
 
-    float4 *mine = slots + t.split * split_step;
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q)
-        __stcg(mine + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+    park_partial(acc, slots + t.split * split_step);
     named_barrier_sync(barrier_id, 128);
     if (tid == 0) {
         int *counter = reinterpret_cast<int *>(args.split_counters) + tile_id * Cfg::kConsumers + part;
@@ -66,26 +96,10 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
      * which would need as many registers again as the accumulators. */
 #pragma unroll
     for (int g = 0; g < kQuads; g += kLoadBatch) {
-#pragma unroll
-        for (int q = g; q < g + kLoadBatch; ++q) {
-            const float4 v = __ldcg(slots + q * 128);
-            acc[4 * q] = v.x;
-            acc[4 * q + 1] = v.y;
-            acc[4 * q + 2] = v.z;
-            acc[4 * q + 3] = v.w;
-        }
+        take_partial<kLoadBatch, false>(acc, slots, g);
 #pragma unroll 1
-        for (int s = 1; s < args.splits; ++s) {
-            const float4 *p = slots + s * split_step;
-#pragma unroll
-            for (int q = g; q < g + kLoadBatch; ++q) {
-                const float4 v = __ldcg(p + q * 128);
-                acc[4 * q] += v.x;
-                acc[4 * q + 1] += v.y;
-                acc[4 * q + 2] += v.z;
-                acc[4 * q + 3] += v.w;
-            }
-        }
+        for (int s = 1; s < args.splits; ++s)
+            take_partial<kLoadBatch, true>(acc, slots + s * split_step, g);
     }
     return true;
 }

@@ -50,6 +50,7 @@
 #include "abi/gemm_abi.h"
 #include "common/barrier.cuh"
 #include "common/tile_scheduler.cuh"
+#include "hopper/gemm_sm90_split_k.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -136,16 +137,6 @@ __device__ __forceinline__ void tail_contributors(const GemmTailPlan &p, const G
     last = static_cast<int>(((x0 + k) * grid - 1) / length);
 }
 
-/* This thread's accumulators into a partial slot (its float4s 128 threads
- * apart: a warpgroup's stores coalesce), past L1. */
-template <class Cfg>
-__device__ __forceinline__ void park_partial(const float (&acc)[Cfg::kBM / 2], float4 *slot)
-{
-#pragma unroll
-    for (int q = 0; q < Cfg::kBM / 8; ++q)
-        __stcg(slot + q * 128, make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
-}
-
 /* The combine of a tail piece (the file's first comment) for 64-column part
  * `part` of the tile, held by the warpgroup that syncs on `barrier_id`.
  * True when this warpgroup goes on to the epilogue with the whole sum in
@@ -179,7 +170,7 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
     if (tid == 0)
         arrived_last = atomicAdd(&counters[0], 1) == n - 1;
     if (!named_barrier_sync_or(barrier_id, 128, arrived_last)) {
-        park_partial<Cfg>(acc, base + (tail_tile + c) * slot_step);
+        park_partial(acc, base + (tail_tile + c) * slot_step);
         named_barrier_sync(barrier_id, 128);
         if (tid == 0) {
             __threadfence();
@@ -206,41 +197,17 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
     const int own = c - first;
     const float4 *slots = base + (tail_tile + first) * slot_step;
     if (own >= 2)
-        park_partial<Cfg>(acc, base + (tail_tile + c) * slot_step);
+        park_partial(acc, base + (tail_tile + c) * slot_step);
     const int from = own == 1 ? 2 : 1;
 #pragma unroll
     for (int g = 0; g < kQuads; g += kLoadBatch) {
-        if (own >= 2) {
-#pragma unroll
-            for (int q = g; q < g + kLoadBatch; ++q) {
-                const float4 v = __ldcg(slots + q * 128);
-                acc[4 * q] = v.x;
-                acc[4 * q + 1] = v.y;
-                acc[4 * q + 2] = v.z;
-                acc[4 * q + 3] = v.w;
-            }
-        } else if (own == 1) {
-#pragma unroll
-            for (int q = g; q < g + kLoadBatch; ++q) {
-                const float4 v = __ldcg(slots + q * 128);
-                acc[4 * q] += v.x;
-                acc[4 * q + 1] += v.y;
-                acc[4 * q + 2] += v.z;
-                acc[4 * q + 3] += v.w;
-            }
-        }
+        if (own >= 2)
+            take_partial<kLoadBatch, false>(acc, slots, g);
+        else if (own == 1)
+            take_partial<kLoadBatch, true>(acc, slots, g);
 #pragma unroll 1
-        for (int i = from; i < n; ++i) {
-            const float4 *p = slots + i * slot_step;
-#pragma unroll
-            for (int q = g; q < g + kLoadBatch; ++q) {
-                const float4 v = __ldcg(p + q * 128);
-                acc[4 * q] += v.x;
-                acc[4 * q + 1] += v.y;
-                acc[4 * q + 2] += v.z;
-                acc[4 * q + 3] += v.w;
-            }
-        }
+        for (int i = from; i < n; ++i)
+            take_partial<kLoadBatch, true>(acc, slots + i * slot_step, g);
     }
     return true;
 }
