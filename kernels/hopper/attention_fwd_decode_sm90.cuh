@@ -164,15 +164,7 @@ __device__ __forceinline__ void attention_fwd_decode(const mgpu_attention_fwd_pa
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
-        mbar_init(&smem.q_full[0], 1);
-        mbar_init(&smem.q_empty[0], Cfg::kConsumerWarps); /* the epilogues arrive on it */
-        for (int s = 0; s < Cfg::kStages; ++s) {
-            mbar_init(&smem.k_full[s], gather ? Cfg::kWarpgroupThreads : 1);
-            mbar_init(&smem.v_full[s], gather ? Cfg::kWarpgroupThreads : 1);
-            mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
-            mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
-        }
-        mbar_fence_init();
+        attn_fwd_init_barriers<Cfg, 1>(smem, gather); /* one Q buffer: one tile per CTA */
     }
     __syncthreads();
     /* The stream's next grid may be scheduled once every CTA is here (see

@@ -74,6 +74,7 @@
 #include "common/barrier.cuh"
 #include "common/shared_memory.cuh"
 #include "hopper/attention_fwd_epilogue.cuh"
+#include "hopper/attention_fwd_fp8_transpose_v.cuh"
 #include "hopper/attention_fwd_mainloop.cuh"
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
@@ -279,12 +280,8 @@ __device__ __forceinline__ void transpose_v_block(uint32_t src, uint32_t dst, in
         }
 #pragma unroll
         for (int m = 0; m < 4; ++m) {
-            const uint32_t t0 = __byte_perm(w[0][m], w[1][m], 0x5140);
-            const uint32_t t1 = __byte_perm(w[0][m], w[1][m], 0x7362);
-            const uint32_t t2 = __byte_perm(w[2][m], w[3][m], 0x5140);
-            const uint32_t t3 = __byte_perm(w[2][m], w[3][m], 0x7362);
-            const uint32_t out[4] = {__byte_perm(t0, t2, 0x5410), __byte_perm(t0, t2, 0x7632),
-                                     __byte_perm(t1, t3, 0x5410), __byte_perm(t1, t3, 0x7632)};
+            uint32_t out[4];
+            attn_fp8_vt::transpose_bytes_4x4(w, m, out);
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 const int d = dc * 16 + 4 * m + k;

@@ -31,6 +31,22 @@ constexpr int kChunkBytes = 16;
 static_assert(kThreads / 32 * kChunkBytes == kRowBytes, "one warp per 16 dims");
 static_assert(kBlockKeys == 4 * 32, "one lane per 4 keys");
 
+/* Column m of four 4-byte words w[0..3][m] (bytes of four keys) as four
+ * words of the transpose: out[k] holds byte k of each key's word, keys in
+ * the order 0, 1, 2, 3 (two PRMT levels, 6 instructions). The pre-pass and
+ * the fp8 kernel's in-kernel transpose share it. */
+__device__ __forceinline__ void transpose_bytes_4x4(const uint32_t (&w)[4][4], int m, uint32_t (&out)[4])
+{
+    const uint32_t t0 = __byte_perm(w[0][m], w[1][m], 0x5140);
+    const uint32_t t1 = __byte_perm(w[0][m], w[1][m], 0x7362);
+    const uint32_t t2 = __byte_perm(w[2][m], w[3][m], 0x5140);
+    const uint32_t t3 = __byte_perm(w[2][m], w[3][m], 0x7362);
+    out[0] = __byte_perm(t0, t2, 0x5410);
+    out[1] = __byte_perm(t0, t2, 0x7632);
+    out[2] = __byte_perm(t1, t3, 0x5410);
+    out[3] = __byte_perm(t1, t3, 0x7632);
+}
+
 __device__ __forceinline__ void transpose_v(const mgpu_attention_fwd_fp8_vt_args &a)
 {
     const int h = static_cast<int>(blockIdx.y);
@@ -81,12 +97,8 @@ __device__ __forceinline__ void transpose_v(const mgpu_attention_fwd_fp8_vt_args
                    ((base + n) * kBlockKeys + warp * kChunkBytes) * kRowBytes + 4 * lane;
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-        const uint32_t t0 = __byte_perm(w[0][m], w[1][m], 0x5140);
-        const uint32_t t1 = __byte_perm(w[0][m], w[1][m], 0x7362);
-        const uint32_t t2 = __byte_perm(w[2][m], w[3][m], 0x5140);
-        const uint32_t t3 = __byte_perm(w[2][m], w[3][m], 0x7362);
-        const uint32_t out[4] = {__byte_perm(t0, t2, 0x5410), __byte_perm(t0, t2, 0x7632),
-                                 __byte_perm(t1, t3, 0x5410), __byte_perm(t1, t3, 0x7632)};
+        uint32_t out[4];
+        transpose_bytes_4x4(w, m, out);
 #pragma unroll
         for (int k = 0; k < 4; ++k)
             *reinterpret_cast<uint32_t *>(dst + (4 * m + k) * kRowBytes) = out[k];

@@ -215,6 +215,27 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     }
 }
 
+/* Thread 0: the barriers of the CTA's rings, `q_stages` Q buffers (the
+ * epilogues arrive on q_empty) and the K / V stages, whose full barriers
+ * take one arrival and its bytes, or with the paged gather the producer
+ * warpgroup's 128 arrivals. The forward kernel and the decode entry share
+ * it. */
+template <class Cfg, int q_stages, class Smem>
+__device__ __forceinline__ void attn_fwd_init_barriers(Smem &smem, bool gather)
+{
+    for (int s = 0; s < q_stages; ++s) {
+        mbar_init(&smem.q_full[s], 1);
+        mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
+    }
+    for (int s = 0; s < Cfg::kStages; ++s) {
+        mbar_init(&smem.k_full[s], gather ? Cfg::kWarpgroupThreads : 1);
+        mbar_init(&smem.v_full[s], gather ? Cfg::kWarpgroupThreads : 1);
+        mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
+        mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
+    }
+    mbar_fence_init();
+}
+
 template <class Cfg>
 __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p)
 {
@@ -233,17 +254,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
-        for (int s = 0; s < Cfg::kQStages; ++s) {
-            mbar_init(&smem.q_full[s], 1);
-            mbar_init(&smem.q_empty[s], Cfg::kConsumerWarps);
-        }
-        for (int s = 0; s < Cfg::kStages; ++s) {
-            mbar_init(&smem.k_full[s], gather ? Cfg::kWarpgroupThreads : 1);
-            mbar_init(&smem.v_full[s], gather ? Cfg::kWarpgroupThreads : 1);
-            mbar_init(&smem.k_empty[s], Cfg::kConsumerWarps);
-            mbar_init(&smem.v_empty[s], Cfg::kConsumerWarps);
-        }
-        mbar_fence_init();
+        attn_fwd_init_barriers<Cfg, Cfg::kQStages>(smem, gather);
     }
     __syncthreads();
     MGPU_ATTN_FWD_STAMP(p.args, kTlBarriersSet, threadIdx.x == 0);
