@@ -5,14 +5,16 @@
  * reserved on the handle before capture), and a decode step on a paged K/V
  * cache (mgpu_kv_cache_append of the new row, then GQA attention of one
  * query row per sequence, which the planner packs and splits across keys
- * through the handle's workspace) are captured on one stream, the
- * graph is replayed 100 times, and every result and the index-error report
+ * through the handle's workspace), and an fp8 attention call whose V^T copy
+ * a kernel of its own writes into the workspace are captured on one stream,
+ * the graph is replayed 100 times, and every result and the index-error report
  * are checked: the bf16 GEMMs against cuBLAS, gather and scatter-add against
  * a CPU reference, fp8 GEMM and attention against the same call made outside
  * capture (the warm-up that loads each kernel image; test_gemm_fp8_gpu,
  * test_attention_gpu and test_attention_bwd_gpu check those against their
  * references), the backward's dQ, dK, dV and the decode step's O and LSE
- * bitwise (test_attention_decode_gpu checks decode against its reference).
+ * bitwise (test_attention_decode_gpu checks decode against its reference),
+ * the fp8 attention's O bitwise against the uncaptured call.
  *
  * Also BLAS semantics of alpha == 0: A and B full of NaN, C = beta * C
  * exactly, and cuBLAS's answer on the same inputs must agree.
@@ -332,6 +334,29 @@ int main(void)
     CHECK_STATUS(mgpu_reserve_workspace(h, bwd_bytes), MGPU_STATUS_SUCCESS);
     struct decode_step dec;
     make_decode_step(&dec);
+
+    /* fp8 attention, GQA 8/2, causal, per-KV-head descales: 32 query tiles per KV head, so the
+     * call first writes V^T into the handle's workspace (a kernel of its own, captured too) */
+    const int64_t f8s = 4096, f8hq = 8, f8hkv = 2;
+    const size_t f8q_elems = (size_t)(f8s * f8hq * 128), f8kv_elems = (size_t)(f8s * f8hkv * 128);
+    unsigned char *h8att = malloc(f8q_elems);
+    void *q8 = dev_alloc(f8q_elems), *k8 = dev_alloc(f8kv_elems), *v8 = dev_alloc(f8kv_elems);
+    void *o8 = dev_alloc(f8q_elems * 2), *o8_ref = dev_alloc(f8q_elems * 2);
+    void *const f8in[3] = {q8, k8, v8};
+    for (int t = 0; t < 3; t++) {
+        const size_t n = t == 0 ? f8q_elems : f8kv_elems;
+        for (size_t i = 0; i < n; i++) /* small exponents: never NaN */
+            h8att[i] = (unsigned char)((rand() & 0x3f) | ((rand() & 1) << 7));
+        CUDA_OK(cudaMemcpy(f8in[t], h8att, n, cudaMemcpyHostToDevice));
+    }
+    const float descales[3][2] = {{0.5f, 0.75f}, {1.25f, 0.625f}, {2.0f, 1.5f}};
+    float *d_descales = dev_alloc(sizeof descales);
+    CUDA_OK(cudaMemcpy(d_descales, descales, sizeof descales, cudaMemcpyHostToDevice));
+    mgpu_attention_fwd_desc att8 = MGPU_ATTENTION_FWD_DESC_INIT;
+    att8.batch = 1, att8.seqlen_q = att8.seqlen_k = f8s, att8.heads_q = f8hq, att8.heads_kv = f8hkv;
+    att8.head_dim = 128, att8.causal = 1, att8.dtype = MGPU_DTYPE_BF16, att8.qkv_fp8 = 1;
+    att8.q_descale = d_descales, att8.k_descale = d_descales + 2, att8.v_descale = d_descales + 4;
+    att8.descale_head_stride = 1;
     CUDA_OK(cudaDeviceSynchronize());
 
     /* Warm-up, outside capture: loads every kernel image; its fp8 and attention results are the references. */
@@ -345,6 +370,7 @@ int main(void)
     CHECK_STATUS(mgpu_attention_fwd(h, &att, q, k, v, o_ref, lse), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq_ref, dk_ref, dv_ref), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(run_decode_step(h, &dec, dec.o_ref, dec.lse_ref), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att8, q8, k8, v8, o8_ref, NULL), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamSynchronize(stream));
     CHECK_STATUS(mgpu_check_index_errors(h), MGPU_STATUS_INDEX_OUT_OF_RANGE);
 
@@ -357,6 +383,7 @@ int main(void)
     poison(dq, (q_elems + 2 * kv_elems) * 2);
     poison(dec.o, dec.q_bytes);
     poison(dec.lse, dec.lse_bytes);
+    poison(o8, f8q_elems * 2);
     CUDA_OK(cudaDeviceSynchronize());
     cudaGraph_t graph = NULL;
     CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -370,6 +397,7 @@ int main(void)
     /* O of the eager forward (the captured one is compared with it below): the eager backward's inputs */
     CHECK_STATUS(mgpu_attention_bwd(h, &bwd, q, k, v, o_ref, dout, lse, dq, dk, dv), MGPU_STATUS_SUCCESS);
     CHECK_STATUS(run_decode_step(h, &dec, dec.o, dec.lse), MGPU_STATUS_SUCCESS);
+    CHECK_STATUS(mgpu_attention_fwd(h, &att8, q8, k8, v8, o8, NULL), MGPU_STATUS_SUCCESS);
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     cudaGraphExec_t exec = NULL;
     if (graph)
@@ -386,6 +414,7 @@ int main(void)
     expect_same_bytes("deterministic attention backward", dq, dq_ref, (q_elems + 2 * kv_elems) * 2);
     expect_same_bytes("paged decode step, O", dec.o, dec.o_ref, dec.q_bytes);
     expect_same_bytes("paged decode step, LSE", dec.lse, dec.lse_ref, dec.lse_bytes);
+    expect_same_bytes("fp8 attention with the V^T pre-pass", o8, o8_ref, f8q_elems * 2);
     expect_close("scatter-add", d_sdst, d_sref, MGPU_DTYPE_F32, s_rows * s_cols, 1e-5);
     unsigned char *gathered = malloc((size_t)(n_idx * row_bytes));
     CUDA_OK(cudaMemcpy(gathered, d_gathered, (size_t)(n_idx * row_bytes), cudaMemcpyDeviceToHost));
