@@ -1226,10 +1226,15 @@ static void test_decode64_plan(void)
         int batch, seqlen_k, heads_q, heads_kv, head_dim;
         int decode64; /* the planner's choice */
     } rows[] = {
-        {1, 1024, 64, 8, 128, 1},   /* packed, 8 rows, 8 splits */
-        {1, 8192, 64, 8, 64, 1},    /* packed, splits */
+        {1, 1024, 64, 8, 128, 0},   /* packed, 8 splits: the 128-row entry merges them in the kernel */
+        {8, 8192, 64, 8, 128, 0},   /* packed, 2 splits: the same */
+        {1, 8192, 64, 8, 128, 1},   /* packed, 16 splits: the combine kernel either way */
+        {1, 8192, 64, 8, 64, 1},    /* the same at d64 */
+        {64, 1024, 64, 8, 128, 1},  /* packed, no splits */
         {1, 131072, 8, 1, 128, 1},  /* MQA, splits */
-        {8, 1024, 32, 32, 128, 1},  /* MHA, one row a tile */
+        {8, 1024, 32, 32, 128, 1},  /* MHA d128, one row a tile */
+        {1, 1024, 32, 32, 128, 1},  /* MHA d128, splits merged in the kernel (one row) */
+        {1, 8192, 32, 32, 64, 0},   /* MHA d64 */
         {1, 8192, 128, 1, 128, 0},  /* group 128: more than 64 rows */
     };
     const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0};
@@ -1263,6 +1268,15 @@ static void test_decode64_plan(void)
                   "row %zu: forced by name", i);
         }
         struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode64 = 1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(plan.decode64 == (rows[i].heads_q / rows[i].heads_kv <= 64), "row %zu: forced on: %d", i,
+              plan.decode64);
+        CHECK(!plan.decode64 || !plan.merge_in_kernel ||
+                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 4,
+              "row %zu: forced on: merge in the kernel past 4 warps", i);
+        forced = choice;
         forced.force_decode64 = -1;
         decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
                     &p, &plan);

@@ -654,18 +654,31 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
         mgpu_attention_fwd_plan_fp8(p, out);
 }
 
-/* Whether a decode-entry call runs the 64-row variant: its rows (queries
- * times the packed group) fit 64, and the rule below holds. */
-static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan, int force)
+/* Whether a decode-entry call runs the 64-row variant (plan64) rather than
+ * the 128-row one (plan): its rows (queries times the packed group) fit 64,
+ * and, by measurement (H100, GPU time, decision XXX), the call neither
+ * loses the 128-row plan's merge in the kernel (the 64-row entry's 4 warps
+ * merge 8 packed rows in two passes, so its split calls of 8 GQA rows took
+ * the combine kernel: 1 x 1024 keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024
+ * 11.3 -> 11.9) nor is an unpacked call at head dim 64 (MHA d64: 1 x 8192
+ * keys 27.8 -> 29.5 us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128
+ * (1 x 1024 keys 9.2 -> 8.6 us), GQA whose splits merge in the combine
+ * kernel either way (1 x 8192 keys d128 13.4 -> 13.2, d64 10.7 -> 10.5),
+ * GQA without splits, MQA. */
+static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
+                         const struct mgpu_attention_plan *plan64, int force)
 {
-    const struct mgpu_attention_fwd_args *a = &plan->args;
+    const struct mgpu_attention_fwd_args *a = &plan64->args;
     const int64_t group = p->heads_q / p->heads_kv;
     const int64_t rows = p->seqlen_q * (a->pack_gqa ? group : 1);
-    if (rows > MGPU_ATTENTION_FWD_DECODE64_BLOCK_M || (a->pack_gqa && group > MGPU_ATTENTION_FWD_DECODE64_BLOCK_M))
+    /* the same packing (a group of more than 64 heads is not packed there) */
+    if (!plan64->decode_entry || a->pack_gqa != plan->args.pack_gqa || rows > MGPU_ATTENTION_FWD_DECODE64_BLOCK_M)
         return 0;
     if (force)
         return force > 0;
-    return 1;
+    if (plan->merge_in_kernel && !plan64->merge_in_kernel)
+        return 0;
+    return a->pack_gqa || p->head_dim != 64;
 }
 
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
@@ -673,13 +686,17 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
                                  struct mgpu_attention_plan *out)
 {
     make_plan_tiles(p, v, caps, choice, v->attention.block_m, out);
-    if (!out->decode_entry || !choice->decode64 || !decode64_pays(p, out, choice->force_decode64))
+    if (!out->decode_entry || !choice->decode64 || choice->force_decode64 < 0)
         return;
     /* The same call on 64-row tiles, through the decode entry. */
     struct mgpu_attention_fwd_choice c = *choice;
     c.force_decode_entry = 1;
-    make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, out);
-    out->decode64 = out->decode_entry;
+    struct mgpu_attention_plan plan64;
+    make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
+    if (decode64_pays(p, out, &plan64, choice->force_decode64)) {
+        *out = plan64;
+        out->decode64 = 1;
+    }
 }
 
 /* Places the partial buffers at the workspace's base. */
