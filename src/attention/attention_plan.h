@@ -125,7 +125,9 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * then as many as the workspace holds, none without keys. Their merge:
  * in the main kernel's last split of each tile when that CTA merges the
  * tile's rows in one pass of 8 warps (few rows and splits), else the
- * combine kernel (mgpu_attention_fwd_merge_passes). */
+ * combine kernel (mgpu_attention_fwd_merge_passes). Decode-entry calls of at
+ * most 64 rows take the 64-row decode entry where choice->decode64 says it
+ * exists and its rule holds (plan->decode64; the plan's tiles are then its). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);
