@@ -418,6 +418,27 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_smem,
     },
+    /* the decode entry with one consumer warpgroup and 64 query rows (its
+     * configuration's threads, launch bounds and shared memory) */
+    [GEN_ATTENTION_FWD_DECODE64_SM90] = {
+        .name = "ATTENTION_FWD_DECODE64_SM90",
+        .doc = "flash attention forward, sm_90a, decode entry with 64 query rows and one consumer warpgroup: "
+               "one query tile per (sequence, head), grid (splits, heads, batch)",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_decode_sm90.cuh",
+        .group = "attention_fwd_decode_sm90",
+        .entry = "mgpu_attention_fwd_decode64_sm90_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdDecode64Config<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
+                "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
+                "gen/variants.c\");\n"
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, Config@i@::kMinBlocks)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_smem,
+    },
     [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
         .name = "ATTENTION_FWD_FP8_VT_SM90",
         .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, V^T from the workspace (written by "

@@ -141,6 +141,14 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
      .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_BLOCK_M,                                   \
                    .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}},
 #define SM90_ATTENTION_FWD_DECODE_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD_DECODE, dt)
+/* The decode entry's 64-row variant (one consumer warpgroup, 256 threads;
+ * the forward's key block and stages): head dims 64 and 128, the GQA decode
+ * rows it was built for (the runtime's rule: src/attention/attention_plan.c). */
+#define SM90_ATTENTION_FWD_DECODE64(dt, d)                                                                 \
+    {GEN_ATTENTION_FWD_DECODE64_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_DECODE64_THREADS,                 \
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M,                          \
+                   .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}}
+#define SM90_ATTENTION_FWD_DECODE64_FAMILY(dt) SM90_ATTENTION_FWD_DECODE64(dt, 64), SM90_ATTENTION_FWD_DECODE64(dt, 128)
 
 /* Hopper fp8 attention forward (abi/attention_fwd_fp8_abi.h): e4m3 Q, K, V;
  * the row's dtype is O's. Head dim 128 only. */
@@ -247,6 +255,9 @@ const struct gen_variant gen_variants[] = {
     /* the 16-bit 192 x 128 GEMM rows (last: the units of the rows before
      * them are unchanged) */
     SM90_WS_192_FAMILY(GEN_F16), SM90_WS_192_FAMILY(GEN_BF16),
+    /* the decode entry's 64-row variants (last: the units of the rows before
+     * them are unchanged) */
+    SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_BF16), SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_F16),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

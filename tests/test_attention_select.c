@@ -225,7 +225,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -337,7 +337,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -644,7 +644,7 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -867,7 +867,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -986,7 +986,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1105,7 +1105,7 @@ static void test_programmatic_plan(void)
         {8, 32768, 64, 8, 64, 128, 0},
         {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1137,7 +1137,7 @@ static void test_decode_entry_plan(void)
         {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
         {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1217,6 +1217,93 @@ static void test_decode_entry_plan(void)
     }
 }
 
+/* The 64-row decode entry (one consumer warpgroup): planned for decode-entry
+ * calls whose rows fit 64 when the variant exists (choice.decode64), with
+ * its tiles (tile_queries, Q box), its 4-warp merge and its forcing. */
+static void test_decode64_plan(void)
+{
+    static const struct {
+        int batch, seqlen_k, heads_q, heads_kv, head_dim;
+        int decode64; /* the planner's choice */
+    } rows[] = {
+        {1, 1024, 64, 8, 128, 0},   /* packed, 8 splits: the 128-row entry merges them in the kernel */
+        {8, 8192, 64, 8, 128, 0},   /* packed, 2 splits: the same */
+        {1, 8192, 64, 8, 128, 1},   /* packed, 16 splits: the combine kernel either way */
+        {1, 8192, 64, 8, 64, 1},    /* the same at d64 */
+        {64, 1024, 64, 8, 128, 1},  /* packed, no splits */
+        {1, 131072, 8, 1, 128, 1},  /* MQA, splits */
+        {8, 1024, 32, 32, 128, 1},  /* MHA d128, one row a tile */
+        {1, 1024, 32, 32, 128, 1},  /* MHA d128, splits merged in the kernel (one row) */
+        {1, 8192, 32, 32, 64, 0},   /* MHA d64 */
+        {1, 8192, 128, 1, 128, 0},  /* group 128: more than 64 rows */
+    };
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        const int idx = decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv,
+                                    rows[i].head_dim, &choice, &p, &plan);
+        if (idx < 0)
+            continue;
+        CHECK(plan.decode_entry && plan.decode64 == rows[i].decode64, "row %zu: decode64 %d (want %d)", i,
+              plan.decode64, rows[i].decode64);
+        const struct mgpu_attention_fwd_args *a = &plan.args;
+        if (plan.decode64) {
+            const int group = rows[i].heads_q / rows[i].heads_kv;
+            const uint32_t box_rows = a->pack_gqa ? plan.q_map.box[1] * plan.q_map.box[2] : plan.q_map.box[1];
+            CHECK(a->tile_queries == (a->pack_gqa ? 64 / group : 64) && box_rows <= 64 &&
+                      plan.decode_grid[0] == (unsigned)a->num_splits &&
+                      plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2],
+                  "row %zu: tile_queries %d, Q box rows %u", i, a->tile_queries, box_rows);
+            CHECK(!plan.merge_in_kernel ||
+                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 4,
+                  "row %zu: merge in the kernel past 4 warps (%d splits)", i, a->num_splits);
+            const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper);
+            CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 &&
+                      mgpu_variants[e].dtype == mgpu_variants[idx].dtype &&
+                      mgpu_variants[e].attention.head_dim == rows[i].head_dim &&
+                      mgpu_variants[e].attention.block_m == 64 && mgpu_variants[e].threads == 256,
+                  "row %zu: decode64 variant %d", i, e);
+            CHECK(mgpu_attention_fwd_decode_forced(mgpu_variants[e].name, &mgpu_variants[idx]) == 64,
+                  "row %zu: forced by name", i);
+        }
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode64 = 1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(plan.decode64 == (rows[i].heads_q / rows[i].heads_kv <= 64), "row %zu: forced on: %d", i,
+              plan.decode64);
+        CHECK(!plan.decode64 || !plan.merge_in_kernel ||
+                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 4,
+              "row %zu: forced on: merge in the kernel past 4 warps", i);
+        forced = choice;
+        forced.force_decode64 = -1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(plan.decode_entry && !plan.decode64, "row %zu: forced off", i);
+        forced = choice;
+        forced.decode64 = 0;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(!plan.decode64, "row %zu: no 64-row variant", i);
+        forced = choice;
+        forced.force_decode_entry = -1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan);
+        CHECK(!plan.decode_entry && !plan.decode64, "row %zu: decode entry off", i);
+    }
+    /* head dims without a 64-row variant */
+    static const int dims[] = {96, 192, 256};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        const int idx = decode_plan(1, 8192, 64, 8, dims[i], &choice, &p, &plan);
+        if (idx >= 0)
+            CHECK(mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) < 0, "d%d: a 64-row variant",
+                  dims[i]);
+    }
+}
+
 int main(void)
 {
     test_validation();
@@ -1227,6 +1314,7 @@ int main(void)
     test_split_merge_plan();
     test_programmatic_plan();
     test_decode_entry_plan();
+    test_decode64_plan();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

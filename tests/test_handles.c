@@ -217,9 +217,10 @@ static void check_graph_safe(void)
     CHECK(ran_arch_kernel("mgpu_kv_cache_append"), "KV-cache append ran %s", stats().last_kernel);
     CHECK_STATUS(paged_decode_attention(h), MGPU_STATUS_SUCCESS);
     /* on 9.0 a split call ends with the combine, mgpu_attention_fwd_combine_sm90_*,
-     * or runs the decode entry, mgpu_attention_fwd_decode_sm90_* */
+     * or runs the decode entry, mgpu_attention_fwd_decode_sm90_* or its
+     * 64-row variant mgpu_attention_fwd_decode64_sm90_* */
     CHECK(ran_arch_kernel("mgpu_attention_fwd") || ran_arch_kernel("mgpu_attention_fwd_combine") ||
-              ran_arch_kernel("mgpu_attention_fwd_decode"),
+              ran_arch_kernel("mgpu_attention_fwd_decode") || ran_arch_kernel("mgpu_attention_fwd_decode64"),
           "paged decode attention ran %s", stats().last_kernel);
     /* an inference call's main kernel is launched for programmatic dependent
      * launch on 9.0 (the sm_100a kernel has no griddepcontrol); the combine

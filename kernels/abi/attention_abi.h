@@ -121,7 +121,15 @@
  *          tile per CTA, (split, tile head, sequence) = blockIdx; tile_counter
  *          and lpt_group 0; work tile t / num_splits of "Split keys" is
  *          blockIdx.z * tile_heads + blockIdx.y (its split counter).
- * Every other field means what it means above.
+ * Every other field means what it means above. Its 64-row variant
+ * (mgpu_attention_fwd_decode64_sm90_<dtype>_d<D>, head dims 64 and 128): one
+ * consumer warpgroup, block {MGPU_ATTENTION_FWD_DECODE64_THREADS, 1, 1},
+ * kBlockM = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M wherever the paragraphs above
+ * say kBlockM (the Q map's box, tile_queries, group_size <= 64), its own
+ * shared memory (the formula with block_m 64); with splits merged in the
+ * kernel (split_counters) its 4 warps merge a tile's rows, so the runtime
+ * gives it counters only where mgpu_attention_fwd_combine_warps(num_splits)
+ * <= 4.
  *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
@@ -174,6 +182,9 @@
 #define MGPU_ATTENTION_FWD_BLOCK_M 128
 #define MGPU_ATTENTION_FWD_THREADS 384
 #define MGPU_ATTENTION_FWD_STAGES 2
+/* The decode entry's 64-row variant: one consumer warpgroup ("Decode entry"). */
+#define MGPU_ATTENTION_FWD_DECODE64_BLOCK_M 64
+#define MGPU_ATTENTION_FWD_DECODE64_THREADS 256
 
 /* The supported head dims, X(arg, head_dim) for each (one variant per head dim
  * and dtype), and the key block (keys per K / V tile) of a head dim; why

@@ -23,7 +23,8 @@
  *     returns (fixed-length calls: Q's coordinates need no global read;
  *     seqused_k / cu_seqlens are read after the wait).
  *
- * Roles (384 threads, as the general kernel): warpgroup 0 the producer (its
+ * Roles (384 threads, as the general kernel; the 64-row variant 256, one
+ * consumer warpgroup without turns): warpgroup 0 the producer (its
  * first warp: Q, then K / V of the split's key blocks, last block first,
  * into kStages stages; paged_gather calls: all 128 threads gather K / V),
  * warpgroups 1 and 2 the consumers (the key loop of attn_fwd_consumer_tile
@@ -37,6 +38,8 @@
  *   extern "C" __global__ void __launch_bounds__(384, 1)
  *   mgpu_attention_fwd_decode_sm90_bf16_d128(const __grid_constant__ mgpu_attention_fwd_params p)
  *   { mgpu::sm90::attention_fwd_decode<mgpu::sm90::AttnFwdConfig<__nv_bfloat16, 128>>(p); }
+ * and the 64-row one (launch bounds: Config::kThreads, Config::kMinBlocks):
+ *   mgpu_attention_fwd_decode64_sm90_bf16_d128, AttnFwdDecode64Config<__nv_bfloat16, 128>.
  */
 #pragma once
 
@@ -44,6 +47,17 @@
 
 namespace mgpu {
 namespace sm90 {
+
+/* The 64-row variant: one consumer warpgroup (256 threads), the forward's
+ * key block, stages and softmax for the head dim. A packed GQA decode step
+ * (group <= 64 rows), MQA or a short MHA query block fills at most 64 rows:
+ * the 128-row tile's second warpgroup would idle through the key loop and
+ * its turns. Its Q tile, kBlockM = 64 rows, also halves Q's shared memory,
+ * and at head dim 64 two CTAs fit an SM (kMinBlocks). */
+template <typename Element, int kHeadDim>
+using AttnFwdDecode64Config =
+    AttnFwdConfig<Element, kHeadDim, AttnFwdTile<kHeadDim>::kBlockN, AttnFwdTile<kHeadDim>::kLazyRescale,
+                  AttnFwdTile<kHeadDim>::kPolyExp2Every, 1>;
 
 /* This CTA's work tile: (split, tile head, sequence) = blockIdx. */
 __device__ __forceinline__ AttnTileCoord attn_fwd_decode_tile()
@@ -112,9 +126,12 @@ __device__ __forceinline__ void attn_fwd_decode_consumer(const mgpu_attention_fw
                                                          typename Cfg::SharedStorage &smem, int consumer)
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    /* Consumer 0 takes the first turn (attn_fwd_consumer). */
-    if (consumer == 1)
-        named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+    /* Consumer 0 takes the first turn (attn_fwd_consumer); one consumer
+     * warpgroup takes no turns. */
+    if constexpr (Cfg::kConsumerWarpgroups > 1) {
+        if (consumer == 1)
+            named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+    }
     griddep_wait();
     const AttnFwdWork w = attn_fwd_work<Cfg, true>(a, attn_fwd_decode_tile());
     if (!attn_fwd_tile_active(w))

@@ -149,8 +149,11 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
     }
 }
 
-/* After attn_fwd_epilogue_partial of both consumer warpgroups (all 256
- * threads call this), where a.split_counters != 0: counts this split of work
+/* After attn_fwd_epilogue_partial of every consumer warpgroup (all their
+ * threads call this: 256, or 128 in the decode entry's 64-row variant, whose
+ * merge then runs 4 warps instead of the combine kernel's 8; the runtime
+ * merges in the kernel only where a row's warps fit them), where
+ * a.split_counters != 0: counts this split of work
  * tile `work_tile` in and, in the last of the tile's splits to arrive, merges
  * the tile's rows from every split's partials into O and LSE, as the combine
  * kernel does (merge_row: the same sums in the same order, so the same bits
@@ -168,7 +171,8 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
                                                       int work_tile)
 {
     constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    static_assert(kThreads == attn_fwd_combine::kThreads, "the consumers merge as one combine CTA");
+    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2,
+                  "the consumers merge as one combine CTA or half of one");
     static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
     constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;
     const int thread = static_cast<int>(threadIdx.x) - Cfg::kWarpgroupThreads;
@@ -192,7 +196,7 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
     /* The tile's rows that hold queries: a prefix (rows are query-major). */
     const int rows = min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div);
     const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
-    const int rows_per_pass = attn_fwd_combine::kThreads / 32 / warps_per_row;
+    const int rows_per_pass = kThreads / 32 / warps_per_row;
     const int warp = thread / 32, lane = thread % 32;
     const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +
                           static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset + w.q_row0;

@@ -587,6 +587,15 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
     const int my_turn = Cfg::kBarrierTurnFirst + consumer;
     const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
+    /* The ping-pong turns; one consumer warpgroup takes none. */
+    auto take_turn = [&] {
+        if constexpr (Cfg::kConsumerWarpgroups > 1)
+            named_barrier_sync(my_turn, kTurnThreads);
+    };
+    auto pass_turn = [&] {
+        if constexpr (Cfg::kConsumerWarpgroups > 1)
+            named_barrier_arrive(other_turn, kTurnThreads);
+    };
     auto release = [&](uint64_t *bar) {
         if (lane == 0)
             mbar_arrive(bar);
@@ -603,9 +612,9 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     {
         const int g = kv_iter;
         wait_full(&smem.k_full[stage_of<Cfg>(g)], phase_of<Cfg>(g));
-        named_barrier_sync(my_turn, kTurnThreads);
+        take_turn();
         issue_qk_at(g);
-        named_barrier_arrive(other_turn, kTurnThreads);
+        pass_turn();
         wgmma_wait_group<0>();
         wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(g)]);
@@ -615,11 +624,11 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     for (int i = 1; i < count; ++i) {
         const int gk = kv_iter + i, gv = gk - 1;
         wait_full(&smem.k_full[stage_of<Cfg>(gk)], phase_of<Cfg>(gk));
-        named_barrier_sync(my_turn, kTurnThreads);
+        take_turn();
         issue_qk_at(gk);
         wait_full(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
         issue_pv_at(gv, i > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
+        pass_turn();
         wgmma_wait_group<1>();
         wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(gk)]);
@@ -634,9 +643,9 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
     {
         const int gv = kv_iter + count - 1;
         wait_full(&v_full[stage_of<Cfg>(gv)], phase_of<Cfg>(gv));
-        named_barrier_sync(my_turn, kTurnThreads);
+        take_turn();
         issue_pv_at(gv, count > 1);
-        named_barrier_arrive(other_turn, kTurnThreads);
+        pass_turn();
         wgmma_wait_group<0>();
         wgmma_fence_operands(o);
         release(&v_empty[stage_of<Cfg>(gv)]);
@@ -687,9 +696,13 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     /* Tile rows of this warpgroup start at row_base; their queries (the mask's
      * rows) are q_row0 + tile row / row_div. */
     const int row_base = consumer * Cfg::kRowsPerConsumer;
-    if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
-        attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
-        return;
+    /* (One consumer warpgroup: its rows start at the tile's first, which
+     * holds a query in every active tile.) */
+    if constexpr (Cfg::kConsumerWarpgroups > 1) {
+        if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
+            attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
+            return;
+        }
     }
 
     float s[Cfg::kBlockN / 2];

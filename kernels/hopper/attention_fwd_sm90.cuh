@@ -82,7 +82,7 @@ namespace sm90 {
 
 template <typename Element, int kHeadDim_, int kBlockN_ = AttnFwdTile<kHeadDim_>::kBlockN,
           bool kLazyRescale_ = AttnFwdTile<kHeadDim_>::kLazyRescale,
-          int kPolyExp2Every_ = AttnFwdTile<kHeadDim_>::kPolyExp2Every>
+          int kPolyExp2Every_ = AttnFwdTile<kHeadDim_>::kPolyExp2Every, int kConsumerWarpgroups_ = 2>
 struct AttnFwdConfig {
     using T = Element;
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16");
@@ -90,7 +90,10 @@ struct AttnFwdConfig {
     static constexpr int kElementBytes = 2;
 
     static constexpr int kHeadDim = kHeadDim_;
-    static constexpr int kBlockM = AttnFwdTile<kHeadDim>::kBlockM;
+    /* 64 query rows per consumer warpgroup: the forward's 128 with two, the
+     * decode entry's 64-row variant with one (attention_fwd_decode_sm90.cuh). */
+    static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
+    static constexpr int kBlockM = kConsumerWarpgroups == 2 ? AttnFwdTile<kHeadDim>::kBlockM : 64 * kConsumerWarpgroups;
     static constexpr int kBlockN = kBlockN_;
     static constexpr bool kLazyRescale = kLazyRescale_;
     static constexpr int kPolyExp2Every = kPolyExp2Every_;
@@ -106,18 +109,11 @@ struct AttnFwdConfig {
     static_assert(kHeadDim % kWgmmaK == 0 && kBlockN % kWgmmaK == 0, "wgmma K is 16");
 
     static constexpr int kWarpgroupThreads = 128;
-    static constexpr int kConsumerWarpgroups = 2;
+    static_assert(kConsumerWarpgroups == 1 || kConsumerWarpgroups == 2, "one or two consumer warpgroups");
     static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
     static constexpr int kConsumerWarps = kConsumerWarpgroups * kWarpgroupThreads / 32;
     static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
     static_assert(kRowsPerConsumer == 64, "one wgmma M per consumer warpgroup");
-
-    /* Registers: 128 * 24 + 256 * 240 = 64512 = 384 * 168, the launch's
-     * allocation. The producer warp only computes coordinates (its loop state
-     * warp-uniform, mostly in uniform registers); the consumers hold O, S and
-     * P (tile_size table). No entry spills (tests/sass_sm90.sh). */
-    static constexpr int kProducerRegisters = 24;
-    static constexpr int kConsumerRegisters = 240;
 
     /* Column block of a tile: rows x 128 bytes, 128-byte swizzled. */
     static constexpr int kQBlockBytes = kBlockM * kSwizzleBytes;
@@ -148,6 +144,20 @@ struct AttnFwdConfig {
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
     static_assert(kSmemBytes <= kSmemLimit, "fits a Hopper CTA");
+
+    /* CTAs per SM the launch bounds ask for: two where one consumer
+     * warpgroup's CTA (256 threads) leaves room for a second in the 228 KiB
+     * of an SM (1 KiB of it reserved per CTA), i.e. head dim 64; else one. */
+    static constexpr int kMinBlocks =
+        kConsumerWarpgroups == 1 && 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
+    /* Registers: 128 * 24 + 256 * 240 = 64512 = 384 * 168, the launch's
+     * allocation. The producer warp only computes coordinates (its loop state
+     * warp-uniform, mostly in uniform registers); the consumers hold O, S and
+     * P (tile_size table). One consumer warpgroup: 128 * 24 + 128 * 232 =
+     * 32768 = 256 * 128, what two CTAs of 256 threads may each take. No entry
+     * spills (tests/sass_sm90.sh). */
+    static constexpr int kProducerRegisters = 24;
+    static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 232;
 
     /* Named barrier ids (0 is __syncthreads). */
     static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */

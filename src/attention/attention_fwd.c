@@ -80,12 +80,21 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     int variant = mgpu_select_attention_fwd(p, &h->caps, force, &s);
     if (variant < 0)
         return s;
-    /* a forward variant forced by name runs itself, not its decode entry */
+    /* a forward variant forced by name runs itself, not its decode entry;
+     * a decode entry forced by name runs where the call fits it */
     const int forced_by_name = force && strcmp(force, mgpu_variants[variant].name) == 0;
-    const struct mgpu_attention_fwd_choice choice = {h->workspace_bytes,       env->force_pack_gqa,
-                                                      env->force_num_splits,    env->force_paged_gather,
-                                                      env->force_split_merge,   env->attention_pdl,
-                                                      forced_by_name ? -1 : env->attention_decode_entry};
+    const int decode_forced = mgpu_attention_fwd_decode_forced(force, &mgpu_variants[variant]);
+    const int decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps);
+    const struct mgpu_attention_fwd_choice choice = {
+        h->workspace_bytes,
+        env->force_pack_gqa,
+        env->force_num_splits,
+        env->force_paged_gather,
+        env->force_split_merge,
+        env->attention_pdl,
+        forced_by_name ? -1 : decode_forced ? 1 : env->attention_decode_entry,
+        decode64 >= 0,
+        decode_forced == 64 ? 1 : decode_forced == 128 ? -1 : env->attention_decode64};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
@@ -95,7 +104,9 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     variant = choose_fp8_vt(h, p, variant, force, &plan, &vt, vt_grid, &transpose);
     const struct mgpu_variant *v = &mgpu_variants[variant];
     int main_variant = variant;
-    if (plan.decode_entry) {
+    if (plan.decode64) {
+        main_variant = decode64; /* planned only where it exists */
+    } else if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the
          * forward kernel on the same one-tile-per-CTA grid. */
         const int decode = mgpu_select_attention_fwd_decode(v, &h->caps);

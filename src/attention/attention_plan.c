@@ -202,6 +202,50 @@ int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struc
     return -1;
 }
 
+static int is_decode64_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90;
+}
+
+/* The 64-row decode entry with the forward variant's dtype, head dim, key
+ * block and stages. */
+static int decode64_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct mgpu_variant *fwd = ctx;
+    return v->dtype == fwd->dtype && v->attention.head_dim == fwd->attention.head_dim &&
+           v->attention.block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M &&
+           v->attention.block_n == fwd->attention.block_n && v->attention.stages == fwd->attention.stages;
+}
+
+int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+{
+    if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+        return -1;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (is_decode64_kind(v->kind) && mgpu_variant_on_device(v, caps) && decode64_fits(v, fwd))
+            return i;
+    }
+    return -1;
+}
+
+int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd)
+{
+    if (!force)
+        return 0;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (strcmp(force, v->name) != 0)
+            continue;
+        if (is_decode64_kind(v->kind) && decode64_fits(v, fwd))
+            return 64;
+        if (is_decode_kind(v->kind) && decode_fits(v, fwd))
+            return 128;
+        return 0;
+    }
+    return 0;
+}
+
 static int is_combine_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_ATTENTION_FWD_COMBINE_SM90;
@@ -314,6 +358,14 @@ int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
     return mgpu_cdiv(tile_rows, rows_per_pass);
 }
 
+/* The same for a merge of `warps` warps (the 64-row decode entry's 4); a
+ * row's warps must fit them (else INT64_MAX: no merge in the kernel). */
+static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps)
+{
+    const int per_row = mgpu_attention_fwd_combine_warps(num_splits);
+    return per_row > warps ? INT64_MAX : mgpu_cdiv(tile_rows, warps / per_row);
+}
+
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
 {
     if (num_splits <= 1)
@@ -408,13 +460,15 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
-void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
-                                 const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
-                                 struct mgpu_attention_plan *out)
+/* The plan for query tiles of block_m rows: the variant's, or the 64-row
+ * decode entry's (one consumer warpgroup, whose merge runs 4 warps). */
+static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                            const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                            int block_m, struct mgpu_attention_plan *out)
 {
     memset(out, 0, sizeof *out);
     struct mgpu_attention_fwd_args *a = &out->args;
@@ -440,7 +494,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     }
     a->seqused_k = (uint64_t)p->seqused_k;
 
-    const int block_m = v->attention.block_m, block_n = v->attention.block_n;
+    const int block_n = v->attention.block_n;
+    const int merge_warps = block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M ? MGPU_ATTENTION_FWD_COMBINE_WARPS / 2
+                                                                          : MGPU_ATTENTION_FWD_COMBINE_WARPS;
     const int64_t group = p->heads_q / p->heads_kv;
     /* The decode planning (GQA packing, key splits) is the sm_90a kernel's
      * (abi/attention_abi.h); seqused_k and the paged maps below are every
@@ -521,7 +577,9 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
         out->merge_in_kernel = choice->force_merge
                                    ? choice->force_merge > 0
-                                   : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
+                                   : merge_passes_of(tile_rows, a->num_splits, merge_warps) <= SPLIT_MERGE_MAX_PASSES;
+    if (out->merge_in_kernel && mgpu_attention_fwd_combine_warps(a->num_splits) > merge_warps)
+        out->merge_in_kernel = 0; /* forced: a row's warps must fit the kernel's merge */
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
@@ -594,6 +652,51 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     }
     if (v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90)
         mgpu_attention_fwd_plan_fp8(p, out);
+}
+
+/* Whether a decode-entry call runs the 64-row variant (plan64) rather than
+ * the 128-row one (plan): its rows (queries times the packed group) fit 64,
+ * and, by measurement (H100, GPU time, decision 044), the call neither
+ * loses the 128-row plan's merge in the kernel (the 64-row entry's 4 warps
+ * merge 8 packed rows in two passes, so its split calls of 8 GQA rows took
+ * the combine kernel: 1 x 1024 keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024
+ * 11.3 -> 11.9) nor is an unpacked call at head dim 64 (MHA d64: 1 x 8192
+ * keys 27.8 -> 29.5 us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128
+ * (1 x 1024 keys 9.2 -> 8.6 us), GQA whose splits merge in the combine
+ * kernel either way (1 x 8192 keys d128 13.4 -> 13.2, d64 10.7 -> 10.5),
+ * GQA without splits, MQA. */
+static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
+                         const struct mgpu_attention_plan *plan64, int force)
+{
+    const struct mgpu_attention_fwd_args *a = &plan64->args;
+    const int64_t group = p->heads_q / p->heads_kv;
+    const int64_t rows = p->seqlen_q * (a->pack_gqa ? group : 1);
+    /* the same packing (a group of more than 64 heads is not packed there) */
+    if (!plan64->decode_entry || a->pack_gqa != plan->args.pack_gqa || rows > MGPU_ATTENTION_FWD_DECODE64_BLOCK_M)
+        return 0;
+    if (force)
+        return force > 0;
+    if (plan->merge_in_kernel && !plan64->merge_in_kernel)
+        return 0;
+    return a->pack_gqa || p->head_dim != 64;
+}
+
+void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                                 const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                                 struct mgpu_attention_plan *out)
+{
+    make_plan_tiles(p, v, caps, choice, v->attention.block_m, out);
+    if (!out->decode_entry || !choice->decode64 || choice->force_decode64 < 0)
+        return;
+    /* The same call on 64-row tiles, through the decode entry. */
+    struct mgpu_attention_fwd_choice c = *choice;
+    c.force_decode_entry = 1;
+    struct mgpu_attention_plan plan64;
+    make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
+    if (decode64_pays(p, out, &plan64, choice->force_decode64)) {
+        *out = plan64;
+        out->decode64 = 1;
+    }
 }
 
 /* Places the partial buffers at the workspace's base. */

@@ -35,6 +35,15 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
  * the device: its index, or -1 when the registry has none (no error). */
 int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
 
+/* The 64-row decode entry of sm_90a 16-bit forward variant `fwd` (same
+ * dtype, head dim, key block) for the device: its index, or -1 when the
+ * registry has none (no error; head dims 64 and 128 only). */
+int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
+
+/* `force` (MGPU_FORCE_VARIANT, may be NULL) names a decode entry of `fwd`:
+ * 64 (the 64-row one), 128 (the 128-row one), else 0. */
+int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd);
+
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;
@@ -55,6 +64,9 @@ struct mgpu_attention_plan {
      * batch}; grid is then their product, one work tile per CTA. */
     int decode_entry;
     unsigned decode_grid[3];
+    /* 1 (with decode_entry): the 64-row decode entry (one consumer
+     * warpgroup); the plan's tiles, Q map and merge are its. */
+    int decode64;
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
@@ -79,6 +91,13 @@ struct mgpu_attention_fwd_choice {
     int force_merge;
     int force_programmatic;
     int force_decode_entry;
+    /* 1: the 64-row decode entry exists for the variant (the planner may
+     * choose it for decode-entry calls of at most 64 rows); 0: never. */
+    int decode64;
+    /* MGPU_ATTENTION_DECODE64, or MGPU_FORCE_VARIANT naming a decode entry:
+     * 1 the 64-row one wherever the rows fit, -1 the 128-row one, 0 the
+     * planner's choice. */
+    int force_decode64;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows
@@ -106,7 +125,9 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * then as many as the workspace holds, none without keys. Their merge:
  * in the main kernel's last split of each tile when that CTA merges the
  * tile's rows in one pass of 8 warps (few rows and splits), else the
- * combine kernel (mgpu_attention_fwd_merge_passes). */
+ * combine kernel (mgpu_attention_fwd_merge_passes). Decode-entry calls of at
+ * most 64 rows take the 64-row decode entry where choice->decode64 says it
+ * exists and its rule holds (plan->decode64; the plan's tiles are then its). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);
