@@ -543,8 +543,14 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 mbar_arrive(&smem.do_empty[s]);
             }
             __syncwarp();
-            if constexpr (Cfg::kDqWriter)
+            if constexpr (Cfg::kDqDirect) {
+                if (!a.deterministic)
+                    attn_bwd_add_dq_direct<Cfg, kDqCols>(a, w, m, col0, dq);
+                else
+                    attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, Cfg::kCols0, dq);
+            } else if constexpr (Cfg::kDqWriter) {
                 attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
+            }
             /* The next S^T is complete before the loop's back edge (an
              * accumulator still in flight across it makes the compiler
              * serialize every wgmma); its P then overlaps dP^T. */
