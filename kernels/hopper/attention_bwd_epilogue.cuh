@@ -280,32 +280,6 @@ __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bw
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
 }
 
-__device__ __forceinline__ void red_add_v4_f32(float *addr, float a, float b, float c, float d)
-{
-    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(addr), "f"(a), "f"(b), "f"(c),
-                 "f"(d)
-                 : "memory");
-}
-
-/* Non-deterministic calls with Cfg::kDqDirect: block m's dQ columns [col0,
- * col0 + kN) straight from registers into the dq_accum tile, in the dQ
- * writer's fragment order (one 16-byte vector reduction per 4 values: a
- * warp's 32 cover 512 contiguous bytes). No shared memory, no writer. */
-template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_add_dq_direct(const mgpu_attention_bwd_args &a, const AttnBwdWork &w, int m,
-                                                       int col0, const float (&dq)[kN / 2])
-{
-    static_assert(kN == Cfg::kHeadDim / 2, "both consumers' column ranges are equal");
-    const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
-    float *dst = reinterpret_cast<float *>(a.dq_accum) +
-                 (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim + Cfg::kBlockM * col0 +
-                 4 * thread;
-#pragma unroll
-    for (int q = 0; q < kN / 8; ++q)
-        red_add_v4_f32(dst + q * 4 * Cfg::kWarpgroupThreads, dq[4 * q], dq[4 * q + 1], dq[4 * q + 2],
-                       dq[4 * q + 3]);
-}
-
 /* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into
  * dQ buffer i % kDqBuffers once the writer has read out its previous use. */
 template <class Cfg, int kN>
@@ -340,8 +314,6 @@ template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
                                                    typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
-    if (Cfg::kDqDirect && !a.deterministic)
-        return; /* the consumers add dQ themselves (attn_bwd_add_dq_direct) */
     for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int b = i % Cfg::kDqBuffers;
         float *dst = reinterpret_cast<float *>(a.dq_accum) +

@@ -425,12 +425,11 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_commit_group();
             }
             /* This block's lse_log2 values (complete since the bar(ds) of
-             * the block before): with kDqDirect loaded before dP^T is issued,
-             * so that their latency is not exposed in front of the P^T
-             * arithmetic (dpsum likewise before the wait for dP^T), else
-             * where they are used. */
+             * the block before): with kLseEarly loaded before dP^T is
+             * issued, so that their latency is not exposed in front of the
+             * P^T arithmetic; else where P^T uses them. */
             float2 lse_row[kSN / 8];
-            if constexpr (Cfg::kDqDirect)
+            if constexpr (Cfg::kLseEarly)
                 bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]));
             float dpt[kSN / 2];
             mbar_wait(&smem.do_full[s], parity);
@@ -451,7 +450,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                                 key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
                                 key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
             uint32_t pr[kSN / 4];
-            if constexpr (Cfg::kDqDirect) {
+            if constexpr (Cfg::kLseEarly) {
                 if (a.softcap > 0.f)
                     bwd_probs_rows<Cfg, true>(st, pr, lse_row, a.scale_log2, pre, post);
                 else
@@ -588,14 +587,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 mbar_arrive(&smem.do_empty[s]);
             }
             __syncwarp();
-            if constexpr (Cfg::kDqDirect) {
-                if (!a.deterministic)
-                    attn_bwd_add_dq_direct<Cfg, kDqCols>(a, w, m, col0, dq);
-                else
-                    attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, Cfg::kCols0, dq);
-            } else if constexpr (Cfg::kDqWriter) {
+            if constexpr (Cfg::kDqWriter)
                 attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
-            }
             /* The next S^T is complete before the loop's back edge (an
              * accumulator still in flight across it makes the compiler
              * serialize every wgmma); its P then overlaps dP^T. */
