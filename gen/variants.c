@@ -106,6 +106,16 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_192_FAMILY(dt)                                                                            \
     SM90_WS_192(dt, TN), SM90_WS_192(dt, NN), SM90_WS_192(dt, TT), SM90_WS_192(dt, NT),                   \
         SM90_WS_192_CLUSTER(dt, TN), SM90_WS_192_CLUSTER(dt, TT)
+/* 16-bit 192 x 192 tiles: three consumer warpgroups of 64 columns (512
+ * threads, 96 accumulators and 152 registers each), a stage of (192 + 192)
+ * x 64 x 2 B = 48 KB, 4 stages with one 8 KB epilogue buffer per consumer
+ * (two would not fit). A tile reads 0.8x the operand bytes per product of
+ * a 192 x 128 one (docs/decisions/043-gemm-cublas-kernels-behind.md). TN
+ * only (K-major A, so that each CTA of a 2-CTA cluster loads 96 rows of
+ * the shared A tile). */
+#define SM90_WS_WIDE(dt, cn, shape) \
+    {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 512, .gemm = {TN, 192, 192, 64, 4, 1, cn, GEN_B_SAME, shape}}
+#define SM90_WS_WIDE_FAMILY(dt) SM90_WS_WIDE(dt, 1, GEN_GEMM_WIDE_192), SM90_WS_WIDE(dt, 2, GEN_GEMM_WIDE_192_CLUSTER)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -258,6 +268,8 @@ const struct gen_variant gen_variants[] = {
     /* the decode entry's 64-row variants (last: the units of the rows before
      * them are unchanged) */
     SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_BF16), SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_F16),
+    /* the 16-bit 192 x 192 GEMM rows (last, likewise) */
+    SM90_WS_WIDE_FAMILY(GEN_F16), SM90_WS_WIDE_FAMILY(GEN_BF16),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);
@@ -273,6 +285,8 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_LARGE_PINGPONG_CLUSTER] = "LARGE_PINGPONG_CLUSTER",
     [GEN_GEMM_LARGE_192] = "LARGE_192",
     [GEN_GEMM_LARGE_192_CLUSTER] = "LARGE_192_CLUSTER",
+    [GEN_GEMM_WIDE_192] = "WIDE_192",
+    [GEN_GEMM_WIDE_192_CLUSTER] = "WIDE_192_CLUSTER",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

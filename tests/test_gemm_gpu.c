@@ -231,6 +231,28 @@ static void check_persistent_paths(mgpu_dtype t)
         run_forced(&split16, name, "5");
         run_forced(&narrow[4], name, "2");
     }
+    /* the 192 x 192 tiles (three consumer warpgroups, one epilogue buffer each; TN only), lone
+     * CTAs and 2-CTA clusters: edges, beta with fp32 out, direct stores, split-K, broadcast B,
+     * several tiles per CTA */
+    for (int c = 1; c <= 2 && !blackwell; c++) {
+        snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_192x192x64_s4_c%d", t == MGPU_DTYPE_BF16 ? "bf16" : "f16",
+                 c);
+        const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
+        struct gemm_case wide[] = {
+            {T, N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {T, N, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
+            {T, N, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f},
+            {T, N, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
+            {T, N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        };
+        for (unsigned i = 0; i < sizeof wide / sizeof wide[0]; i++)
+            if (!quick || i < 4)
+                run_forced(&wide[i], name, NULL);
+        struct gemm_case split = {T, N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
+        run_forced(&split, name, "3");
+        struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
+        run_forced(&split16, name, "5");
+    }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {
         {MGPU_OP_T, MGPU_OP_N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},

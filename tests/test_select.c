@@ -175,7 +175,8 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
 static void check_tail_split(const struct mgpu_device_caps *caps)
 {
     const struct { int64_t m, n, k; int force, tail, cluster; } cases[] = {
-        {3000, 3000, 4000, 0, 12, 2}, /* 144 cluster units on 66: 2 waves + 12; 189 -> 138 k-tiles */
+        {3000, 3000, 4000, 1, 12, 2}, /* 144 cluster units on 66: 2 waves + 12; 189 -> 138 k-tiles (forced: by
+                                       * default 192 x 192 tiles, wide_wanted) */
         {3000, 3000, 8000, 0, 48, 1}, /* 576 tiles of 128 x 128 on 132: 4 waves + 48; 625 -> 546 */
         {3000, 3000, 3000, 0, 0, 2},  /* 141 -> 103 k-tiles, but 47 k-tiles a tile */
         {3000, 3000, 1000, 0, 0, 2},  /* 48 -> 35 k-tiles, 16 a tile */
@@ -224,11 +225,12 @@ static void check_tail_split(const struct mgpu_device_caps *caps)
     p.k = p.lda = p.ldb = 4000;
     const struct mgpu_gemm_resources small = {0x7e0000000000, (size_t)16 << 20, 0x7e8000000000};
     mgpu_status s = MGPU_STATUS_SUCCESS;
-    CHECK(mgpu_plan_gemm(&p, caps, NULL, &small, &plan, &s) == 0 && plan.tail_tiles == 0 && !plan.args.tail_split &&
+    const struct mgpu_gemm_force tail_on = {.tail_split = 1};
+    CHECK(mgpu_plan_gemm(&p, caps, &tail_on, &small, &plan, &s) == 0 && plan.tail_tiles == 0 && !plan.args.tail_split &&
               plan.degraded && strstr(plan.degraded, "tail") && plan.workspace_wanted > ((size_t)16 << 20),
           "3000x3000x4000, 16 MiB: tail %d, degraded %s", plan.tail_tiles, plan.degraded ? plan.degraded : "(none)");
     size_t wanted = 0;
-    CHECK(mgpu_gemm_workspace_wanted(&p, caps, NULL, &wanted, &s) == 0 && wanted == plan.workspace_wanted,
+    CHECK(mgpu_gemm_workspace_wanted(&p, caps, &tail_on, &wanted, &s) == 0 && wanted == plan.workspace_wanted,
           "3000x3000x4000: workspace wanted %zu, plan %zu", wanted, plan.workspace_wanted);
 }
 
@@ -441,20 +443,23 @@ static void check_plans(const struct mgpu_device_caps *caps)
  * choice stays, and clusters of 192-row tiles need K-major A. */
 static void check_mid_rows(const struct mgpu_device_caps *caps)
 {
-    const struct { int transa, transb; int64_t m, n, k; int tile_m, cluster; } cases[] = {
-        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 3000, 192, 2}, /* 144 cluster units (768 rows) -> 192 (576) */
-        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 192, 2},
-        {MGPU_OP_T, MGPU_OP_T, 2999, 3001, 555, 192, 1}, /* both packed (rows on lines): lone, 128 -> 192 */
-        {MGPU_OP_N, MGPU_OP_N, 3000, 3000, 1000, 256, 2}, /* M-major A: no 192-row cluster */
-        {MGPU_OP_N, MGPU_OP_N, 3072, 3072, 1024, 192, 1}, /* lone: 576 tiles of 128 (640 rows) -> 384 (576) */
-        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 1024, 192, 1},
-        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 4000, 256, 2}, /* the 256-row tail: 138 x 256 < 189 x 192 */
-        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 8192, 128, 1}, /* the 128-row tail: 4 x 128 + 47 k-tiles of 128 rows */
-        {MGPU_OP_T, MGPU_OP_N, 6000, 6000, 6000, 256, 2}, /* 2304 rows either way */
-        {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 256, 1}, /* 1024 -> 1152 */
-        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 256, 2}, /* 1792 -> 1728: not 7/8 */
-        {MGPU_OP_T, MGPU_OP_N, 8192, 8192, 8192, 256, 2},
-        {MGPU_OP_T, MGPU_OP_N, 2000, 2000, 2000, 256, 1}, /* one wave: few tiles */
+    const struct { int transa, transb; int64_t m, n, k; int tile_m, cluster, wide; } cases[] = {
+        /* 144 cluster units (768 rows) -> 192 (576); k >= 2048, rows off lines: 192 x 192 (wide_wanted) */
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 3000, 192, 2, 1},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 192, 2, 0},
+        {MGPU_OP_T, MGPU_OP_T, 2999, 3001, 555, 192, 1, 0}, /* both packed (rows on lines): lone, 128 -> 192 */
+        {MGPU_OP_N, MGPU_OP_N, 3000, 3000, 1000, 256, 2, 0}, /* M-major A: no 192-row cluster */
+        {MGPU_OP_N, MGPU_OP_N, 3072, 3072, 1024, 192, 1, 0}, /* lone: 576 tiles of 128 (640 rows) -> 384 (576) */
+        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 1024, 192, 1, 0},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 4000, 192, 2, 1}, /* the 256-row tail (138 x 256 < 189 x 192): wide */
+        {MGPU_OP_N, MGPU_OP_N, 3000, 3000, 3000, 256, 2, 0}, /* M-major A: no 192-row tiles */
+        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 3072, 192, 1, 0}, /* rows on lines: not wide */
+        {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 8192, 128, 1, 0}, /* the 128-row tail: 4 x 128 + 47 k-tiles of 128 rows */
+        {MGPU_OP_T, MGPU_OP_N, 6000, 6000, 6000, 192, 2, 1}, /* 2304 rows either way; wide: equal work */
+        {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 256, 1, 0}, /* 1024 -> 1152 */
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 256, 2, 0}, /* 1792 -> 1728: not 7/8 */
+        {MGPU_OP_T, MGPU_OP_N, 8192, 8192, 8192, 256, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 2000, 2000, 2000, 256, 1, 0}, /* one wave: few tiles */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct mgpu_gemm_problem p = problem(cases[i].transa, cases[i].transb, MGPU_DTYPE_BF16);
@@ -467,12 +472,16 @@ static void check_mid_rows(const struct mgpu_device_caps *caps)
         CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)p.m,
               (long long)p.n, (long long)p.k, mgpu_status_string(s));
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int mid = cases[i].tile_m == 192 && !cases[i].wide;
         CHECK(v->gemm.tile_m == cases[i].tile_m && v->gemm.cluster_n == cases[i].cluster &&
-                  strstr(v->name, "_pp_") == NULL && plan.splits == 1 &&
-                  (cases[i].tile_m != 192 || (strcmp(plan.shape_class, "large, 192-row tiles") == 0 &&
-                                               v->gemm.shape_class == (cases[i].cluster == 2
-                                                                           ? MGPU_GEMM_LARGE_192_CLUSTER
-                                                                           : MGPU_GEMM_LARGE_192))),
+                  v->gemm.tile_n == (cases[i].wide ? 192 : 128) && strstr(v->name, "_pp_") == NULL &&
+                  plan.splits == 1 &&
+                  (!mid || (strcmp(plan.shape_class, "large, 192-row tiles") == 0 &&
+                            v->gemm.shape_class ==
+                                (cases[i].cluster == 2 ? MGPU_GEMM_LARGE_192_CLUSTER : MGPU_GEMM_LARGE_192))) &&
+                  (!cases[i].wide || (strcmp(plan.shape_class, "large, 192 x 192 tiles") == 0 &&
+                                      v->gemm.shape_class == (cases[i].cluster == 2 ? MGPU_GEMM_WIDE_192_CLUSTER
+                                                                                    : MGPU_GEMM_WIDE_192))),
               "case %u %lldx%lldx%lld: got %s (%s), want tile_m %d, cluster %d", i, (long long)p.m, (long long)p.n,
               (long long)p.k, v->name, plan.shape_class, cases[i].tile_m, cases[i].cluster);
         if (v->gemm.tile_m == 192)

@@ -98,15 +98,24 @@ struct mgpu_gemm_args {
     int32_t tail_split;
 };
 
+/* 8 KiB epilogue buffers per consumer warpgroup of a persistent Hopper GEMM
+ * (one per 64 columns of tile_n): two, so that a chunk is staged while the
+ * previous one's TMA store still reads; one where tile_n is 192 (three
+ * consumers), whose 4 stages of (192 + 192) rows would not fit with two. */
+MGPU_ABI_FN int mgpu_gemm_sm90_epi_bufs(int tile_n)
+{
+    return tile_n > 128 ? 1 : 2;
+}
+
 /* Dynamic shared memory of a persistent Hopper GEMM variant, as the runtime
  * launches it: `stages` A and B tiles (tile_m + tile_n rows of k_row_bytes,
- * one 128-byte swizzle row of K), two 8 KiB epilogue buffers per consumer
- * warpgroup (64 columns of tile_n), 1 KiB for rounding the base up to the
- * 1 KiB alignment 128-byte swizzling needs, and 1 KiB kept for the barriers.
- * The generated units check the kernel's own count against it. */
+ * one 128-byte swizzle row of K), the epilogue buffers of every consumer
+ * warpgroup (64 columns of tile_n each), 1 KiB for rounding the base up to
+ * the 1 KiB alignment 128-byte swizzling needs, and 1 KiB kept for the
+ * barriers. The generated units check the kernel's own count against it. */
 MGPU_ABI_FN int mgpu_gemm_sm90_smem_bytes(int tile_m, int tile_n, int k_row_bytes, int stages)
 {
-    return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * 2 * 8192 + 2048;
+    return stages * (tile_m + tile_n) * k_row_bytes + (tile_n / 64) * mgpu_gemm_sm90_epi_bufs(tile_n) * 8192 + 2048;
 }
 
 /* The same for the persistent Blackwell GEMM (blackwell/gemm_sm100_persistent.cuh):

@@ -59,7 +59,7 @@ namespace sm90 {
 constexpr int kEpiCols = 64;
 constexpr int kEpiRowBytes = 128;
 constexpr int kEpiBufBytes = kEpiCols * kEpiRowBytes;
-constexpr int kEpiBufs = 2; /* per consumer warpgroup */
+constexpr int kEpiBufs = 2; /* per consumer warpgroup (mgpu_gemm_sm90_epi_bufs: 1 for 192-column tiles) */
 constexpr int kSwizzleGranule = 16; /* bytes: the unit the 128-byte swizzle permutes */
 constexpr int kSwizzleRows = 8;     /* rows of one 1024-byte swizzle atom */
 
@@ -255,8 +255,10 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[kBM / 2], int j0,
 /* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
  * accumulators are overwritten. kTileBias: a per-row bias is read once for
- * the tile (TileRowBias) rather than per chunk. */
-template <int kBM, class OutT, bool kTileBias = true>
+ * the tile (TileRowBias) rather than per chunk. kBufs (1 or 2) buffers of
+ * kEpiBufBytes at `bufs` take the chunks in turn; with one, each chunk waits
+ * for the previous chunk's store to have read it. */
+template <int kBM, class OutT, bool kTileBias = true, int kBufs = kEpiBufs>
 __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
                                            const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
                                            int out, int barrier_id)
@@ -268,6 +270,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     constexpr int kChunkElems = kEpiCols * kChunkRows;
     constexpr int kThreads = 128;
     static_assert(kBM % kChunkRows == 0, "tile rows must be whole TMA boxes");
+    static_assert(kBufs == 1 || kBufs == 2, "one or two epilogue buffers");
     const int t = threadIdx.x % kThreads, w = t / 32, l = t % 32;
     const bool leader = t == 0;
     const bool direct = !args.c_tma;
@@ -305,7 +308,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         }
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
-            tma_store_wait_read<kEpiBufs - 1>(); /* this buffer's last store has read it */
+            tma_store_wait_read<kBufs - 1>(); /* this buffer's last store has read it */
         named_barrier_sync(barrier_id, 128);
         stage_chunk<kBM, kFragsPerChunk, OutT>(acc, ch * kFragsPerChunk, s);
         if (!direct) {
@@ -318,7 +321,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         } else {
             /* C that TMA cannot address: the warpgroup copies the chunk out
              * with element stores, consecutive threads on consecutive rows of
-             * a column. The buffer is rewritten two chunks later, after the
+             * a column. The buffer is rewritten kBufs chunks later, after the
              * barrier at the top of the next chunk has been passed by all. */
             named_barrier_sync(barrier_id, 128);
 #pragma unroll 4
@@ -333,7 +336,8 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
                     c[static_cast<int64_t>(col0 + col) * args.ldc + row] = v;
             }
         }
-        buf ^= 1;
+        if constexpr (kBufs == 2)
+            buf ^= 1;
     }
 }
 

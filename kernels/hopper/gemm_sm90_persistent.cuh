@@ -12,7 +12,8 @@
  * accumulator pairs are contiguous in column-major D and the epilogue
  * (gemm_sm90_epilogue.cuh) writes 16-byte granules.
  *
- * Schedule (kThreads = 384: one producer and two consumer warpgroups):
+ * Schedule (kThreads = 384: one producer and two consumer warpgroups; 192 x
+ * 192 tiles have three consumers, 512 threads, and one epilogue buffer each):
  *
  *   producer warpgroup (setmaxnreg.dec to kProducerRegs), one thread:
  *     for each unit, for each k-tile of its K slice, stage s, round parity p:
@@ -21,7 +22,7 @@
  *       TMA B tile (n0.., 64 k) -> stage s;  TMA A tile (m0.., 64 k) -> stage s
  *       (2-CTA cluster along N: each CTA loads half the A tile and multicasts it
  *        to both CTAs; the two CTAs' tiles share m0)
- *   consumer warpgroups c = 0, 1 (setmaxnreg.inc to kConsumerRegs); consumer c
+ *   consumer warpgroups c = 0 .. kConsumers - 1 (setmaxnreg.inc to kConsumerRegs); consumer c
  *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
  *     16-bit: for each unit, for each k-tile:
  *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile),
@@ -132,7 +133,7 @@ struct PersistentGemmConfig {
     static constexpr bool kAKMajor = kAKMajor_;
     static constexpr bool kBKMajor = kBKMajor_;
     static constexpr int kBM = kBM_; /* D rows per tile: the wgmma N */
-    static constexpr int kBN = kBN_; /* D columns per tile: 64 per consumer warpgroup */
+    static constexpr int kBN = kBN_; /* D columns per tile: 64 per consumer warpgroup (1 to 3 of them) */
     static constexpr int kRowBytes = 128; /* one 128-byte swizzle row of K per k-tile */
     static constexpr int kBK = kRowBytes / static_cast<int>(sizeof(TA)); /* elements: 64 (16-bit), 128 (fp8) */
     static constexpr int kKSteps = kRowBytes / kWgmmaKBytes; /* wgmma instructions per k-tile */
@@ -158,9 +159,11 @@ struct PersistentGemmConfig {
     /* Register budgets after setmaxnreg: the producer only issues TMA; each
      * consumer thread holds 128 fp32 accumulators at most (cooperative:
      * kBM / 2, fp8 twice that, the promoted sum and the running chain;
-     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). */
+     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). Three
+     * consumers (192 x 192 tiles, 96 accumulators each) share what the
+     * producer leaves of the register file: 152 each. */
     static constexpr int kProducerRegs = 40;
-    static constexpr int kConsumerRegs = 232;
+    static constexpr int kConsumerRegs = kConsumers == 3 ? 152 : 232;
     /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
      * hold 255 registers as launched: no register reallocation. */
     static constexpr bool kSetMaxNReg = kConsumers > 1;
@@ -174,7 +177,8 @@ struct PersistentGemmConfig {
     static constexpr int kBTileBytes = kBN * kRowBytes;
     static constexpr int kStageBytes = kATileBytes + kBTileBytes;
     static constexpr int kAPartRows = kBM / kClusterN; /* A rows each CTA of a cluster loads */
-    static constexpr int kEpiBytes = kConsumers * kEpiBufs * kEpiBufBytes;
+    static constexpr int kEpiBufsPer = mgpu_gemm_sm90_epi_bufs(kBN); /* per consumer (abi/gemm_abi.h) */
+    static constexpr int kEpiBytes = kConsumers * kEpiBufsPer * kEpiBufBytes;
     static constexpr int kAlignSlack = 1024;
     static constexpr int kSmemBytes = kStages * kStageBytes + kEpiBytes + kAlignSlack; /* dynamic */
 
@@ -182,8 +186,9 @@ struct PersistentGemmConfig {
                                                                     std::is_same_v<TA, __nv_bfloat16>)),
                   "f16 or bf16 operands of one type, or fp8 operands");
     static_assert(!kFp8 || (kAKMajor && kBKMajor), "fp8 operands must both be K-major (TN)");
-    static_assert(kBN == 128 || (kBN == 64 && !kPingPong),
-                  "two consumer warpgroups of m64 (384 threads), or one (256 threads, cooperative only)");
+    static_assert(kBN == 128 || (kBN == 64 && !kPingPong) || (kBN == 192 && !kPingPong && !kFp8 && kBM == 192),
+                  "two consumer warpgroups of m64 (384 threads), one (256 threads, cooperative only) or three "
+                  "(512 threads: 16-bit cooperative 192 x 192 tiles)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
     static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 192 || kBM == 256),
                   "tile_m must be a wgmma N: 64, 128, 192 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
@@ -206,7 +211,8 @@ __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgp
 {
     GemmEpilogue ep(args, scales);
     ep.select_batch(batch);
-    sm90::store_tile<Cfg::kBM, OutT>(acc, args, ep, tma_c, bufs, buf, row0, col0, batch, 1 + consumer);
+    sm90::store_tile<Cfg::kBM, OutT, true, Cfg::kEpiBufsPer>(acc, args, ep, tma_c, bufs, buf, row0, col0, batch,
+                                                              1 + consumer);
 }
 
 /* Consumer warpgroup `consumer` of the cooperative schedule: its 64 columns
@@ -218,7 +224,7 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
                                                const GemmTailPlan *tail_plan)
 {
     const int num_k_tiles = (args.k + Cfg::kBK - 1) / Cfg::kBK;
-    uint8_t *bufs = epi_bufs + consumer * kEpiBufs * kEpiBufBytes;
+    uint8_t *bufs = epi_bufs + consumer * Cfg::kEpiBufsPer * kEpiBufBytes;
     int stage = 0, buf = 0;
     uint32_t phase = 0;
     float acc[Cfg::kBM / 2];
@@ -267,6 +273,10 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         return args.splits <= 1 ||
                persistent::combine_splits<Cfg>(acc, args, sched, tile, consumer, 1 + consumer, &last_flags[consumer]);
     };
+    /* Three consumers (192 x 192 tiles) are compiled to 128 registers a
+     * thread (512 threads): the next unit's coordinates would not stay in
+     * registers through the epilogue, so they are worked out after it. */
+    constexpr bool kNextUnderDrain = Cfg::kConsumers < 3;
     int64_t u = sched.first();
     GemmTile t{};
     int kt0 = 0, kt1 = 0;
@@ -284,12 +294,17 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
         } else if constexpr (Cfg::kFp8) {
             persistent::consume_fp8<Cfg>(acc, part, full, empty, kt0, kt1, consumer, stage, phase);
             next_unit();
-        } else {
+        } else if constexpr (kNextUnderDrain) {
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
                                      stage, phase, next_unit);
+        } else {
+            persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
+                                     stage, phase);
         }
         if (combine(t))
             store_unit(t);
+        if constexpr (!Cfg::kFp8 && !kNextUnderDrain)
+            next_unit();
         u = u_next;
         t = t_next;
         kt0 = next_kt0;

@@ -40,6 +40,11 @@
  *                            tiles, the same cluster choice; clusters for
  *                            K-major A only) when they give the busiest CTA
  *                            at most 7/8 of the work (mid_rows_wanted);
+ *                            16-bit TN, one batch entry, rows off 128-byte
+ *                            lines, k >= 2048, on 192 x 128 tiles or the
+ *                            256 x 128 cluster with the split-K tail:
+ *                            MGPU_GEMM_WIDE_192[_CLUSTER] (192 x 192 tiles,
+ *                            three consumer warpgroups; wide_wanted);
  *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
@@ -744,8 +749,10 @@ static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct 
 
 /* The busiest CTA's work on v's kind of row with tile_m x tile_n tiles in
  * clusters of `cluster` CTAs along N: tile rows x k-tiles, the split-K tail
- * counted where the plan would take it by default (tail_split_tiles); -1
- * where the units make at most one wave. */
+ * counted where the plan would take it by default (tail_split_tiles), at most
+ * BUSIEST_WORK_MAX (callers scale it by a few thousand); -1 where the units
+ * make at most one wave. */
+#define BUSIEST_WORK_MAX (INT64_MAX >> 16)
 static int64_t busiest_work(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v, int64_t sms,
                             int64_t tile_m, int64_t tile_n, int64_t cluster)
 {
@@ -756,9 +763,12 @@ static int64_t busiest_work(const struct mgpu_gemm_problem *p, const struct mgpu
     const int64_t tail = tail_split_tiles(p, v, NULL, units, cluster, k_tiles, sms);
     if (units <= at_once)
         return -1; /* one wave */
-    const int64_t per_cta = tail > 0 ? units / at_once * k_tiles + mgpu_cdiv(tail * k_tiles, at_once)
-                                     : mgpu_cdiv(units, at_once) * k_tiles;
-    return per_cta * tile_m;
+    /* tail < at_once <= the SM count: tail * k_tiles < 2^40 */
+    int64_t per_cta = 0, work = 0;
+    const int ok = tail > 0 ? mgpu_mul_ok(units / at_once, k_tiles, &per_cta) &&
+                                  mgpu_add_ok(per_cta, mgpu_cdiv(tail * k_tiles, at_once), &per_cta)
+                            : mgpu_mul_ok(mgpu_cdiv(units, at_once), k_tiles, &per_cta);
+    return ok && mgpu_mul_ok(per_cta, tile_m, &work) && work <= BUSIEST_WORK_MAX ? work : BUSIEST_WORK_MAX;
 }
 
 static void mid_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
@@ -786,6 +796,60 @@ static void mid_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     f->want = cluster ? MGPU_GEMM_LARGE_192_CLUSTER : MGPU_GEMM_LARGE_192;
     f->half_rows = 0;
     f->mid_rows = 1;
+}
+
+/* 16-bit TN problems of one batch entry with rows off 128-byte lines and
+ * long K, beyond one wave, on the 256 x 128 or 192 x 128 tiles so far: the
+ * 192 x 192 rows (three consumer warpgroups; MGPU_GEMM_WIDE_192,
+ * WIDE_192_CLUSTER with the same cluster choice; they have no split-K tail,
+ * so not where MGPU_FORCE_TAIL_SPLIT=1 asks for it) when the
+ * busiest CTA's work (tile area x k-tiles, the tail counted where the plan so
+ * far takes it) is at most WIDE_SHARE_NUM / WIDE_SHARE_DEN of that of the
+ * tile so far: off 128-byte lines the wider tile ran 2-9 % faster at equal
+ * work. Measured on H100 (2026-11-28, bf16 TN, forced against the plan
+ * before this rule, two processes each; ms): 3000^3 0.114-0.116 ->
+ * 0.107-0.108 (192 x 128 clusters before, equal work), 3000 x 3000 x 4000
+ * 0.120-0.122 (256 x 128 clusters and the tail, 3 % less work) ->
+ * 0.108-0.111, 6000^3 0.621-0.631 -> 0.614-0.617 (equal); 5000^3 even at
+ * 12 % more work, 4000^3 +14 % at 12.5 % more (not taken). Rows on lines:
+ * 4096^3 +13 % at 12.5 % more work, 8192^3 +4-6 % at 5.5 % more, 3072^2 x
+ * 1024 even or slower; k < WIDE_MIN_K: 3000 x 3000 x 1000 even, 2056 x 2312
+ * x 200 up to 17 % slower (docs/decisions/046-gemm-192x192-tiles.md). */
+#define WIDE_BY_DEFAULT 1
+#define WIDE_MIN_K 2048
+#define WIDE_TILE 192
+#define WIDE_SHARE_NUM 17
+#define WIDE_SHARE_DEN 16
+
+static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
+{
+    const struct mgpu_variant *large = large_variant(p, caps);
+    if (!WIDE_BY_DEFAULT || !large || mgpu_dtype_is_fp8(p->a_dtype) || p->transa != MGPU_OP_T ||
+        p->transb != MGPU_OP_N || p->batch != 1 || p->k < WIDE_MIN_K || large->gemm.tile_n != HALF_ROWS_TILE_N ||
+        f->half_rows)
+        return;
+    const int cluster = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER;
+    if (!cluster && f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_192)
+        return;
+    const struct mgpu_variant *wide = class_row(p, caps, cluster ? MGPU_GEMM_WIDE_192_CLUSTER : MGPU_GEMM_WIDE_192);
+    if (!wide || wide->gemm.tile_m != WIDE_TILE || wide->gemm.tile_n != WIDE_TILE || !operands_off_lines(p, 0))
+        return;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t ctas = cluster ? 2 : 1;
+    const struct mgpu_variant *now_row =
+        f->mid_rows ? class_row(p, caps, cluster ? MGPU_GEMM_LARGE_192_CLUSTER : MGPU_GEMM_LARGE_192) : large;
+    if (!now_row)
+        return;
+    /* work in tile area x k-tiles: rows x k-tiles (at most BUSIEST_WORK_MAX) x 128 or 192 columns */
+    const int64_t now = busiest_work(p, now_row, sms, f->mid_rows ? MID_TILE_ROWS : large->gemm.tile_m,
+                                     HALF_ROWS_TILE_N, ctas);
+    const int64_t then = busiest_work(p, wide, sms, WIDE_TILE, WIDE_TILE, ctas);
+    if (now < 0 || then < 0)
+        return; /* one wave: the wave count is no guide (013) */
+    if (then * WIDE_TILE * WIDE_SHARE_DEN > now * HALF_ROWS_TILE_N * WIDE_SHARE_NUM)
+        return;
+    f->want = cluster ? MGPU_GEMM_WIDE_192_CLUSTER : MGPU_GEMM_WIDE_192;
+    f->mid_rows = 0;
 }
 
 /* The persistent shape class the heuristic wants for p. */
@@ -842,7 +906,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
                             struct gemm_fit *f)
 {
     /* a large problem on 128 x 128 tiles for their waves (half_rows_wanted) counts as large here */
-    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !f->mid_rows &&
+    const int wide = f->want == MGPU_GEMM_WIDE_192 || f->want == MGPU_GEMM_WIDE_192_CLUSTER;
+    if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !f->mid_rows && !wide &&
         !(f->half_rows && p->m > SMALL_M))
         return;
     const struct mgpu_variant *large = NULL;
@@ -858,7 +923,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
     const int pingpong =
         schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
     if (pingpong)
-        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER
+        f->want = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER ||
+                          f->want == MGPU_GEMM_WIDE_192_CLUSTER
                       ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER
                       : MGPU_GEMM_LARGE_PINGPONG;
 }
@@ -1487,7 +1553,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                        ? "fp8 inputs, scales, bias and activations run on compute capability 9.0 and 10.0 only"
                        : NULL,
     };
-    const int memo = !(force && ((force->variant && force->variant[0]) || force->schedule != MGPU_SCHEDULE_DEFAULT));
+    const int memo = !(force && ((force->variant && force->variant[0]) || force->schedule != MGPU_SCHEDULE_DEFAULT ||
+                                 force->tail_split > 0));
     struct selection_key key;
     int variant = -1;
     if (memo) {
@@ -1497,6 +1564,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     if (variant < 0) {
         fit.tma = mgpu_gemm_tma_eligible(p);
         wanted_shape(p, caps, &fit);
+        if (!(force && force->tail_split > 0))
+            wide_wanted(p, caps, &fit);
         if (caps->cc_major == 9 && caps->cc_minor == 0)
             choose_schedule(p, force, &fit);
         variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
@@ -1533,6 +1602,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                 : small_m           ? (fit.half_rows ? "small m, 128-row tiles" : "small m")
                                 : fit.half_rows     ? (plan->tail_tiles > 0 ? "large, 128-row tiles, split-K tail"
                                                                             : "large, 128-row tiles")
+                                : fit.want == MGPU_GEMM_WIDE_192 || fit.want == MGPU_GEMM_WIDE_192_CLUSTER
+                                    ? "large, 192 x 192 tiles"
                                 : fit.mid_rows      ? (plan->tail_tiles > 0 ? "large, 192-row tiles, split-K tail"
                                                                             : "large, 192-row tiles")
                                 : pp                ? "large, ping-pong"
