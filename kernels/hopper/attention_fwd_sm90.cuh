@@ -209,7 +209,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
             if (a.split_counters != 0)
                 attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
         } else
-            attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
+            attn_fwd_epilogue<Cfg, !kInference>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
