@@ -573,23 +573,21 @@ __device__ __forceinline__ uint32_t phase_of(int g)
  * V operand of global iteration g, whose stages' barriers are k_full /
  * k_empty and v_full / v_empty; scores_to_probs(n) takes S of key block n to
  * the softmax's P; rescale() applies the softmax's correction to O;
- * convert() packs P as the next P V's A operand; head() runs while the
- * first Q K^T is in flight and tail() while the last P V is (work of the
- * tile's start or end that reads neither S, O nor P). */
+ * convert() packs P as the next P V's A operand; tail() runs while the last
+ * P V is in flight (work of the tile's end that does not read O or P). */
 struct AttnFwdNoTail {
     __device__ __forceinline__ void operator()() const {}
 };
 
 template <class Cfg, class IssueQk, class IssuePv, class ToProbs, class Rescale, class Convert,
-          class Tail = AttnFwdNoTail, class Head = AttnFwdNoTail>
+          class Tail = AttnFwdNoTail>
 __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &smem, uint64_t *v_full,
                                                   uint64_t *v_empty, int consumer, int kv_iter, int count,
                                                   int n_block_end, float (&s)[Cfg::kBlockN / 2],
                                                   float (&o)[Cfg::kHeadDim / 2], const IssueQk &issue_qk_at,
                                                   const IssuePv &issue_pv_at, const ToProbs &scores_to_probs,
                                                   const Rescale &rescale, const Convert &convert,
-                                                  bool fence_loads = false, const Tail &tail = Tail(),
-                                                  const Head &head = Head())
+                                                  bool fence_loads = false, const Tail &tail = Tail())
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
@@ -614,7 +612,6 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
         named_barrier_sync(my_turn, kTurnThreads);
         issue_qk_at(g);
         named_barrier_arrive(other_turn, kTurnThreads);
-        head();
         wgmma_wait_group<0>();
         wgmma_fence_operands(s);
         release(&smem.k_empty[stage_of<Cfg>(g)]);
@@ -686,12 +683,12 @@ __device__ __forceinline__ void attn_fwd_key_loop_idle(typename Cfg::SharedStora
 }
 
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
-template <class Cfg, bool kInference, class Tail = AttnFwdNoTail, class Head = AttnFwdNoTail>
+template <class Cfg, bool kInference, class Tail = AttnFwdNoTail>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                        int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
                                                        OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> &softmax,
-                                                       const Tail &tail = Tail(), const Head &head = Head())
+                                                       const Tail &tail = Tail())
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int count = w.n_block_end - w.n_block_begin;
@@ -699,7 +696,6 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
      * rows) are q_row0 + tile row / row_div. */
     const int row_base = consumer * Cfg::kRowsPerConsumer;
     if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
-        head();
         attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
         tail();
         return;
@@ -764,7 +760,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
                 scale_rows(o, correction);
             }
         },
-        [&] { convert_p<Cfg>(pr, s); }, Cfg::kPagedGather && kInference && a.paged_gather, tail, head);
+        [&] { convert_p<Cfg>(pr, s); }, Cfg::kPagedGather && kInference && a.paged_gather, tail);
 }
 
 } // namespace sm90

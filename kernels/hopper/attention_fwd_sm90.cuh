@@ -174,25 +174,6 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     if (consumer == 1)
         named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
 
-    /* Prefill at head dims 64 and 128 (two Q buffers, whole rows per pass of
-     * the plain store): a tile's O is staged in its Q buffer at the tile's
-     * end and stored to global memory (attn_fwd_store_o) while the next
-     * tile's first Q K^T is in flight; `pending` is the tile staged and not
-     * yet stored (-1: none), the last one stored after the loop. */
-    constexpr bool kDeferStore = !kInference && Cfg::kQStages == 2 && AttnFwdPlainRows<Cfg>::kFits;
-    int pending = -1, pending_stage = 0;
-    float pending_lse[2] = {0.f, 0.f};
-    auto store_pending = [&] {
-        if constexpr (kDeferStore) {
-            if (pending >= 0) {
-                int tile = pending;
-                asm volatile("" : "+r"(tile));
-                const AttnFwdWork wp = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
-                attn_fwd_store_o<Cfg>(a, smem, wp, consumer, pending_stage, pending_lse);
-            }
-        }
-    };
-
     int kv_iter = 0, q_iter = 0;
     for (;;) {
         /* The producer's next tile, published with its Q (-1: done). */
@@ -220,48 +201,36 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
             softmax.finalize(o_scale, lse);
         } else {
             /* The key loop's first P V overwrites O (no zeroing ahead of a
-             * tile's first turn), the row sums are completed while the last
-             * P V is in flight, and the previous tile's O is stored while
-             * the first Q K^T is. */
+             * tile's first turn), and the row sums are completed while the
+             * last P V is in flight. */
             if (count > 0) {
-                attn_fwd_consumer_tile<Cfg, kInference>(
-                    a, smem, w, consumer, kv_iter, q_stage, o, softmax, [&] { softmax.finalize(o_scale, lse); },
-                    store_pending);
+                attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax,
+                                                        [&] { softmax.finalize(o_scale, lse); });
             } else {
 #pragma unroll
                 for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
                     o[i] = 0.f;
                 softmax.finalize(o_scale, lse);
-                store_pending();
             }
         }
         MGPU_ATTN_FWD_STAMP(a, kTlKeyLoopDone, threadIdx.x == Cfg::kWarpgroupThreads);
 
         scale_rows(o, o_scale);
-        if constexpr (kDeferStore) {
-            attn_fwd_stage_o<Cfg>(smem, consumer, q_stage, o);
-            pending = t;
-            pending_stage = q_stage;
-            pending_lse[0] = lse[0];
-            pending_lse[1] = lse[1];
-        } else {
-            /* Re-derive the tile for the epilogue rather than keep its fields
-             * live (in registers) through the main loop. */
-            int tile = t;
-            asm volatile("" : "+r"(tile));
-            const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
-            if (kInference && a.num_splits > 1) {
-                attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
-                MGPU_ATTN_FWD_STAMP(a, kTlPartialDone, threadIdx.x == Cfg::kWarpgroupThreads);
-                if (a.split_counters != 0)
-                    attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
-            } else
-                attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
-        }
+        /* Re-derive the tile for the epilogue rather than keep its fields live
+         * (in registers) through the main loop. */
+        int tile = t;
+        asm volatile("" : "+r"(tile));
+        const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
+        if (kInference && a.num_splits > 1) {
+            attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
+            MGPU_ATTN_FWD_STAMP(a, kTlPartialDone, threadIdx.x == Cfg::kWarpgroupThreads);
+            if (a.split_counters != 0)
+                attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
+        } else
+            attn_fwd_epilogue<Cfg, !kInference>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
-    store_pending();
 }
 
 /* Thread 0: the barriers of the CTA's rings, `q_stages` Q buffers (the
