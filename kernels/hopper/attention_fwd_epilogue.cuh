@@ -13,6 +13,13 @@
  * warp arrives on q_empty: its reads of the staged O are done, and the producer
  * may load the next tile's Q over it.
  *
+ * Prefill (no inference feature) at head dims 64 and 128, where 128 threads
+ * cover whole rows per pass (AttnFwdPlainRows): O is staged with stmatrix,
+ * each thread then reads all its 16-byte chunks (one per pass, addresses a
+ * constant apart), releases the buffer (fence, q_empty) and only then issues
+ * its global stores, so neither the release nor the loads wait behind the
+ * stores, and no chunk needs its own index arithmetic (decision XXX).
+ *
  * Split calls write fp32 partials instead (attn_fwd_epilogue_partial); where
  * the runtime gives split counters, the last split of a work tile then merges
  * the tile's splits in this kernel (attn_fwd_merge_splits), with the combine

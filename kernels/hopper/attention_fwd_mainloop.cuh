@@ -16,7 +16,7 @@
  *   i >= 1:  turn{ S = Q K[i]^T ; O += P V[i-1] }
  *            wait for S only (1 group pending); free K[i]; softmax(S) -> scale
  *            wait for O += P V; free V[i-1]; O *= scale; P <- S (16-bit)
- *   last:    turn{ O += P V[count-1] }        wait; free V[count-1]
+ *   last:    turn{ O += P V[count-1] }        tail(); wait; free V[count-1]
  *
  * So the softmax of block i runs while the tensor cores still compute P V of
  * block i-1 (intra-warpgroup overlap), and while the other warpgroup's GEMMs
