@@ -189,9 +189,9 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         float o_scale[2], lse[2];
 
         MGPU_ATTN_FWD_STAMP(a, kTlQFull, threadIdx.x == Cfg::kWarpgroupThreads);
-        /* Head dims with two Q buffers (the persistent grid's), prefill copy
-         * only: at 192 / 256 the finalize beside the last P V's registers
-         * spilled. */
+        /* Head dims with two Q buffers (64, 96, 128: the persistent grid's),
+         * prefill copy only: at 256 the finalize beside the last P V's
+         * registers spilled. */
         if constexpr (kInference || Cfg::kQStages < 2) {
 #pragma unroll
             for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
