@@ -13,6 +13,13 @@
  * warp arrives on q_empty: its reads of the staged O are done, and the producer
  * may load the next tile's Q over it.
  *
+ * Prefill (no inference feature) at head dims 64 and 128, where 128 threads
+ * cover whole rows per pass (AttnFwdPlainRows): O is staged with stmatrix,
+ * each thread then reads all its 16-byte chunks (one per pass, addresses a
+ * constant apart), releases the buffer (fence, q_empty) and only then issues
+ * its global stores, so neither the release nor the loads wait behind the
+ * stores, and no chunk needs its own index arithmetic (docs/decisions/049-attention-forward-short-sequences.md).
+ *
  * Split calls write fp32 partials instead (attn_fwd_epilogue_partial); where
  * the runtime gives split counters, the last split of a work tile then merges
  * the tile's splits in this kernel (attn_fwd_merge_splits), with the combine
@@ -45,12 +52,97 @@ __device__ __forceinline__ uint32_t swizzled_offset(int row, int col)
     return block * kBlockBytes + row * Cfg::kSwizzleBytes + chunk * 16 + (within % kChunkElems) * Cfg::kElementBytes;
 }
 
+/* The plain-rows store of attn_fwd_epilogue: tile row r is query q_row0 + r
+ * of head head_q (no GQA packing), and 128 threads cover whole rows at a
+ * time. Thread t copies chunk t % kChunks of rows t / kChunks + kRows p
+ * (p < kPasses): every pass the same swizzled chunk (kRows is a multiple of
+ * the swizzle's 8 rows), so each address is the first plus a constant. */
 template <class Cfg>
+struct AttnFwdPlainRows {
+    static constexpr int kChunks = Cfg::kHeadDim / 8; /* 16-byte chunks per row */
+    static constexpr bool kFits =
+        Cfg::kHeadDim <= 128 && Cfg::kWarpgroupThreads % kChunks == 0 && (Cfg::kWarpgroupThreads / kChunks) % 8 == 0;
+    static constexpr int kRows = kFits ? Cfg::kWarpgroupThreads / kChunks : 1; /* rows per pass */
+    static constexpr int kPasses = Cfg::kRowsPerConsumer / kRows;
+};
+
+/* kPlainRows: the caller knows that the call uses none of the inference
+ * features (one query head per tile row, unsplit); where the head dim lets
+ * 128 threads cover whole rows (AttnFwdPlainRows::kFits: 64, 128) O is
+ * staged with stmatrix and copied out with every shared-memory read issued
+ * before the buffer is released and the first global store, so neither the
+ * release nor the reads wait for the stores. */
+template <class Cfg, bool kPlainRows = false>
 __device__ __forceinline__ void attn_fwd_epilogue(const mgpu_attention_fwd_args &a,
                                                   typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                   int consumer, int q_stage, const float (&o)[Cfg::kHeadDim / 2],
                                                   const float (&lse)[2])
 {
+    if constexpr (kPlainRows && AttnFwdPlainRows<Cfg>::kFits) {
+        using Plain = AttnFwdPlainRows<Cfg>;
+        int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+        uint32_t staging = smem_u32(smem.q[q_stage]);
+        asm volatile("" : "+r"(thread), "+r"(staging));
+        const int warp = thread / 32, lane = thread % 32;
+        /* Stage: one stmatrix.x4 per 16 columns; matrix m of lane 8 m + r is
+         * rows 8 (m % 2) + r of the warp's 16, columns 8 (2 q + m / 2) + [0, 8):
+         * one 16-byte chunk of the swizzled row. */
+        {
+            const int mat = lane / 8, r = lane % 8;
+            const int row = consumer * Cfg::kRowsPerConsumer + 16 * warp + 8 * (mat % 2) + r;
+#pragma unroll
+            for (int q = 0; q < Cfg::kHeadDim / 16; ++q) {
+                uint32_t v[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int j = 2 * q + i / 2, h = i % 2;
+                    v[i] = pack2<typename Cfg::T>(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+                }
+                stmatrix_x4(staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(row, 8 * (2 * q + mat / 2)), v[0], v[1],
+                            v[2], v[3]);
+            }
+        }
+        named_barrier_sync(Cfg::kBarrierEpilogueFirst + consumer, Cfg::kWarpgroupThreads);
+
+        const int chunk = thread % Plain::kChunks;
+        const int row0 = consumer * Cfg::kRowsPerConsumer + thread / Plain::kChunks; /* tile row of pass 0 */
+        const uint32_t from = staging + swizzled_offset<Cfg, Cfg::kQBlockBytes>(row0, 8 * chunk);
+        uint4 v[Plain::kPasses];
+#pragma unroll
+        for (int p = 0; p < Plain::kPasses; ++p)
+            v[p] = ld_shared_u128(from + p * Plain::kRows * Cfg::kSwizzleBytes);
+        /* Generic-proxy writes and reads of the buffer before the next TMA write. */
+        fence_smem_to_async();
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&smem.q_empty[q_stage]);
+
+        const int64_t batch_term = a.cu_seqlens_q != 0 ? 0 : static_cast<int64_t>(w.batch) * a.o_batch_stride;
+        const int query0 = w.q_row0 + row0;
+        uint8_t *to = reinterpret_cast<uint8_t *>(a.o) +
+                      (batch_term + static_cast<int64_t>(w.q_offset + query0) * a.o_seq_stride +
+                       static_cast<int64_t>(w.head_q) * a.o_head_stride + chunk * 8) *
+                          Cfg::kElementBytes;
+        const int64_t pass_bytes = static_cast<int64_t>(Plain::kRows) * a.o_seq_stride * Cfg::kElementBytes;
+#pragma unroll
+        for (int p = 0; p < Plain::kPasses; ++p)
+            if (query0 + p * Plain::kRows < w.seqlen_q)
+                *reinterpret_cast<uint4 *>(to + p * pass_bytes) = v[p];
+
+        if (a.lse != 0 && lane % 4 == 0) {
+            float *lse_out = reinterpret_cast<float *>(a.lse) + static_cast<int64_t>(w.batch) * a.lse_batch_stride +
+                             static_cast<int64_t>(w.head_q) * a.lse_head_stride + w.q_offset;
+            const int tile_row0 = consumer * Cfg::kRowsPerConsumer + warp * 16 + lane / 4;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int query = w.q_row0 + tile_row0 + 8 * h;
+                if (query < w.seqlen_q)
+                    lse_out[query] = lse[h];
+            }
+        }
+        return;
+    }
+
     constexpr int kRowsPerWarp = 16;
     constexpr int kChunkElems = 8;
     constexpr int kChunksPerRow = Cfg::kHeadDim / kChunkElems;

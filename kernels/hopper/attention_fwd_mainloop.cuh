@@ -16,7 +16,7 @@
  *   i >= 1:  turn{ S = Q K[i]^T ; O += P V[i-1] }
  *            wait for S only (1 group pending); free K[i]; softmax(S) -> scale
  *            wait for O += P V; free V[i-1]; O *= scale; P <- S (16-bit)
- *   last:    turn{ O += P V[count-1] }        wait; free V[count-1]
+ *   last:    turn{ O += P V[count-1] }        tail(); wait; free V[count-1]
  *
  * So the softmax of block i runs while the tensor cores still compute P V of
  * block i-1 (intra-warpgroup overlap), and while the other warpgroup's GEMMs
@@ -573,15 +573,21 @@ __device__ __forceinline__ uint32_t phase_of(int g)
  * V operand of global iteration g, whose stages' barriers are k_full /
  * k_empty and v_full / v_empty; scores_to_probs(n) takes S of key block n to
  * the softmax's P; rescale() applies the softmax's correction to O;
- * convert() packs P as the next P V's A operand. */
-template <class Cfg, class IssueQk, class IssuePv, class ToProbs, class Rescale, class Convert>
+ * convert() packs P as the next P V's A operand; tail() runs while the last
+ * P V is in flight (work of the tile's end that does not read O or P). */
+struct AttnFwdNoTail {
+    __device__ __forceinline__ void operator()() const {}
+};
+
+template <class Cfg, class IssueQk, class IssuePv, class ToProbs, class Rescale, class Convert,
+          class Tail = AttnFwdNoTail>
 __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &smem, uint64_t *v_full,
                                                   uint64_t *v_empty, int consumer, int kv_iter, int count,
                                                   int n_block_end, float (&s)[Cfg::kBlockN / 2],
                                                   float (&o)[Cfg::kHeadDim / 2], const IssueQk &issue_qk_at,
                                                   const IssuePv &issue_pv_at, const ToProbs &scores_to_probs,
                                                   const Rescale &rescale, const Convert &convert,
-                                                  bool fence_loads = false)
+                                                  bool fence_loads = false, const Tail &tail = Tail())
 {
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
@@ -646,6 +652,7 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
         take_turn();
         issue_pv_at(gv, count > 1);
         pass_turn();
+        tail();
         wgmma_wait_group<0>();
         wgmma_fence_operands(o);
         release(&v_empty[stage_of<Cfg>(gv)]);
@@ -685,11 +692,12 @@ __device__ __forceinline__ void attn_fwd_key_loop_idle(typename Cfg::SharedStora
 }
 
 /* The key loop of one tile (count >= 1 blocks, the first at global iteration kv_iter). */
-template <class Cfg, bool kInference>
+template <class Cfg, bool kInference, class Tail = AttnFwdNoTail>
 __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                        int consumer, int kv_iter, int q_stage, float (&o)[Cfg::kHeadDim / 2],
-                                                       OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> &softmax)
+                                                       OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> &softmax,
+                                                       const Tail &tail = Tail())
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int count = w.n_block_end - w.n_block_begin;
@@ -701,6 +709,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     if constexpr (Cfg::kConsumerWarpgroups > 1) {
         if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
             attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
+            tail();
             return;
         }
     }
@@ -764,7 +773,7 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
                 scale_rows(o, correction);
             }
         },
-        [&] { convert_p<Cfg>(pr, s); }, Cfg::kPagedGather && kInference && a.paged_gather);
+        [&] { convert_p<Cfg>(pr, s); }, Cfg::kPagedGather && kInference && a.paged_gather, tail);
 }
 
 } // namespace sm90

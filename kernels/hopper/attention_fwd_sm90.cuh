@@ -194,19 +194,37 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(t));
         const int count = w.n_block_end - w.n_block_begin;
         float o[Cfg::kHeadDim / 2];
-#pragma unroll
-        for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
-            o[i] = 0.f;
         OnlineSoftmax<Cfg::kBlockN, Cfg::kLazyRescale, Cfg::kPolyExp2Every> softmax;
         softmax.init();
+        float o_scale[2], lse[2];
 
         MGPU_ATTN_FWD_STAMP(a, kTlQFull, threadIdx.x == Cfg::kWarpgroupThreads);
-        if (count > 0)
-            attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+        /* Head dims with two Q buffers (64, 96, 128: the persistent grid's),
+         * prefill copy only: at 256 the finalize beside the last P V's
+         * registers spilled. */
+        if constexpr (kInference || Cfg::kQStages < 2) {
+#pragma unroll
+            for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+                o[i] = 0.f;
+            if (count > 0)
+                attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax);
+            softmax.finalize(o_scale, lse);
+        } else {
+            /* The key loop's first P V overwrites O (no zeroing ahead of a
+             * tile's first turn), and the row sums are completed while the
+             * last P V is in flight. */
+            if (count > 0) {
+                attn_fwd_consumer_tile<Cfg, kInference>(a, smem, w, consumer, kv_iter, q_stage, o, softmax,
+                                                        [&] { softmax.finalize(o_scale, lse); });
+            } else {
+#pragma unroll
+                for (int i = 0; i < Cfg::kHeadDim / 2; ++i)
+                    o[i] = 0.f;
+                softmax.finalize(o_scale, lse);
+            }
+        }
         MGPU_ATTN_FWD_STAMP(a, kTlKeyLoopDone, threadIdx.x == Cfg::kWarpgroupThreads);
 
-        float o_scale[2], lse[2];
-        softmax.finalize(o_scale, lse);
         scale_rows(o, o_scale);
         /* Re-derive the tile for the epilogue rather than keep its fields live
          * (in registers) through the main loop. */
@@ -219,7 +237,7 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
             if (a.split_counters != 0)
                 attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
         } else
-            attn_fwd_epilogue<Cfg>(a, smem, we, consumer, q_stage, o, lse);
+            attn_fwd_epilogue<Cfg, !kInference>(a, smem, we, consumer, q_stage, o, lse);
         kv_iter += count;
         ++q_iter;
     }
