@@ -18,7 +18,8 @@
  * each thread then reads all its 16-byte chunks (one per pass, addresses a
  * constant apart), releases the buffer (fence, q_empty) and only then issues
  * its global stores, so neither the release nor the loads wait behind the
- * stores, and no chunk needs its own index arithmetic (docs/decisions/049-attention-forward-short-sequences.md).
+ * stores, and no chunk needs its own index arithmetic
+ * (docs/decisions/049-attention-forward-short-sequences.md).
  *
  * Split calls write fp32 partials instead (attn_fwd_epilogue_partial); where
  * the runtime gives split counters, the last split of a work tile then merges
