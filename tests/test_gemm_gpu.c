@@ -164,6 +164,29 @@ static void run_forced(const struct gemm_case *g, const char *variant, const cha
     force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
+/* A TN-only sm_90a row forced by name: edges (9 tile columns: a cluster's last CTA
+ * computes a tile outside D), beta with fp32 out, direct stores (odd ldc), broadcast
+ * B, the row's own shapes (`extra`), then split-K into 3 (fp32 out, batched) and 5
+ * (16-bit out, batched) slices. */
+static void run_tn_row(const char *name, mgpu_dtype t, const struct gemm_case *extra, unsigned n_extra)
+{
+    const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
+    const struct gemm_case cases[] = {
+        {T, N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        {T, N, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
+        {T, N, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f},
+        {T, N, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_forced(&cases[i], name, NULL);
+    for (unsigned i = 0; i < n_extra; i++)
+        run_forced(&extra[i], name, NULL);
+    const struct gemm_case split = {T, N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
+    run_forced(&split, name, "3");
+    const struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
+    run_forced(&split16, name, "5");
+}
+
 /* The persistent kernel's paths, whatever the heuristic would pick: the
  * sm_90a variants on compute capability 9.0, the sm_100a ones (lone CTAs and
  * CTA pairs) on 10.0. A name of the other device's variants would be ignored. */
@@ -210,48 +233,23 @@ static void check_persistent_paths(mgpu_dtype t)
             struct gemm_case bcast = {ta, tb, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f};
             run_forced(&bcast, name, NULL);
         }
-    /* the 64 x 64 tile (one consumer warpgroup, TN only): edges, beta with fp32
-     * out, direct stores, split-K, broadcast B, and the small-m shapes it is for */
     if (!blackwell) {
+        /* the 64 x 64 tile (one consumer warpgroup) with the small-m shapes it is for */
         snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_64x64x64_s12_c1", t == MGPU_DTYPE_BF16 ? "bf16" : "f16");
-        const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
-        struct gemm_case narrow[] = {
-            {T, N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-            {T, N, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
-            {T, N, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f},
-            {T, N, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
-            {T, N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-            {T, N, 128, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+        const struct gemm_case narrow[] = {
+            {MGPU_OP_T, MGPU_OP_N, 64, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_T, MGPU_OP_N, 128, 4096, 4096, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
         };
-        for (unsigned i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
-            run_forced(&narrow[i], name, NULL);
-        struct gemm_case split = {T, N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
-        run_forced(&split, name, "3");
-        struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
-        run_forced(&split16, name, "5");
-        run_forced(&narrow[4], name, "2");
-    }
-    /* the 192 x 192 tiles (three consumer warpgroups, one epilogue buffer each; TN only), lone
-     * CTAs and 2-CTA clusters: edges, beta with fp32 out, direct stores, split-K, broadcast B,
-     * several tiles per CTA */
-    for (int c = 1; c <= 2 && !blackwell; c++) {
-        snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_192x192x64_s4_c%d", t == MGPU_DTYPE_BF16 ? "bf16" : "f16",
-                 c);
-        const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
-        struct gemm_case wide[] = {
-            {T, N, 300, 1147, 200, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-            {T, N, 257, 129, 130, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 0.5f, -2.0f},
-            {T, N, 129, 65, 64, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 1.0f},
-            {T, N, 96, 80, 64, 3, t, t, 0, 0, 0, 0, 0, 1, 1.0f, 0.0f},
-            {T, N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
-        };
-        for (unsigned i = 0; i < sizeof wide / sizeof wide[0]; i++)
-            if (!quick || i < 4)
-                run_forced(&wide[i], name, NULL);
-        struct gemm_case split = {T, N, 200, 136, 1000, 2, t, MGPU_DTYPE_F32, 8, 0, 4, 0, 0, 0, 1.0f, 0.5f};
-        run_forced(&split, name, "3");
-        struct gemm_case split16 = {T, N, 65, 300, 777, 3, t, t, 0, 0, 0, 0, 0, 0, 2.0f, 0.0f};
-        run_forced(&split16, name, "5");
+        run_tn_row(name, t, narrow, 2);
+        run_forced(&narrow[0], name, "2");
+        /* the 192 x 192 tiles (three consumer warpgroups, one epilogue buffer each), lone CTAs
+         * and 2-CTA clusters, with several tiles per CTA */
+        const struct gemm_case wide = {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
+        for (int c = 1; c <= 2; c++) {
+            snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_192x192x64_s4_c%d",
+                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", c);
+            run_tn_row(name, t, &wide, quick ? 0 : 1);
+        }
     }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {
