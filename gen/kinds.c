@@ -131,6 +131,12 @@ static const char *attention_fwd_fp8_vt_check(const struct gen_variant *v)
 /* ------------------------------------------------------------ unit texts */
 
 #define THREADS_CHECK "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
+/* The generated unit's check of its configuration's dynamic shared memory
+ * against the variant's: equal, or at most (kernels that round up). */
+#define SMEM_EQUAL_CHECK \
+    "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from gen/variants.c\");\n"
+#define SMEM_MAX_CHECK \
+    "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
 
 /* The portable gather / scatter bodies of kernels/portable/gather_portable.cuh. */
 #define PORTABLE_GATHER_UNIT(call)                                                                  \
@@ -169,7 +175,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@tile_n@, @stages@, @cluster@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
-                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
                 "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
@@ -228,7 +234,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@tile_m@, @tile_n@, @stages@, @cluster_n@, @schedule_id@>;\n"
                 "static_assert(Config@i@::kBK == @tile_k@, \"@name@: tile_k differs from gen/variants.c\");\n"
                 THREADS_CHECK
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                SMEM_MAX_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,\n"
                 "    const __grid_constant__ CUtensorMap tma_c, const __grid_constant__ mgpu_gemm_args args)\n"
@@ -260,8 +266,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_BLOCK_M && "
                 "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
                 "gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
-                "gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
@@ -285,7 +290,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "\"@name@: threads differ from gen/variants.c\");\n"
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@, \"@name@: tiles "
                 "differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                SMEM_MAX_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_bwd_params p)\n"
                 "{\n    mgpu::sm90::attention_bwd<Config@i@>(p);\n}\n",
@@ -303,8 +308,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 THREADS_CHECK
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
                 "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
-                "gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm100::attention_fwd<Config@i@>(p);\n}\n",
@@ -352,7 +356,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 THREADS_CHECK
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
                 "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                SMEM_MAX_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_fp8<Config@i@>(p);\n}\n",
@@ -388,7 +392,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "\"@name@: threads differ from gen/variants.c\");\n"
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kAbiBlockN == @block_n@ && "
                 "Config@i@::kAbiStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                SMEM_MAX_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_bwd_params p)\n"
                 "{\n    mgpu::sm100::attention_bwd<Config@i@>(p);\n}\n",
@@ -411,8 +415,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_BLOCK_M && "
                 "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
                 "gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
-                "gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
@@ -429,11 +432,10 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .group = "attention_fwd_decode_sm90",
         .entry = "mgpu_attention_fwd_decode64_sm90_@dtype@_d@head_dim@",
         .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdDecode64Config<@type@, @head_dim@>;\n"
-                "static_assert(Config@i@::kThreads == @threads@, \"@name@: threads differ from gen/variants.c\");\n"
+                THREADS_CHECK
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
                 "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes == @smem@, \"@name@: shared memory differs from "
-                "gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, Config@i@::kMinBlocks)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
@@ -451,7 +453,7 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 THREADS_CHECK
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
                 "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kSmemBytes <= @smem@, \"@name@: shared memory exceeds gen/variants.c\");\n"
+                SMEM_MAX_CHECK
                 "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_fp8<Config@i@>(p);\n}\n",
