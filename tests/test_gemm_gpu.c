@@ -164,10 +164,11 @@ static void run_forced(const struct gemm_case *g, const char *variant, const cha
     force_unsetenv("MGPU_FORCE_SPLIT_K");
 }
 
-/* A TN-only sm_90a row forced by name: edges (9 tile columns: a cluster's last CTA
- * computes a tile outside D), beta with fp32 out, direct stores (odd ldc), broadcast
- * B, the row's own shapes (`extra`), then split-K into 3 (fp32 out, batched) and 5
- * (16-bit out, batched) slices. */
+/* A TN-only sm_90a row forced by name: edges (m = 300, n = 1147: partial tiles on both
+ * sides), beta with fp32 out, direct stores (odd ldc), broadcast B, the row's own
+ * shapes (`extra`), then split-K into 3 (fp32 out, batched) and 5 (16-bit out, batched)
+ * slices: with 2-CTA clusters, n = 80 and 136 leave the cluster's second CTA a tile
+ * outside D. */
 static void run_tn_row(const char *name, mgpu_dtype t, const struct gemm_case *extra, unsigned n_extra)
 {
     const mgpu_operation T = MGPU_OP_T, N = MGPU_OP_N;
@@ -243,12 +244,17 @@ static void check_persistent_paths(mgpu_dtype t)
         run_tn_row(name, t, narrow, 2);
         run_forced(&narrow[0], name, "2");
         /* the 192 x 192 tiles (three consumer warpgroups, one epilogue buffer each), lone CTAs
-         * and 2-CTA clusters, with several tiles per CTA */
-        const struct gemm_case wide = {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f};
+         * and 2-CTA clusters, with several tiles per CTA (169 tiles: 2 per CTA, 91 cluster units
+         * on 66 clusters), also in two K slices */
+        const struct gemm_case wide[] = {
+            {MGPU_OP_T, MGPU_OP_N, 2400, 2400, 128, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+            {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        };
         for (int c = 1; c <= 2; c++) {
             snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_192x192x64_s4_c%d",
                      t == MGPU_DTYPE_BF16 ? "bf16" : "f16", c);
-            run_tn_row(name, t, &wide, quick ? 0 : 1);
+            run_tn_row(name, t, wide, quick ? 1 : 2);
+            run_forced(&wide[0], name, "2");
         }
     }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */

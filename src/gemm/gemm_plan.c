@@ -749,18 +749,20 @@ static int64_t tail_split_tiles(const struct mgpu_gemm_problem *p, const struct 
 
 /* The busiest CTA's work on v's kind of row with tile_m x tile_n tiles in
  * clusters of `cluster` CTAs along N: tile rows x k-tiles, the split-K tail
- * counted where the plan would take it by default (tail_split_tiles), at most
+ * counted where the plan would take it (tail_split_tiles: by default, or as
+ * MGPU_FORCE_TAIL_SPLIT says where `force` is given), at most
  * BUSIEST_WORK_MAX (callers scale it by a few thousand); -1 where the units
  * make at most one wave. */
 #define BUSIEST_WORK_MAX (INT64_MAX >> 16)
-static int64_t busiest_work(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v, int64_t sms,
-                            int64_t tile_m, int64_t tile_n, int64_t cluster)
+static int64_t busiest_work(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v,
+                            const struct mgpu_gemm_force *force, int64_t sms, int64_t tile_m, int64_t tile_n,
+                            int64_t cluster)
 {
     const int64_t at_once = sms / cluster > 0 ? sms / cluster : 1;
     const int64_t k_tiles = mgpu_cdiv(p->k, v->gemm.tile_k);
     /* bounded by validation: m, n <= 2^31 - 1, batch * m * n <= 2^56, k <= 2^31 - 1 */
     const int64_t units = mgpu_cdiv(p->m, tile_m) * mgpu_cdiv(mgpu_cdiv(p->n, tile_n), cluster) * p->batch;
-    const int64_t tail = tail_split_tiles(p, v, NULL, units, cluster, k_tiles, sms);
+    const int64_t tail = tail_split_tiles(p, v, force, units, cluster, k_tiles, sms);
     if (units <= at_once)
         return -1; /* one wave */
     /* tail < at_once <= the SM count: tail * k_tiles < 2^40 */
@@ -786,8 +788,8 @@ static void mid_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
     const int64_t ctas = cluster ? 2 : 1;
     const int64_t now_rows = f->half_rows ? SMALL_TILE_ROWS : large->gemm.tile_m;
-    const int64_t now = busiest_work(p, large, sms, now_rows, HALF_ROWS_TILE_N, ctas);
-    const int64_t then = busiest_work(p, mid, sms, MID_TILE_ROWS, HALF_ROWS_TILE_N, ctas);
+    const int64_t now = busiest_work(p, large, NULL, sms, now_rows, HALF_ROWS_TILE_N, ctas);
+    const int64_t then = busiest_work(p, mid, NULL, sms, MID_TILE_ROWS, HALF_ROWS_TILE_N, ctas);
     if (now < 0)
         return; /* the tiles wanted so far make one wave: the wave count is no guide (013) */
     const int take = f->half_rows ? then < now : then * MID_ROWS_SHARE_DEN <= now * MID_ROWS_SHARE_NUM;
@@ -821,7 +823,8 @@ static void mid_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu
 #define WIDE_SHARE_NUM 17
 #define WIDE_SHARE_DEN 16
 
-static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
+static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                        const struct mgpu_gemm_force *force, struct gemm_fit *f)
 {
     const struct mgpu_variant *large = large_variant(p, caps);
     if (!WIDE_BY_DEFAULT || !large || mgpu_dtype_is_fp8(p->a_dtype) || p->transa != MGPU_OP_T ||
@@ -841,9 +844,9 @@ static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_dev
     if (!now_row)
         return;
     /* work in tile area x k-tiles: rows x k-tiles (at most BUSIEST_WORK_MAX) x 128 or 192 columns */
-    const int64_t now = busiest_work(p, now_row, sms, f->mid_rows ? MID_TILE_ROWS : large->gemm.tile_m,
+    const int64_t now = busiest_work(p, now_row, force, sms, f->mid_rows ? MID_TILE_ROWS : large->gemm.tile_m,
                                      HALF_ROWS_TILE_N, ctas);
-    const int64_t then = busiest_work(p, wide, sms, WIDE_TILE, WIDE_TILE, ctas);
+    const int64_t then = busiest_work(p, wide, force, sms, WIDE_TILE, WIDE_TILE, ctas);
     if (now < 0 || then < 0)
         return; /* one wave: the wave count is no guide (013) */
     if (then * WIDE_TILE * WIDE_SHARE_DEN > now * HALF_ROWS_TILE_N * WIDE_SHARE_NUM)
@@ -1554,7 +1557,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                        : NULL,
     };
     const int memo = !(force && ((force->variant && force->variant[0]) || force->schedule != MGPU_SCHEDULE_DEFAULT ||
-                                 force->tail_split > 0));
+                                 force->tail_split != 0));
     struct selection_key key;
     int variant = -1;
     if (memo) {
@@ -1565,7 +1568,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         fit.tma = mgpu_gemm_tma_eligible(p);
         wanted_shape(p, caps, &fit);
         if (!(force && force->tail_split > 0))
-            wide_wanted(p, caps, &fit);
+            wide_wanted(p, caps, force, &fit);
         if (caps->cc_major == 9 && caps->cc_minor == 0)
             choose_schedule(p, force, &fit);
         variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
