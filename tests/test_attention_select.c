@@ -1266,6 +1266,16 @@ static void test_decode64_plan(void)
                   "row %zu: decode64 variant %d", i, e);
             CHECK(mgpu_attention_fwd_decode_forced(mgpu_variants[e].name, &mgpu_variants[idx]) == 64,
                   "row %zu: forced by name", i);
+            /* a decode entry of another head dim or dtype: the call cannot run it */
+            for (int o = 0; o < mgpu_variant_count; o++) {
+                const struct mgpu_variant *other = &mgpu_variants[o];
+                if ((other->kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 ||
+                     other->kind == MGPU_KIND_ATTENTION_FWD_DECODE_SM90) &&
+                    (other->dtype != mgpu_variants[idx].dtype ||
+                     other->attention.head_dim != mgpu_variants[idx].attention.head_dim))
+                    CHECK(mgpu_attention_fwd_decode_forced(other->name, &mgpu_variants[idx]) == -1,
+                          "row %zu: %s forced on %s", i, other->name, mgpu_variants[idx].name);
+            }
         }
         struct mgpu_attention_fwd_choice forced = choice;
         forced.force_decode64 = 1;

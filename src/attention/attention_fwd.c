@@ -84,6 +84,9 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
      * a decode entry forced by name runs where the call fits it */
     const int forced_by_name = force && strcmp(force, mgpu_variants[variant].name) == 0;
     const int decode_forced = mgpu_attention_fwd_decode_forced(force, &mgpu_variants[variant]);
+    if (decode_forced < 0)
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "MGPU_FORCE_VARIANT names %s, a decode entry for another dtype "
+                         "or head dim than this call's (%s)", force, mgpu_variants[variant].name);
     const int decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps);
     const struct mgpu_attention_fwd_choice choice = {
         h->workspace_bytes,

@@ -237,10 +237,10 @@ int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_varian
         const struct mgpu_variant *v = &mgpu_variants[i];
         if (strcmp(force, v->name) != 0)
             continue;
-        if (is_decode64_kind(v->kind) && decode64_fits(v, fwd))
-            return 64;
-        if (is_decode_kind(v->kind) && decode_fits(v, fwd))
-            return 128;
+        if (is_decode64_kind(v->kind))
+            return decode64_fits(v, fwd) ? 64 : -1;
+        if (is_decode_kind(v->kind))
+            return decode_fits(v, fwd) ? 128 : -1;
         return 0;
     }
     return 0;

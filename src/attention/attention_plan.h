@@ -41,7 +41,8 @@ int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struc
 int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
 
 /* `force` (MGPU_FORCE_VARIANT, may be NULL) names a decode entry of `fwd`:
- * 64 (the 64-row one), 128 (the 128-row one), else 0. */
+ * 64 (the 64-row one), 128 (the 128-row one); a decode entry of another
+ * dtype, head dim or tile: -1 (the call cannot run it); anything else: 0. */
 int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd);
 
 /* Everything a launch needs except the tensor maps themselves. */
