@@ -159,11 +159,14 @@ struct PersistentGemmConfig {
     /* Register budgets after setmaxnreg: the producer only issues TMA; each
      * consumer thread holds 128 fp32 accumulators at most (cooperative:
      * kBM / 2, fp8 twice that, the promoted sum and the running chain;
-     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). Three
-     * consumers (192 x 192 tiles, 96 accumulators each) share what the
-     * producer leaves of the register file: 152 each. */
+     * ping-pong: kBM / 2 for each of the tile's two 64-column parts). The
+     * consumers share what the producer leaves of the register file, in
+     * setmaxnreg's steps of 8: 232 each for two, 152 for three (192 x 192
+     * tiles, 96 accumulators each). */
     static constexpr int kProducerRegs = 40;
-    static constexpr int kConsumerRegs = kConsumers == 3 ? 152 : 232;
+    static constexpr int kConsumerRegs = (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8 < 232
+                                             ? (65536 / 128 - kProducerRegs) / kConsumers / 8 * 8
+                                             : 232;
     /* With one consumer warpgroup (kBN == 64: 256 threads) every thread may
      * hold 255 registers as launched: no register reallocation. */
     static constexpr bool kSetMaxNReg = kConsumers > 1;

@@ -41,10 +41,12 @@
  *                            K-major A only) when they give the busiest CTA
  *                            at most 7/8 of the work (mid_rows_wanted);
  *                            16-bit TN, one batch entry, rows off 128-byte
- *                            lines, k >= 2048, on 192 x 128 tiles or the
- *                            256 x 128 cluster with the split-K tail:
+ *                            lines, k >= 2048, beyond one wave: any of
+ *                            these but the 128 x 128 ones ->
  *                            MGPU_GEMM_WIDE_192[_CLUSTER] (192 x 192 tiles,
- *                            three consumer warpgroups; wide_wanted);
+ *                            three consumer warpgroups) where the busiest
+ *                            CTA's work is at most 17/16 of theirs
+ *                            (wide_wanted; not with MGPU_FORCE_TAIL_SPLIT=1);
  *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
@@ -827,9 +829,9 @@ static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_dev
                         const struct mgpu_gemm_force *force, struct gemm_fit *f)
 {
     const struct mgpu_variant *large = large_variant(p, caps);
-    if (!WIDE_BY_DEFAULT || !large || mgpu_dtype_is_fp8(p->a_dtype) || p->transa != MGPU_OP_T ||
-        p->transb != MGPU_OP_N || p->batch != 1 || p->k < WIDE_MIN_K || large->gemm.tile_n != HALF_ROWS_TILE_N ||
-        f->half_rows)
+    if (!WIDE_BY_DEFAULT || (force && force->tail_split > 0) || !large || mgpu_dtype_is_fp8(p->a_dtype) ||
+        p->transa != MGPU_OP_T || p->transb != MGPU_OP_N || p->batch != 1 || p->k < WIDE_MIN_K ||
+        large->gemm.tile_n != HALF_ROWS_TILE_N || f->half_rows)
         return;
     const int cluster = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER;
     if (!cluster && f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_192)
@@ -1567,8 +1569,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
     if (variant < 0) {
         fit.tma = mgpu_gemm_tma_eligible(p);
         wanted_shape(p, caps, &fit);
-        if (!(force && force->tail_split > 0))
-            wide_wanted(p, caps, force, &fit);
+        wide_wanted(p, caps, force, &fit);
         if (caps->cc_major == 9 && caps->cc_minor == 0)
             choose_schedule(p, force, &fit);
         variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
