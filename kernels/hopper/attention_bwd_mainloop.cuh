@@ -251,36 +251,66 @@ __device__ __forceinline__ uint32_t kq_offset(uint32_t base, int j, int h)
     return (base ^ static_cast<uint32_t>(16 * j)) + 1024 * h;
 }
 
-/* P^T = exp2(S^T scale_log2 - lse_log2) of a thread's fragment, unmasked:
- * pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T times the
- * soft-cap derivative for dS. lse_addr: lse_log2 of the thread's first query
- * column (j = 0, e = 0) in shared memory. */
+/* The thread's kSN / 4 values of a row buffer (lse_log2 or dpsum) from
+ * `addr`, the value of its first query column (j = 0, e = 0): pairs j at 32 j
+ * bytes. */
+template <class Cfg>
+__device__ __forceinline__ void bwd_load_row(float2 (&v)[Cfg::kSN / 8], uint32_t addr)
+{
+#pragma unroll
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        v[j] = ld_shared_f32x2(addr + 32 * j);
+}
+
+/* P^T = exp2(S^T scale_log2 - lse_log2) of the thread's query chunk j
+ * (columns 8 j + 2 (lane % 4) + {0, 1}, whose lse_log2 values are lse),
+ * unmasked: pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T
+ * times the soft-cap derivative for dS. */
+template <class Cfg, bool kSoftcap>
+__device__ __forceinline__ void bwd_probs_chunk(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], int j,
+                                                float2 lse, float scale_log2, float pre, float post)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float pv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            float x = st[4 * j + 2 * h + e];
+            float grad = 1.f;
+            if constexpr (kSoftcap) {
+                const float t = fast_tanh(x * pre);
+                x = post * t;
+                grad = 1.f - t * t;
+            }
+            const float pe = fast_exp2(fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y)));
+            pv[e] = pe;
+            st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
+        }
+        pr[2 * j + h] = pack2<typename Cfg::T>(pv[0], pv[1]);
+    }
+}
+
+/* P^T of the thread's whole fragment, lse_log2 read from shared memory where
+ * it is used: lse_addr is the value of the thread's first query column (j =
+ * 0, e = 0). */
 template <class Cfg, bool kSoftcap>
 __device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], uint32_t lse_addr,
                                           float scale_log2, float pre, float post)
 {
 #pragma unroll
-    for (int j = 0; j < Cfg::kSN / 8; ++j) {
-        const float2 lse = ld_shared_f32x2(lse_addr + 32 * j);
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        bwd_probs_chunk<Cfg, kSoftcap>(st, pr, j, ld_shared_f32x2(lse_addr + 32 * j), scale_log2, pre, post);
+}
+
+/* The same with the lse_log2 values already in registers (bwd_load_row). */
+template <class Cfg, bool kSoftcap>
+__device__ __forceinline__ void bwd_probs_rows(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4],
+                                               const float2 (&lse_row)[Cfg::kSN / 8], float scale_log2, float pre,
+                                               float post)
+{
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float pv[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                float x = st[4 * j + 2 * h + e];
-                float grad = 1.f;
-                if constexpr (kSoftcap) {
-                    const float t = fast_tanh(x * pre);
-                    x = post * t;
-                    grad = 1.f - t * t;
-                }
-                const float pe = fast_exp2(fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y)));
-                pv[e] = pe;
-                st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
-            }
-            pr[2 * j + h] = pack2<typename Cfg::T>(pv[0], pv[1]);
-        }
-    }
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        bwd_probs_chunk<Cfg, kSoftcap>(st, pr, j, lse_row[j], scale_log2, pre, post);
 }
 
 /* Zeroes P^T (st and the 16-bit pr) where query row c0 + 8 j + e may not
@@ -394,6 +424,13 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 issue_xt<Cfg>(st, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
             }
+            /* This block's lse_log2 values (complete since the bar(ds) of
+             * the block before): with kLseEarly loaded before dP^T is
+             * issued, so that their latency is not exposed in front of the
+             * P^T arithmetic; else where P^T uses them. */
+            float2 lse_row[kSN / 8];
+            if constexpr (Cfg::kLseEarly)
+                bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]));
             float dpt[kSN / 2];
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
@@ -413,11 +450,18 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                                 key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
                                 key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
             uint32_t pr[kSN / 4];
-            const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
-            if (a.softcap > 0.f)
-                bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
-            else
-                bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
+            if constexpr (Cfg::kLseEarly) {
+                if (a.softcap > 0.f)
+                    bwd_probs_rows<Cfg, true>(st, pr, lse_row, a.scale_log2, pre, post);
+                else
+                    bwd_probs_rows<Cfg, false>(st, pr, lse_row, a.scale_log2, pre, post);
+            } else {
+                const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
+                if (a.softcap > 0.f)
+                    bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
+                else
+                    bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
+            }
             if (masked) /* only blocks on a mask edge or the end of the queries */
                 bwd_mask<Cfg>(st, pr, w, my_key, row_first + qcol0 + 2 * (lane % 4));
             if constexpr (Cfg::kSplitDim) {

@@ -152,6 +152,7 @@ struct AttnBwdConfig {
     static constexpr bool kDqWriter = AttnBwdTile<kHeadDim>::kDqBuffers > 0;
     static constexpr int kDqBuffers = kDqWriter ? AttnBwdTile<kHeadDim>::kDqBuffers : 1;
     static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
+    static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];

@@ -31,6 +31,10 @@ struct AttnBwdTile {
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
+    /* Head dim 128: each query block's lse_log2 values are loaded into
+     * registers before dP^T is issued (the other head dims read them where
+     * P^T uses them). */
+    static constexpr bool kLseEarly = kHeadDim == 128;
     /* Columns of one box of the dq_accum tensor map (kSplitDim: each
      * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
      * the ABI's dq_box_cols): 128 at head dim 256 (both consumers' ranges),
