@@ -56,10 +56,10 @@ namespace sm90 {
 
 /* ---- the wgmma forms this kernel issues (instructions: hopper/wgmma.cuh) ---- */
 
-template <class Cfg, int kN, bool kTransA, bool kTransB>
+template <class Cfg, int kN, bool kTransA, bool kTransB, int kScaleA = 1>
 __device__ __forceinline__ void bwd_mma_ss(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate)
 {
-    wgmma_ss<typename Cfg::T, kTransA, kTransB>(d, desc_a, desc_b, accumulate);
+    wgmma_ss<typename Cfg::T, kTransA, kTransB, kScaleA>(d, desc_a, desc_b, accumulate);
 }
 
 /* A from registers, B MN-major. */
@@ -152,6 +152,11 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
                                                     int b, int consumer, int thread)
 {
     static_assert(Cfg::kBlockM == 64, "two row values per lane");
+    /* kDpsumAcc (16 more registers live at the loop's top): the row offset
+     * is recomputed at each call rather than kept across the loop (it
+     * spilled). */
+    if constexpr (Cfg::kDpsumAcc)
+        asm volatile("" : "+r"(thread));
     if (thread < 32) {
         const float *rows = reinterpret_cast<const float *>(consumer == 0 ? a.lse_log2 : a.dpsum) + w.q_row0 +
                             static_cast<int64_t>(m) * Cfg::kBlockM + 2 * thread;
@@ -161,8 +166,9 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
 }
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
- * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. */
-template <class Cfg>
+ * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. kSubtract:
+ * d -= A B^T instead (d holds its initial values; Cfg::kDpsumAcc's dP^T). */
+template <class Cfg, bool kSubtract = false>
 __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
 {
     /* a_rows (the consumer's K or V rows) is the same in every query block:
@@ -177,7 +183,7 @@ __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_ro
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
         const uint64_t da = wgmma_desc(a_rows + block * Cfg::kKVBlockBytes + within, 16, Cfg::kAtomBytes);
         const uint64_t db = wgmma_desc(b_rows + block * Cfg::kQBlockBytes + within, 16, Cfg::kAtomBytes);
-        bwd_mma_ss<Cfg, Cfg::kSN, false, false>(d, da, db, kk > 0);
+        bwd_mma_ss<Cfg, Cfg::kSN, false, false, kSubtract ? -1 : 1>(d, da, db, kSubtract || kk > 0);
     }
 }
 
@@ -431,10 +437,26 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             float2 lse_row[kSN / 8];
             if constexpr (Cfg::kLseEarly)
                 bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]));
+            /* kDpsumAcc: the accumulator of dP^T starts as this block's
+             * dpsum values (each query's in both of the thread's keys) and
+             * the product is subtracted, so that it ends as dpsum - dP^T,
+             * the negated factor of dS^T: no row loads after the wait for
+             * dP^T. Else dpt = dP^T. */
             float dpt[kSN / 2];
+            if constexpr (Cfg::kDpsumAcc) {
+                float2 dps[kSN / 8];
+                bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][qcol0 + 2 * (lane % 4)]));
+#pragma unroll
+                for (int j = 0; j < kSN / 8; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        dpt[4 * j + 2 * h] = dps[j].x;
+                        dpt[4 * j + 2 * h + 1] = dps[j].y;
+                    }
+            }
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
-            issue_xt<Cfg>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             if constexpr (!kPrefetchS) {
                 wgmma_fence_operands(st);
@@ -491,12 +513,19 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             uint32_t dsr[kSN / 4];
 #pragma unroll
             for (int j = 0; j < kSN / 8; ++j) {
-                const int q = qcol0 + 8 * j + 2 * (lane % 4);
-                const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][q]));
+                float2 dp_sum = make_float2(0.f, 0.f);
+                if constexpr (!Cfg::kDpsumAcc)
+                    dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][qcol0 + 8 * j + 2 * (lane % 4)]));
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
-                    const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                    float d0, d1;
+                    if constexpr (Cfg::kDpsumAcc) { /* dpt = dpsum - dP^T */
+                        d0 = st[4 * j + 2 * h] * -dpt[4 * j + 2 * h];
+                        d1 = st[4 * j + 2 * h + 1] * -dpt[4 * j + 2 * h + 1];
+                    } else {
+                        d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
+                        d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                    }
                     dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
                     st_shared_u32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
                 }

@@ -153,6 +153,7 @@ struct AttnBwdConfig {
     static constexpr int kDqBuffers = kDqWriter ? AttnBwdTile<kHeadDim>::kDqBuffers : 1;
     static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
     static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
+    static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];

@@ -35,6 +35,10 @@ struct AttnBwdTile {
      * registers before dP^T is issued (the other head dims read them where
      * P^T uses them). */
     static constexpr bool kLseEarly = kHeadDim == 128;
+    /* Head dim 128: dP^T's accumulator starts as the block's dpsum values
+     * and the product is subtracted (dpsum - dP^T), so that dS^T needs no
+     * row loads after the wait for dP^T (the others load dpsum there). */
+    static constexpr bool kDpsumAcc = kHeadDim == 128;
     /* Columns of one box of the dq_accum tensor map (kSplitDim: each
      * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
      * the ABI's dq_box_cols): 128 at head dim 256 (both consumers' ranges),
