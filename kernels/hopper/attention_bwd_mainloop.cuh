@@ -22,7 +22,8 @@
  *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
  *   [S^T = K_c Q^T issued by the block       [S^T = K Q_c^T issued by the block
  *    before, complete]                        before, complete]
- *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
+ *   g2 dP^T = V_c dO^T (kDpsumAcc: dpsum -   g2 dP^T = V dO_c^T
+ *      V_c dO^T, accumulator = dpsum rows)
  *   P^T (registers, 16-bit A; mask pass      P^T (mask pass on edge blocks)
  *     on edge blocks)                               -> smem p[i % 2]
  *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
@@ -271,7 +272,9 @@ __device__ __forceinline__ void bwd_load_row(float2 (&v)[Cfg::kSN / 8], uint32_t
 /* P^T = exp2(S^T scale_log2 - lse_log2) of the thread's query chunk j
  * (columns 8 j + 2 (lane % 4) + {0, 1}, whose lse_log2 values are lse),
  * unmasked: pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T
- * times the soft-cap derivative for dS. */
+ * times the soft-cap derivative for dS. Cfg::kPolyExp2Every > 0: every
+ * kPolyExp2Every-th chunk's exponentials on the FMA pipe (poly_exp2), the
+ * others on the MUFU unit. */
 template <class Cfg, bool kSoftcap>
 __device__ __forceinline__ void bwd_probs_chunk(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], int j,
                                                 float2 lse, float scale_log2, float pre, float post)
@@ -288,7 +291,12 @@ __device__ __forceinline__ void bwd_probs_chunk(float (&st)[Cfg::kSN / 2], uint3
                 x = post * t;
                 grad = 1.f - t * t;
             }
-            const float pe = fast_exp2(fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y)));
+            const float arg = fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y));
+            float pe;
+            if constexpr (Cfg::kPolyExp2Every > 0)
+                pe = j % Cfg::kPolyExp2Every == Cfg::kPolyExp2Every - 1 ? poly_exp2(arg) : fast_exp2(arg);
+            else
+                pe = fast_exp2(arg);
             pv[e] = pe;
             st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
         }
