@@ -22,7 +22,8 @@
  *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
  *   [S^T = K_c Q^T issued by the block       [S^T = K Q_c^T issued by the block
  *    before, complete]                        before, complete]
- *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
+ *   g2 dP^T = V_c dO^T (kDpsumAcc: dpsum -   g2 dP^T = V dO_c^T
+ *      V_c dO^T, accumulator = dpsum rows)
  *   P^T (registers, 16-bit A; mask pass      P^T (mask pass on edge blocks)
  *     on edge blocks)                               -> smem p[i % 2]
  *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
@@ -56,10 +57,10 @@ namespace sm90 {
 
 /* ---- the wgmma forms this kernel issues (instructions: hopper/wgmma.cuh) ---- */
 
-template <class Cfg, int kN, bool kTransA, bool kTransB>
+template <class Cfg, int kN, bool kTransA, bool kTransB, int kScaleA = 1>
 __device__ __forceinline__ void bwd_mma_ss(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, uint32_t accumulate)
 {
-    wgmma_ss<typename Cfg::T, kTransA, kTransB>(d, desc_a, desc_b, accumulate);
+    wgmma_ss<typename Cfg::T, kTransA, kTransB, kScaleA>(d, desc_a, desc_b, accumulate);
 }
 
 /* A from registers, B MN-major. */
@@ -152,6 +153,11 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
                                                     int b, int consumer, int thread)
 {
     static_assert(Cfg::kBlockM == 64, "two row values per lane");
+    /* kDpsumAcc (16 more registers live at the loop's top): the row offset
+     * is recomputed at each call rather than kept across the loop (it
+     * spilled). */
+    if constexpr (Cfg::kDpsumAcc)
+        asm volatile("" : "+r"(thread));
     if (thread < 32) {
         const float *rows = reinterpret_cast<const float *>(consumer == 0 ? a.lse_log2 : a.dpsum) + w.q_row0 +
                             static_cast<int64_t>(m) * Cfg::kBlockM + 2 * thread;
@@ -161,8 +167,9 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
 }
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
- * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. */
-template <class Cfg>
+ * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. kSubtract:
+ * d -= A B^T instead (d holds its initial values; Cfg::kDpsumAcc's dP^T). */
+template <class Cfg, bool kSubtract = false>
 __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
 {
     /* a_rows (the consumer's K or V rows) is the same in every query block:
@@ -177,7 +184,7 @@ __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_ro
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
         const uint64_t da = wgmma_desc(a_rows + block * Cfg::kKVBlockBytes + within, 16, Cfg::kAtomBytes);
         const uint64_t db = wgmma_desc(b_rows + block * Cfg::kQBlockBytes + within, 16, Cfg::kAtomBytes);
-        bwd_mma_ss<Cfg, Cfg::kSN, false, false>(d, da, db, kk > 0);
+        bwd_mma_ss<Cfg, Cfg::kSN, false, false, kSubtract ? -1 : 1>(d, da, db, kSubtract || kk > 0);
     }
 }
 
@@ -251,36 +258,73 @@ __device__ __forceinline__ uint32_t kq_offset(uint32_t base, int j, int h)
     return (base ^ static_cast<uint32_t>(16 * j)) + 1024 * h;
 }
 
-/* P^T = exp2(S^T scale_log2 - lse_log2) of a thread's fragment, unmasked:
- * pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T times the
- * soft-cap derivative for dS. lse_addr: lse_log2 of the thread's first query
- * column (j = 0, e = 0) in shared memory. */
+/* The thread's kSN / 4 values of a row buffer (lse_log2 or dpsum) from
+ * `addr`, the value of its first query column (j = 0, e = 0): pairs j at 32 j
+ * bytes. */
+template <class Cfg>
+__device__ __forceinline__ void bwd_load_row(float2 (&v)[Cfg::kSN / 8], uint32_t addr)
+{
+#pragma unroll
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        v[j] = ld_shared_f32x2(addr + 32 * j);
+}
+
+/* P^T = exp2(S^T scale_log2 - lse_log2) of the thread's query chunk j
+ * (columns 8 j + 2 (lane % 4) + {0, 1}, whose lse_log2 values are lse),
+ * unmasked: pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T
+ * times the soft-cap derivative for dS. Cfg::kPolyExp2Every > 0: every
+ * kPolyExp2Every-th chunk's exponentials on the FMA pipe (poly_exp2), the
+ * others on the MUFU unit. */
+template <class Cfg, bool kSoftcap>
+__device__ __forceinline__ void bwd_probs_chunk(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], int j,
+                                                float2 lse, float scale_log2, float pre, float post)
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float pv[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            float x = st[4 * j + 2 * h + e];
+            float grad = 1.f;
+            if constexpr (kSoftcap) {
+                const float t = fast_tanh(x * pre);
+                x = post * t;
+                grad = 1.f - t * t;
+            }
+            const float arg = fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y));
+            float pe;
+            if constexpr (Cfg::kPolyExp2Every > 0)
+                pe = j % Cfg::kPolyExp2Every == Cfg::kPolyExp2Every - 1 ? poly_exp2(arg) : fast_exp2(arg);
+            else
+                pe = fast_exp2(arg);
+            pv[e] = pe;
+            st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
+        }
+        pr[2 * j + h] = pack2<typename Cfg::T>(pv[0], pv[1]);
+    }
+}
+
+/* P^T of the thread's whole fragment, lse_log2 read from shared memory where
+ * it is used: lse_addr is the value of the thread's first query column (j =
+ * 0, e = 0). */
 template <class Cfg, bool kSoftcap>
 __device__ __forceinline__ void bwd_probs(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4], uint32_t lse_addr,
                                           float scale_log2, float pre, float post)
 {
 #pragma unroll
-    for (int j = 0; j < Cfg::kSN / 8; ++j) {
-        const float2 lse = ld_shared_f32x2(lse_addr + 32 * j);
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        bwd_probs_chunk<Cfg, kSoftcap>(st, pr, j, ld_shared_f32x2(lse_addr + 32 * j), scale_log2, pre, post);
+}
+
+/* The same with the lse_log2 values already in registers (bwd_load_row). */
+template <class Cfg, bool kSoftcap>
+__device__ __forceinline__ void bwd_probs_rows(float (&st)[Cfg::kSN / 2], uint32_t (&pr)[Cfg::kSN / 4],
+                                               const float2 (&lse_row)[Cfg::kSN / 8], float scale_log2, float pre,
+                                               float post)
+{
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float pv[2];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                float x = st[4 * j + 2 * h + e];
-                float grad = 1.f;
-                if constexpr (kSoftcap) {
-                    const float t = fast_tanh(x * pre);
-                    x = post * t;
-                    grad = 1.f - t * t;
-                }
-                const float pe = fast_exp2(fmaf(x, scale_log2, -(e == 0 ? lse.x : lse.y)));
-                pv[e] = pe;
-                st[4 * j + 2 * h + e] = kSoftcap ? pe * grad : pe;
-            }
-            pr[2 * j + h] = pack2<typename Cfg::T>(pv[0], pv[1]);
-        }
-    }
+    for (int j = 0; j < Cfg::kSN / 8; ++j)
+        bwd_probs_chunk<Cfg, kSoftcap>(st, pr, j, lse_row[j], scale_log2, pre, post);
 }
 
 /* Zeroes P^T (st and the 16-bit pr) where query row c0 + 8 j + e may not
@@ -394,10 +438,33 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 issue_xt<Cfg>(st, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
             }
+            /* This block's lse_log2 values (complete since the bar(ds) of
+             * the block before): with kLseEarly loaded before dP^T is
+             * issued, so that their latency is not exposed in front of the
+             * P^T arithmetic; else where P^T uses them. */
+            float2 lse_row[kSN / 8];
+            if constexpr (Cfg::kLseEarly)
+                bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]));
+            /* kDpsumAcc: the accumulator of dP^T starts as this block's
+             * dpsum values (each query's in both of the thread's keys) and
+             * the product is subtracted, so that it ends as dpsum - dP^T,
+             * the negated factor of dS^T: no row loads after the wait for
+             * dP^T. Else dpt = dP^T. */
             float dpt[kSN / 2];
+            if constexpr (Cfg::kDpsumAcc) {
+                float2 dps[kSN / 8];
+                bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][qcol0 + 2 * (lane % 4)]));
+#pragma unroll
+                for (int j = 0; j < kSN / 8; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        dpt[4 * j + 2 * h] = dps[j].x;
+                        dpt[4 * j + 2 * h + 1] = dps[j].y;
+                    }
+            }
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
-            issue_xt<Cfg>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             if constexpr (!kPrefetchS) {
                 wgmma_fence_operands(st);
@@ -413,11 +480,18 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                                 key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
                                 key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
             uint32_t pr[kSN / 4];
-            const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
-            if (a.softcap > 0.f)
-                bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
-            else
-                bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
+            if constexpr (Cfg::kLseEarly) {
+                if (a.softcap > 0.f)
+                    bwd_probs_rows<Cfg, true>(st, pr, lse_row, a.scale_log2, pre, post);
+                else
+                    bwd_probs_rows<Cfg, false>(st, pr, lse_row, a.scale_log2, pre, post);
+            } else {
+                const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
+                if (a.softcap > 0.f)
+                    bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
+                else
+                    bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
+            }
             if (masked) /* only blocks on a mask edge or the end of the queries */
                 bwd_mask<Cfg>(st, pr, w, my_key, row_first + qcol0 + 2 * (lane % 4));
             if constexpr (Cfg::kSplitDim) {
@@ -447,12 +521,19 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             uint32_t dsr[kSN / 4];
 #pragma unroll
             for (int j = 0; j < kSN / 8; ++j) {
-                const int q = qcol0 + 8 * j + 2 * (lane % 4);
-                const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][q]));
+                float2 dp_sum = make_float2(0.f, 0.f);
+                if constexpr (!Cfg::kDpsumAcc)
+                    dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][qcol0 + 8 * j + 2 * (lane % 4)]));
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
-                    const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                    float d0, d1;
+                    if constexpr (Cfg::kDpsumAcc) { /* dpt = dpsum - dP^T */
+                        d0 = st[4 * j + 2 * h] * -dpt[4 * j + 2 * h];
+                        d1 = st[4 * j + 2 * h + 1] * -dpt[4 * j + 2 * h + 1];
+                    } else {
+                        d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
+                        d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
+                    }
                     dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
                     st_shared_u32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
                 }

@@ -20,7 +20,9 @@
  *     q_empty[s] / do_empty[s] (their one arrival) once they have read them.
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
- *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem)
+ *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem;
+ *                                               head dim 128: dpsum - V dO^T,
+ *                                               the accumulator starting as dpsum)
  *       P^T = exp2(S^T scale_log2 - lse_log2)  (soft-cap, mask: P = 0)
  *       dV += P^T dO                           (wgmma)
  *       dS^T = P^T (dP^T - dpsum) [1 - tanh^2] -> 16-bit, into shared memory
@@ -152,6 +154,9 @@ struct AttnBwdConfig {
     static constexpr bool kDqWriter = AttnBwdTile<kHeadDim>::kDqBuffers > 0;
     static constexpr int kDqBuffers = kDqWriter ? AttnBwdTile<kHeadDim>::kDqBuffers : 1;
     static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
+    static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
+    static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
+    static constexpr int kPolyExp2Every = AttnBwdTile<kHeadDim>::kPolyExp2Every;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];

@@ -3,9 +3,11 @@
  * kernel uses: the shared-memory matrix descriptor, the fence / commit / wait
  * instructions, and wgmma.mma_async with fp32 accumulators in three forms:
  *
- *   wgmma_ss<T, kTnspA, kTnspB>(d, desc_a, desc_b, scale_d)   m64nNk16, T = f16 / bf16,
- *       A and B from shared memory, each K-major (0) or MN-major (1, the
- *       transpose bit); N in {16, 32, 64, 80, 96, 112, 128, 192, 256}.
+ *   wgmma_ss<T, kTnspA, kTnspB[, kScaleA]>(d, desc_a, desc_b, scale_d)
+ *       m64nNk16, T = f16 / bf16, A and B from shared memory, each K-major (0)
+ *       or MN-major (1, the transpose bit); N in {16, 32, 64, 80, 96, 112,
+ *       128, 192, 256}; kScaleA = -1 subtracts A B (the instruction's
+ *       imm-scale-a), 1 (the default) adds it.
  *   wgmma_rs<T, kTnspB>(d, a, desc_b, scale_d)                m64nNk16, T = f16 / bf16,
  *       A from registers (4 x 32 bits per thread), B from shared memory;
  *       N in {16, 32, 64, 96, 128, 192, 256}.
@@ -218,13 +220,14 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
 #define MGPU_WGMMA_STATEMENT_(BODY, ...) BODY(__VA_ARGS__)
 
 /* SS: after the accumulators, desc_a, desc_b, scale_d (register, turned into
- * the predicate), transpose-A, transpose-B (immediates); scale-a/b are +1. */
+ * the predicate), transpose-A, transpose-B, scale-a (immediates); scale-b
+ * is +1. */
 #define MGPU_WGMMA_SS_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                             \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #p2 ", 0;\n"                                          \
                  "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TA "." #TB " {" DREGS "}, %" #p0         \
-                 ", %" #p1 ", p, 1, 1, %" #p3 ", %" #p4 ";\n}\n"                                             \
+                 ", %" #p1 ", p, %" #p5 ", 1, %" #p3 ", %" #p4 ";\n}\n"                                      \
                  : __VA_ARGS__                                                                               \
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(kTnspA)), "n"(int(kTnspB)))
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(int(kTnspA)), "n"(int(kTnspB)), "n"(kScaleA))
 
 /* RS: after the accumulators, a[0..3], desc_b, scale_d, transpose-B. */
 #define MGPU_WGMMA_RS_BODY(N, TA, TB, DREGS, p0, p1, p2, p3, p4, p5, p6, p7, ...)                             \
@@ -271,9 +274,10 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
 
 /* One function per shape and form; N, R = N/2. */
 #define MGPU_WGMMA_SS(N, R)                                                                                  \
-    template <class T, bool kTnspA, bool kTnspB>                                                             \
+    template <class T, bool kTnspA, bool kTnspB, int kScaleA = 1>                                            \
     __device__ __forceinline__ void wgmma_ss(float(&d)[R], uint64_t desc_a, uint64_t desc_b, uint32_t scale_d) \
     {                                                                                                        \
+        static_assert(kScaleA == 1 || kScaleA == -1, "imm-scale-a is +1 or -1");                             \
         MGPU_WGMMA_16BIT_TYPES(MGPU_WGMMA_SS_BODY, N, R);                                                     \
     }
 #define MGPU_WGMMA_RS(N, R)                                                                                  \
