@@ -40,7 +40,7 @@ struct AttnBwdTile {
      * row loads after the wait for dP^T (the others load dpsum there). At
      * head dim 64 both (with kLseEarly) measured 4.6-5.0 % faster but 1.7 %
      * slower in deterministic causal calls; not used there (decision
-     * XXX-attention-bwd-early-loads). */
+     * 050-attention-bwd-early-loads). */
     static constexpr bool kDpsumAcc = kHeadDim == 128;
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
