@@ -291,7 +291,8 @@ static void check_persistent_paths(mgpu_dtype t)
  * (split-K by the SM count), forced slice counts (1: the epilogue straight
  * from the accumulators), edges of n (not a multiple of 128) and of K (a
  * partial last 32-element step), beta with fp32 and 16-bit out, batches
- * (one counter per column block and entry) and a broadcast A. */
+ * (one counter per column block and entry) and a broadcast A; each
+ * through every row of the kernel (register form, tensor-map rings). */
 static void check_small_m_paths(mgpu_dtype t)
 {
     int dev = 0, cc_major = 0;
@@ -309,12 +310,23 @@ static void check_small_m_paths(mgpu_dtype t)
         {T, N, 16, 520, 1024, 4, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 1, 2.0f, 1.0f},
         {T, N, 2, 8192, 8192, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
+    /* the planner's row above (the 6-stage tensor-map ring where B's columns
+     * are on 128-byte boundaries, else the register form); every row by
+     * name: the register form and the 6- and 12-stage rings */
+    char rows[3][64];
+    snprintf(rows[0], sizeof rows[0], "mgpu_gemm_small_m_sm90_%s_tn_m16", tname(t));
+    snprintf(rows[1], sizeof rows[1], "mgpu_gemm_small_m_tma_sm90_%s_tn_m16_s6", tname(t));
+    snprintf(rows[2], sizeof rows[2], "mgpu_gemm_small_m_tma_sm90_%s_tn_m16_s12", tname(t));
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (quick && i == 6)
             continue;
         run_case(&cases[i]);
         run_forced(&cases[i], NULL, "1");
         run_forced(&cases[i], NULL, i % 2 ? "3" : "7");
+        for (int j = 0; j < 3; j++) {
+            run_forced(&cases[i], rows[j], NULL);
+            run_forced(&cases[i], rows[j], j == 0 ? "1" : i % 2 ? "5" : "2");
+        }
     }
 }
 

@@ -577,7 +577,8 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
         const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
         const int64_t blocks = (cases[i].n + 127) / 128;
-        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent &&
+        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->gemm.stages == 6 && v->gemm.tile_m == 16 &&
+                  plan.small_m && !plan.persistent && plan.use_map[MGPU_GEMM_MAP_A] && plan.use_map[MGPU_GEMM_MAP_B] &&
                   plan.splits == cases[i].splits && plan.grid_x == blocks && plan.grid_y == (unsigned)cases[i].splits &&
                   plan.grid_z == cases[i].batch,
               "%lldx%lldx%lld batch %lld: got %s, split-k %d, grid %u x %u x %u (want the m16 kernel, split-k %d)",
@@ -613,9 +614,31 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     p.lda = p.ldb = 4096;
     p.ldc = 16;
     const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
           v ? v->name : "none");
+    /* the tensor-map ring wants B's columns on 128-byte boundaries; the
+     * register form takes 16-byte ones */
     struct mgpu_gemm_problem odd = p;
+    odd.b += 16;
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "B off 128 bytes: %s", v ? v->name : "none");
+    odd = p;
+    odd.ldb = 4104; /* 8208 bytes: a multiple of 16, not of 128 */
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "ldb off 128 bytes: %s", v ? v->name : "none");
+    CHECK(pick(&odd, caps, "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_s6", &s) != NULL,
+          "the ring forced at ldb off 128 bytes: %s", mgpu_status_string(s));
+    /* the 12-stage ring runs one CTA per SM: half the slices */
+    {
+        struct mgpu_gemm_force force = {0};
+        force.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_s12";
+        struct mgpu_gemm_plan ring;
+        CHECK(mgpu_plan_gemm(&p, caps, &force, &ample, &ring, &s) == 0 && ring.small_m && ring.splits == 4 &&
+                  ring.use_map[MGPU_GEMM_MAP_B] && ring.maps[MGPU_GEMM_MAP_B].box[1] == 128 &&
+                  ring.maps[MGPU_GEMM_MAP_A].box[1] == 16 && ring.maps[MGPU_GEMM_MAP_A].dims[1] == 16,
+              "forced 12-stage ring: split-k %d", ring.splits);
+    }
+    odd = p;
     odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
     v = pick(&odd, caps, NULL, &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "odd lda: %s", v ? v->name : "none");
@@ -671,7 +694,7 @@ static void check_selection_memo(const struct mgpu_device_caps *caps)
     p.n = p.k = p.lda = p.ldb = 4096;
     p.ldc = 16;
     const struct mgpu_variant *first = pick(&p, caps, NULL, &s);
-    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "m = 16: %s", first ? first->name : "none");
+    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90, "m = 16: %s", first ? first->name : "none");
     struct mgpu_gemm_problem moved = p;
     moved.b += 2; /* still 2-byte aligned, no longer 16 */
     const struct mgpu_variant *v = pick(&moved, caps, NULL, &s);

@@ -356,6 +356,15 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 #define DECODE_MIN_STEPS 8
 #define DECODE_MAX_SPLITS 32
 #define DECODE_STEP_K 32
+/* The tensor-map ring form of the small-m kernel
+ * (kernels/hopper/gemm_sm90_small_m_tma.cuh): taken instead of the register
+ * form where A and B are readable by TMA with 128-byte aligned columns (a
+ * box row then is one L2 line); its rows whose ring takes more than
+ * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two
+ * (docs/decisions/XXX-gemm-small-m-tensor-ring.md). */
+#define DECODE_TMA_BY_DEFAULT 1
+#define DECODE_TMA_STAGES 6
+#define DECODE_TMA_PAIR_SMEM (113 * 1024)
 
 /* 1 when the small-m row v can compute p as it is. */
 static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
@@ -370,6 +379,25 @@ static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu
     if (p->batch > 1 && (p->stride_a % vec || p->stride_b % vec))
         return 0;
     return 1;
+}
+
+/* 1 when the tensor-map ring row v can compute p as it is: the register
+ * form's conditions, and A and B readable through TMA (a batch stride of 0
+ * is a broadcast operand: its map has one batch entry). */
+static int small_m_tma_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
+{
+    const int es = mgpu_dtype_size(p->a_dtype);
+    return small_m_eligible(p, v) && p->m <= v->gemm.tile_m && tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, es) &&
+           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, es);
+}
+
+/* Whether the ring form is wanted where it can run: B's columns on 128-byte
+ * boundaries (each box row one L2 line). */
+static int small_m_tma_wanted(const struct mgpu_gemm_problem *p)
+{
+    const int es = mgpu_dtype_size(p->b_dtype);
+    return DECODE_TMA_BY_DEFAULT && p->b % TMA_ROW_BYTES == 0 && (p->ldb * es) % TMA_ROW_BYTES == 0 &&
+           (p->batch == 1 || (p->stride_b * es) % TMA_ROW_BYTES == 0);
 }
 
 /* The small-m row of p's dtype with tile_m == rows on the device, if it can compute p. */
@@ -400,7 +428,7 @@ static int extensions_run_on(const struct mgpu_device_caps *caps)
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT ||
-           k == MGPU_KIND_GEMM_SMALL_M_SM90;
+           k == MGPU_KIND_GEMM_SMALL_M_SM90 || k == MGPU_KIND_GEMM_SMALL_M_TMA_SM90;
 }
 
 static int is_pack_kind(enum mgpu_kernel_kind k)
@@ -466,6 +494,15 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         if (!small_m_eligible(p, v))
             return 0;
         return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows ? 4 : 1;
+    }
+    if (v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90) {
+        if (!small_m_tma_eligible(p, v))
+            return 0;
+        /* the wanted ring before the register form (4); other rings forcible only */
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.stages == DECODE_TMA_STAGES &&
+                       small_m_tma_wanted(p)
+                   ? 5
+                   : 1;
     }
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
@@ -1025,8 +1062,12 @@ static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
     return a;
 }
 
+static void operand_map(struct mgpu_tensor_map_desc *m, int dtype, uint64_t base, int k_major, int64_t rows,
+                        int64_t k, int64_t ld, int64_t stride, int64_t batch, int tile_rows, int tile_k);
+
 /* The small-m kernel's plan: grid (column blocks, K slices, batch), the
- * split-K partials in the workspace, the arguments. */
+ * split-K partials in the workspace, the arguments, and for the ring form
+ * the tensor maps of A and B. */
 static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
                          const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
                          struct mgpu_gemm_plan *plan)
@@ -1035,7 +1076,8 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     const int64_t blocks = mgpu_cdiv(p->n, v->gemm.tile_n); /* per batch entry */
     const int64_t steps = mgpu_cdiv(p->k, DECODE_STEP_K);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-    const int64_t target = sms * DECODE_CTAS_PER_SM;
+    const int ring = v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90;
+    const int64_t target = sms * (ring && v->smem_bytes > DECODE_TMA_PAIR_SMEM ? 1 : DECODE_CTAS_PER_SM);
     const int force_splits = force ? force->splits : 0;
     int64_t splits = 1;
     if (force_splits > 0) {
@@ -1088,6 +1130,18 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     plan->args.splits = (int32_t)splits;
     plan->args.workspace = splits > 1 ? res->workspace : 0;
     plan->args.split_counters = splits > 1 ? res->split_counters : 0;
+    if (ring) {
+        /* maps {k, rows, batch}, boxes {64, tile rows, 1}; a broadcast
+         * operand (batch stride 0) has one batch entry */
+        const int a_bc = p->batch > 1 && p->stride_a == 0, b_bc = p->batch > 1 && p->stride_b == 0;
+        operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, p->a, 1, p->m, p->k, p->lda, p->stride_a,
+                    a_bc ? 1 : p->batch, v->gemm.tile_m, 0);
+        operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, p->b, 1, p->n, p->k, p->ldb, p->stride_b,
+                    b_bc ? 1 : p->batch, v->gemm.tile_n, 0);
+        plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
+        plan->args.a_broadcast = a_bc;
+        plan->args.b_broadcast = b_bc;
+    }
 }
 
 /* Rank-3 map of an operand over {contiguous, strided, batch}, 128-byte
@@ -1579,7 +1633,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
             selection_keep(&key, &fit, variant);
     }
     const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
-    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90 || kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90) {
         plan_small_m(p, caps, variant, force, res, plan);
         plan->shape_class = plan->forced ? "forced" : plan->splits > 1 ? "small m (decode), split-K" : "small m (decode)";
         return 0;
