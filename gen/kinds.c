@@ -47,7 +47,7 @@ static int gemm_sm90_smem(const struct gen_variant *v)
 
 static int gemm_small_m_tma_smem(const struct gen_variant *v)
 {
-    return mgpu_gemm_small_m_tma_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.stages);
+    return mgpu_gemm_small_m_tma_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages);
 }
 
 static int gather4_smem(const struct gen_variant *v)
@@ -454,8 +454,9 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .family = GEN_FAMILY_GEMM,
         .header = "hopper/gemm_sm90_small_m_tma.cuh",
         .group = "gemm_small_m_sm90",
-        .entry = "mgpu_gemm_small_m_tma_sm90_@dtype@_@layout@_m@tile_m@_s@stages@",
-        .unit = "\nusing Config@i@ = mgpu::sm90::SmallMTmaGemmConfig<@type@, @tile_m@ / 8, @stages@>;\n"
+        .entry = "mgpu_gemm_small_m_tma_sm90_@dtype@_@layout@_m@tile_m@_n@tile_n@_k@tile_k@_s@stages@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::SmallMTmaGemmConfig<@type@, @tile_m@ / 8, @tile_n@ / 16, @tile_k@, "
+                "@stages@>;\n"
                 THREADS_CHECK
                 "static_assert(Config@i@::kMaxM == @tile_m@ && Config@i@::kCols == @tile_n@ && "
                 "Config@i@::kStageK == @tile_k@, \"@name@: tile differs from gen/variants.c\");\n"

@@ -10,16 +10,16 @@
 
 #include "abi_fn.h"
 
-/* Elements of K per stage: one 128-byte swizzle row of 16-bit elements. */
-#define MGPU_GEMM_SMALL_M_TMA_STAGE_K 64
+/* Elements of K per box: one 128-byte swizzle row of 16-bit elements. */
+#define MGPU_GEMM_SMALL_M_TMA_BOX_K 64
 
-/* `stages` stages of MGPU_GEMM_SMALL_M_TMA_STAGE_K elements of K of the tile_n
- * columns of B and the tile_m rows of A, and 1 KiB for rounding the ring's
- * base up to the 1 KiB alignment of 128-byte swizzling (the barriers are
- * static shared memory). */
-MGPU_ABI_FN int mgpu_gemm_small_m_tma_smem_bytes(int tile_m, int tile_n, int stages)
+/* `stages` stages of tile_k elements of K (a multiple of
+ * MGPU_GEMM_SMALL_M_TMA_BOX_K) of the tile_n columns of B and the tile_m rows
+ * of A, and 1 KiB for rounding the ring's base up to the 1 KiB alignment of
+ * 128-byte swizzling (the barriers are static shared memory). */
+MGPU_ABI_FN int mgpu_gemm_small_m_tma_smem_bytes(int tile_m, int tile_n, int tile_k, int stages)
 {
-    return stages * (tile_n + tile_m) * MGPU_GEMM_SMALL_M_TMA_STAGE_K * 2 + 1024;
+    return stages * (tile_n + tile_m) * tile_k * 2 + 1024;
 }
 
 #endif

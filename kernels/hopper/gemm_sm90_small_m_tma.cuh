@@ -52,23 +52,26 @@
 namespace mgpu {
 namespace sm90 {
 
-template <class T, int kMBlocks_, int kStages_>
+template <class T, int kMBlocks_, int kWarps_, int kStageK_, int kStages_>
 struct SmallMTmaGemmConfig {
     using Element = T;
     static constexpr int kMBlocks = kMBlocks_;
     static constexpr int kMaxM = 8 * kMBlocks;
-    static constexpr int kWarps = 8;             /* MMA warps */
+    static constexpr int kWarps = kWarps_;       /* MMA warps */
     static constexpr int kConsumerThreads = 32 * kWarps;
     static constexpr int kThreads = kConsumerThreads + 32; /* and the producer warp */
     static constexpr int kWarpCols = 16;
     static constexpr int kCols = kWarps * kWarpCols;
     static constexpr int kStepK = 32;            /* 4 lanes x 8 elements, as the register form */
-    static constexpr int kStageK = MGPU_GEMM_SMALL_M_TMA_STAGE_K;
+    static constexpr int kBoxK = MGPU_GEMM_SMALL_M_TMA_BOX_K;
+    static constexpr int kStageK = kStageK_;     /* kBoxes boxes of kBoxK along K */
+    static constexpr int kBoxes = kStageK / kBoxK;
     static constexpr int kStepsPerStage = kStageK / kStepK;
-    static constexpr int kRowBytes = kStageK * 2; /* one 128-byte swizzle row */
-    static constexpr int kBBytes = kCols * kRowBytes;
-    static constexpr int kABytes = kMaxM * kRowBytes;
-    static constexpr int kStageBytes = kBBytes + kABytes;
+    static constexpr int kRowBytes = kBoxK * 2;  /* one 128-byte swizzle row */
+    static constexpr int kBoxBBytes = kCols * kRowBytes;
+    static constexpr int kBoxABytes = kMaxM * kRowBytes;
+    static constexpr int kBBytes = kBoxes * kBoxBBytes; /* B's boxes, then A's */
+    static constexpr int kStageBytes = kBoxes * (kBoxBBytes + kBoxABytes);
     static constexpr int kStages = kStages_;
     static constexpr int kSmemBytes = kStages * kStageBytes + 1024; /* + alignment to 1 KiB */
     /* two CTAs per SM where two rings fit (each CTA's share of the 228 KiB,
@@ -76,9 +79,10 @@ struct SmallMTmaGemmConfig {
     static constexpr int kMinBlocks = kSmemBytes <= 113 * 1024 ? 2 : 1;
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "16-bit inputs");
     static_assert(kMBlocks == 2, "m <= 16");
-    static_assert(kRowBytes == 128 && kBBytes % 1024 == 0 && kABytes % 1024 == 0, "1 KiB-aligned swizzled boxes");
+    static_assert(kRowBytes == 128 && kBoxBBytes % 1024 == 0 && kBoxABytes % 1024 == 0, "1 KiB-aligned swizzled boxes");
+    static_assert(kStageK % kBoxK == 0 && (kWarps == 4 || kWarps == 8), "whole boxes; 64 or 128 columns");
     static_assert(kStages >= 2, "a ring");
-    static_assert(kSmemBytes == mgpu_gemm_small_m_tma_smem_bytes(kMaxM, kCols, kStages), "the ABI's count");
+    static_assert(kSmemBytes == mgpu_gemm_small_m_tma_smem_bytes(kMaxM, kCols, kStageK, kStages), "the ABI's count");
 };
 
 namespace small_m {
@@ -174,8 +178,13 @@ __device__ __forceinline__ void gemm_small_m_tma(const CUtensorMap *map_a, const
                 const int32_t k0 = (t0 + t) * Cfg::kStageK;
                 const uint32_t dst = ring + slot * Cfg::kStageBytes;
                 mbar_arrive_expect_tx(&full[slot], Cfg::kStageBytes);
-                small_m::tma_load_3d_hint(dst, map_b, &full[slot], k0, col, b_batch, policy);
-                small_m::tma_load_3d_u32(dst + Cfg::kBBytes, map_a, &full[slot], k0, 0, a_batch);
+#pragma unroll
+                for (int x = 0; x < Cfg::kBoxes; ++x) {
+                    small_m::tma_load_3d_hint(dst + x * Cfg::kBoxBBytes, map_b, &full[slot], k0 + x * Cfg::kBoxK, col,
+                                              b_batch, policy);
+                    small_m::tma_load_3d_u32(dst + Cfg::kBBytes + x * Cfg::kBoxABytes, map_a, &full[slot],
+                                             k0 + x * Cfg::kBoxK, 0, a_batch);
+                }
             }
         }
         return;
@@ -200,13 +209,16 @@ __device__ __forceinline__ void gemm_small_m_tma(const CUtensorMap *map_a, const
         uint4 bl[Cfg::kStepsPerStage], bh[Cfg::kStepsPerStage], av[Cfg::kStepsPerStage][kMB];
 #pragma unroll
         for (int u = 0; u < Cfg::kStepsPerStage; ++u) {
-            const uint32_t b_chunk = static_cast<uint32_t>(((4 * u + c) ^ perm) * 16);
-            const uint32_t a_chunk = static_cast<uint32_t>(((4 * u + c) ^ g) * 16);
-            bl[u] = small_m::lds128(lo_row + off + b_chunk);
-            bh[u] = small_m::lds128(lo_row + off + 8 * Cfg::kRowBytes + b_chunk);
+            /* step u: box u / 2, chunks 4 (u % 2) + c */
+            const uint32_t b_chunk = static_cast<uint32_t>(((4 * (u % 2) + c) ^ perm) * 16);
+            const uint32_t a_chunk = static_cast<uint32_t>(((4 * (u % 2) + c) ^ g) * 16);
+            const uint32_t b_at = lo_row + off + (u / 2) * Cfg::kBoxBBytes + b_chunk;
+            const uint32_t a_at = a_row + off + (u / 2) * Cfg::kBoxABytes + a_chunk;
+            bl[u] = small_m::lds128(b_at);
+            bh[u] = small_m::lds128(b_at + 8 * Cfg::kRowBytes);
 #pragma unroll
             for (int mb = 0; mb < kMB; ++mb)
-                av[u][mb] = small_m::lds128(a_row + off + 8 * mb * Cfg::kRowBytes + a_chunk);
+                av[u][mb] = small_m::lds128(a_at + 8 * mb * Cfg::kRowBytes);
         }
         __syncwarp();
         if (lane == 0)

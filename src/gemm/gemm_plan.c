@@ -360,11 +360,52 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
  * (kernels/hopper/gemm_sm90_small_m_tma.cuh): taken instead of the register
  * form where A and B are readable by TMA with 128-byte aligned columns (a
  * box row then is one L2 line); its rows whose ring takes more than
- * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two
- * (docs/decisions/XXX-gemm-small-m-tensor-ring.md). */
+ * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two. Of its
+ * 128-column rows with 64 elements of K per stage the planner takes the
+ * 12-stage ring (one CTA per SM) where its K slices fill the SMs at least as
+ * well as two CTAs per SM would, else the 6-stage ring (two per SM):
+ * decode_tma_stages (docs/decisions/XXX-gemm-small-m-tensor-ring.md). */
 #define DECODE_TMA_BY_DEFAULT 1
-#define DECODE_TMA_STAGES 6
+#define DECODE_TMA_TILE_N 128
+#define DECODE_TMA_TILE_K 64
+#define DECODE_TMA_ONE_STAGES 12
+#define DECODE_TMA_PAIR_STAGES 6
 #define DECODE_TMA_PAIR_SMEM (113 * 1024)
+
+/* K slices of the small-m kernel for `blocks` column blocks (all batch
+ * entries) over `target` CTA slots: as many as fill the slots when at least
+ * two do, each of at least DECODE_MIN_STEPS steps, at most DECODE_MAX_SPLITS. */
+static int64_t decode_splits(int64_t blocks, int64_t steps, int64_t target)
+{
+    if (!SPLIT_K_BY_DEFAULT || blocks * 2 > target)
+        return 1;
+    int64_t splits = target / blocks;
+    if (splits > steps / DECODE_MIN_STEPS)
+        splits = steps / DECODE_MIN_STEPS;
+    if (splits > DECODE_MAX_SPLITS)
+        splits = DECODE_MAX_SPLITS;
+    return splits < 1 ? 1 : splits;
+}
+
+/* The share (thousandths) of `per_sm` CTA slots per SM that the small-m
+ * kernel's CTAs of 128 columns fill over their waves. */
+static int64_t decode_fill(const struct mgpu_gemm_problem *p, int64_t sms, int64_t per_sm)
+{
+    const int64_t blocks = mgpu_cdiv(p->n, DECODE_TMA_TILE_N) * p->batch;
+    const int64_t target = sms * per_sm;
+    const int64_t ctas = blocks * decode_splits(blocks, mgpu_cdiv(p->k, DECODE_STEP_K), target);
+    if (ctas >= ((int64_t)1 << 40)) /* many waves: every count as full */
+        return 1000;
+    return ctas * 1000 / (mgpu_cdiv(ctas, target) * target);
+}
+
+/* Stages of the 128-column ring row wanted for p (see above). */
+static int decode_tma_stages(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
+{
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    return decode_fill(p, sms, 1) >= decode_fill(p, sms, DECODE_CTAS_PER_SM) ? DECODE_TMA_ONE_STAGES
+                                                                            : DECODE_TMA_PAIR_STAGES;
+}
 
 /* 1 when the small-m row v can compute p as it is. */
 static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
@@ -467,6 +508,7 @@ struct gemm_fit {
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
+    int decode_stages;     /* and the stages of its tensor-map ring (decode_tma_stages) */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
     int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
@@ -499,7 +541,8 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         if (!small_m_tma_eligible(p, v))
             return 0;
         /* the wanted ring before the register form (4); other rings forcible only */
-        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.stages == DECODE_TMA_STAGES &&
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.tile_n == DECODE_TMA_TILE_N &&
+                       v->gemm.tile_k == DECODE_TMA_TILE_K && v->gemm.stages == f->decode_stages &&
                        small_m_tma_wanted(p)
                    ? 5
                    : 1;
@@ -565,6 +608,7 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return 0;
     f->want = MGPU_GEMM_DECODE;
     f->decode_rows = DECODE_MAX_M;
+    f->decode_stages = decode_tma_stages(p, caps);
     return 1;
 }
 
@@ -1080,17 +1124,10 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     const int64_t target = sms * (ring && v->smem_bytes > DECODE_TMA_PAIR_SMEM ? 1 : DECODE_CTAS_PER_SM);
     const int force_splits = force ? force->splits : 0;
     int64_t splits = 1;
-    if (force_splits > 0) {
+    if (force_splits > 0)
         splits = force_splits < steps ? force_splits : steps;
-    } else if (SPLIT_K_BY_DEFAULT && blocks * p->batch * 2 <= target) {
-        splits = target / (blocks * p->batch);
-        if (splits > steps / DECODE_MIN_STEPS)
-            splits = steps / DECODE_MIN_STEPS;
-        if (splits > DECODE_MAX_SPLITS)
-            splits = DECODE_MAX_SPLITS;
-        if (splits < 1)
-            splits = 1;
-    }
+    else
+        splits = decode_splits(blocks * p->batch, steps, target);
     if (splits > MGPU_MAX_GRID_YZ) /* grid y */
         splits = MGPU_MAX_GRID_YZ;
     /* one counter per column block and batch entry */
@@ -1515,7 +1552,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles, narrow, half_rows, mid_rows;
+    int tma, decode_rows, decode_stages, few_tiles, narrow, half_rows, mid_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1564,6 +1601,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->want = e->want;
             fit->tma = e->tma;
             fit->decode_rows = e->decode_rows;
+            fit->decode_stages = e->decode_stages;
             fit->few_tiles = e->few_tiles;
             fit->narrow = e->narrow;
             fit->half_rows = e->half_rows;
@@ -1584,6 +1622,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->want = fit->want;
     e->tma = fit->tma;
     e->decode_rows = fit->decode_rows;
+    e->decode_stages = fit->decode_stages;
     e->few_tiles = fit->few_tiles;
     e->narrow = fit->narrow;
     e->half_rows = fit->half_rows;
