@@ -564,20 +564,21 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     /* splits: the register form's (two CTAs per SM); ring, ring_splits: the
      * planner's tensor-map ring (12 stages, one CTA per SM, where that fills
      * the SMs as well as two per SM; else 6 stages, two per SM) */
-    const struct { int64_t m, n, k, batch; int splits, ring, ring_splits; } cases[] = {
-        {1, 8192, 8192, 1, 4, 12, 2},    /* 64 column blocks of 128: 2 x 132 / 64; 132 / 64 */
-        {16, 8192, 8192, 1, 4, 12, 2},
-        {1, 4096, 4096, 1, 8, 12, 4},    /* 32 blocks: 2 x 132 / 32 */
-        {16, 4096, 4096, 1, 8, 12, 4},
-        {8, 4096, 14336, 1, 8, 12, 4},
-        {16, 1024, 4096, 1, 16, 12, 16}, /* 8 blocks: 16, as many as 128 steps / 8 allow */
-        {16, 128, 256, 1, 1, 12, 1},     /* 8 steps: one slice */
-        {16, 4096, 4096, 64, 1, 12, 1},  /* 2048 blocks over the batch fill the SMs */
-        {4, 1000, 2048, 3, 8, 12, 5},    /* 8 blocks x 3 entries: 2 x 132 / 24 = 11, as many as 64 steps / 8 allow */
-        {16, 128, 65536, 1, 32, 12, 32}, /* capped at 32 slices */
-        {1, 6144, 4096, 1, 5, 6, 5},     /* 48 blocks: 96 of 132 slots (one per SM), 240 of 264 (two) */
-        {16, 10240, 8192, 1, 3, 6, 3},   /* 80 blocks: unsplit on 132 slots, 3 slices on 264 */
-        {1, 14336, 4096, 1, 2, 12, 1},   /* 112 blocks: 112 of 132, 224 of 264 */
+    const struct { int64_t m, n, k, batch; int splits, ring_cols, ring, ring_splits; } cases[] = {
+        {1, 8192, 8192, 1, 4, 64, 20, 1},     /* 64 column blocks of 128: 2 x 132 / 64; of 64: 128, one wave */
+        {16, 8192, 8192, 1, 4, 64, 20, 1},
+        {1, 4096, 4096, 1, 8, 64, 20, 2},     /* 32 blocks: 2 x 132 / 32; 64 of 64 columns: 132 / 64 */
+        {16, 4096, 4096, 1, 8, 64, 20, 2},
+        {8, 4096, 14336, 1, 8, 128, 12, 4},   /* k > 8192: 128 columns, 132 / 32 */
+        {16, 1024, 4096, 1, 16, 64, 20, 8},   /* 8 blocks: 16, as many as 128 steps / 8 allow; 16 of 64: 132 / 16 */
+        {16, 128, 256, 1, 1, 64, 20, 1},      /* 8 steps: one slice */
+        {16, 4096, 4096, 64, 1, 128, 12, 1},  /* 2048 blocks over the batch fill the SMs */
+        {4, 1000, 2048, 3, 8, 128, 12, 5},    /* 8 blocks x 3 entries: 2 x 132 / 24 = 11, as many as 64 steps / 8
+                                               * allow; 132 / 24 = 5 (120 of 132 slots; 64 columns: 96) */
+        {16, 128, 65536, 1, 32, 128, 12, 32}, /* capped at 32 slices */
+        {1, 6144, 4096, 1, 5, 128, 6, 5},     /* 48 blocks: 96 of 132 slots (one per SM), 240 of 264 (two) */
+        {16, 10240, 8192, 1, 3, 128, 6, 3},   /* 80 blocks: unsplit on 132 slots, 3 slices on 264 */
+        {1, 14336, 4096, 1, 2, 128, 12, 1},   /* 112 blocks: 112 of 132, 224 of 264; 224 of 64: two waves */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct mgpu_gemm_force reg = {.variant = "mgpu_gemm_small_m_sm90_bf16_tn_m16"};
@@ -586,10 +587,11 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
                                                                   caps, &reg)
                                                     : plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
             const struct mgpu_variant *v = &mgpu_variants[plan.variant];
-            const int64_t blocks = (cases[i].n + 127) / 128;
+            const int cols = form ? 128 : cases[i].ring_cols;
+            const int64_t blocks = (cases[i].n + cols - 1) / cols;
             const int splits = form ? cases[i].splits : cases[i].ring_splits;
             const int kind_ok = form ? v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && !plan.use_map[MGPU_GEMM_MAP_A]
-                                     : v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->gemm.tile_n == 128 &&
+                                     : v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->gemm.tile_n == cases[i].ring_cols &&
                                            v->gemm.tile_k == 64 && v->gemm.stages == cases[i].ring &&
                                            plan.use_map[MGPU_GEMM_MAP_A] && plan.use_map[MGPU_GEMM_MAP_B];
             CHECK(kind_ok && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent && plan.splits == splits &&
@@ -598,7 +600,7 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
                   (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
                   form ? "register form" : "plan", v->name, plan.splits, plan.grid_x, plan.grid_y, plan.grid_z,
                   splits);
-            const size_t partials = (size_t)blocks * 128 * 16 * 4 * (size_t)cases[i].batch * (size_t)splits;
+            const size_t partials = (size_t)blocks * cols * 16 * 4 * (size_t)cases[i].batch * (size_t)splits;
             CHECK(plan.workspace_bytes == (splits > 1 ? partials : 0) &&
                       plan.args.split_counters == (splits > 1 ? ample.split_counters : 0) && plan.args.splits == splits,
                   "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
@@ -682,13 +684,15 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;
     plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.small_m && plan.splits == 2, "16x4096x4096 on 78 SMs: split-k %d", plan.splits); /* 12-stage ring: 78 / 32 */
-    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
+    CHECK(plan.small_m && plan.splits == 1, "16x4096x4096 on 78 SMs: split-k %d", plan.splits); /* 64 blocks of 64 */
+    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice
+     * (the 6-stage ring: 8 slices) */
     struct mgpu_gemm_problem q = p;
     struct mgpu_gemm_resources small = ample;
     small.workspace_bytes = (size_t)3 << 18;
-    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
-              plan.degraded && plan.workspace_wanted == (size_t)4 << 18,
+    const struct mgpu_gemm_force pair = {.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6"};
+    CHECK(mgpu_plan_gemm(&q, caps, &pair, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
+              plan.degraded && plan.workspace_wanted == (size_t)8 << 18,
           "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
     small.workspace_bytes = 1000;
     CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 1 &&

@@ -360,16 +360,24 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
  * (kernels/hopper/gemm_sm90_small_m_tma.cuh): taken instead of the register
  * form where A and B are readable by TMA with 128-byte aligned columns (a
  * box row then is one L2 line); its rows whose ring takes more than
- * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two. Of its
- * 128-column rows with 64 elements of K per stage the planner takes the
- * 12-stage ring (one CTA per SM) where its K slices fill the SMs at least as
- * well as two CTAs per SM would, else the 6-stage ring (two per SM):
- * decode_tma_stages (docs/decisions/XXX-gemm-small-m-tensor-ring.md). */
+ * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two. Its row
+ * (decode_tma_row; 64 elements of K per stage):
+ * - 64 columns, 20 stages, one CTA per SM, where k <= DECODE_TMA_NARROW_MAX_K
+ *   and its CTAs make one wave that fills the SMs at least as well as the
+ *   128-column rows would (n = k = 4096 and 8192: measured 47.6 against
+ *   50.6 us at 1 x 8192^2, 16.2 against 16.4 at 1 x 4096^2; slower where
+ *   it ran two waves, at k = 14336 and 28672, or with fewer CTAs);
+ * - else 128 columns, 12 stages (one CTA per SM) where its K slices fill the
+ *   SMs at least as well as two CTAs per SM would, else 6 stages (two per SM);
+ * H100, 2026-11-28 (docs/decisions/XXX-gemm-small-m-tensor-ring.md). */
 #define DECODE_TMA_BY_DEFAULT 1
 #define DECODE_TMA_TILE_N 128
 #define DECODE_TMA_TILE_K 64
 #define DECODE_TMA_ONE_STAGES 12
 #define DECODE_TMA_PAIR_STAGES 6
+#define DECODE_TMA_NARROW_N 64
+#define DECODE_TMA_NARROW_STAGES 20
+#define DECODE_TMA_NARROW_MAX_K 8192
 #define DECODE_TMA_PAIR_SMEM (113 * 1024)
 
 /* K slices of the small-m kernel for `blocks` column blocks (all batch
@@ -387,24 +395,36 @@ static int64_t decode_splits(int64_t blocks, int64_t steps, int64_t target)
     return splits < 1 ? 1 : splits;
 }
 
-/* The share (thousandths) of `per_sm` CTA slots per SM that the small-m
- * kernel's CTAs of 128 columns fill over their waves. */
-static int64_t decode_fill(const struct mgpu_gemm_problem *p, int64_t sms, int64_t per_sm)
+/* CTAs of the small-m kernel with `cols` columns each over `per_sm` slots per SM. */
+static int64_t decode_ctas(const struct mgpu_gemm_problem *p, int64_t sms, int64_t cols, int64_t per_sm)
 {
-    const int64_t blocks = mgpu_cdiv(p->n, DECODE_TMA_TILE_N) * p->batch;
-    const int64_t target = sms * per_sm;
-    const int64_t ctas = blocks * decode_splits(blocks, mgpu_cdiv(p->k, DECODE_STEP_K), target);
+    const int64_t blocks = mgpu_cdiv(p->n, cols) * p->batch;
+    return blocks * decode_splits(blocks, mgpu_cdiv(p->k, DECODE_STEP_K), sms * per_sm);
+}
+
+/* The share (thousandths) of `per_sm` CTA slots per SM that those CTAs fill over their waves. */
+static int64_t decode_fill(const struct mgpu_gemm_problem *p, int64_t sms, int64_t cols, int64_t per_sm)
+{
+    const int64_t ctas = decode_ctas(p, sms, cols, per_sm), target = sms * per_sm;
     if (ctas >= ((int64_t)1 << 40)) /* many waves: every count as full */
         return 1000;
     return ctas * 1000 / (mgpu_cdiv(ctas, target) * target);
 }
 
-/* Stages of the 128-column ring row wanted for p (see above). */
-static int decode_tma_stages(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
+/* The ring row wanted for p (see above): its columns and stages. */
+static void decode_tma_row(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int *cols,
+                           int *stages)
 {
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-    return decode_fill(p, sms, 1) >= decode_fill(p, sms, DECODE_CTAS_PER_SM) ? DECODE_TMA_ONE_STAGES
-                                                                            : DECODE_TMA_PAIR_STAGES;
+    const int64_t one = decode_fill(p, sms, DECODE_TMA_TILE_N, 1);
+    const int64_t pair = decode_fill(p, sms, DECODE_TMA_TILE_N, DECODE_CTAS_PER_SM);
+    *cols = DECODE_TMA_TILE_N;
+    *stages = one >= pair ? DECODE_TMA_ONE_STAGES : DECODE_TMA_PAIR_STAGES;
+    if (p->k <= DECODE_TMA_NARROW_MAX_K && decode_ctas(p, sms, DECODE_TMA_NARROW_N, 1) <= sms &&
+        decode_fill(p, sms, DECODE_TMA_NARROW_N, 1) >= (one > pair ? one : pair)) {
+        *cols = DECODE_TMA_NARROW_N;
+        *stages = DECODE_TMA_NARROW_STAGES;
+    }
 }
 
 /* 1 when the small-m row v can compute p as it is. */
@@ -508,7 +528,7 @@ struct gemm_fit {
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
-    int decode_stages;     /* and the stages of its tensor-map ring (decode_tma_stages) */
+    int decode_cols, decode_stages; /* and the columns and stages of its tensor-map ring (decode_tma_row) */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
     int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
@@ -541,7 +561,7 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         if (!small_m_tma_eligible(p, v))
             return 0;
         /* the wanted ring before the register form (4); other rings forcible only */
-        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.tile_n == DECODE_TMA_TILE_N &&
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.tile_n == f->decode_cols &&
                        v->gemm.tile_k == DECODE_TMA_TILE_K && v->gemm.stages == f->decode_stages &&
                        small_m_tma_wanted(p)
                    ? 5
@@ -608,7 +628,7 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return 0;
     f->want = MGPU_GEMM_DECODE;
     f->decode_rows = DECODE_MAX_M;
-    f->decode_stages = decode_tma_stages(p, caps);
+    decode_tma_row(p, caps, &f->decode_cols, &f->decode_stages);
     return 1;
 }
 
@@ -1552,7 +1572,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, decode_stages, few_tiles, narrow, half_rows, mid_rows;
+    int tma, decode_rows, decode_cols, decode_stages, few_tiles, narrow, half_rows, mid_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1601,6 +1621,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->want = e->want;
             fit->tma = e->tma;
             fit->decode_rows = e->decode_rows;
+            fit->decode_cols = e->decode_cols;
             fit->decode_stages = e->decode_stages;
             fit->few_tiles = e->few_tiles;
             fit->narrow = e->narrow;
@@ -1622,6 +1643,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->want = fit->want;
     e->tma = fit->tma;
     e->decode_rows = fit->decode_rows;
+    e->decode_cols = fit->decode_cols;
     e->decode_stages = fit->decode_stages;
     e->few_tiles = fit->few_tiles;
     e->narrow = fit->narrow;
