@@ -34,6 +34,10 @@
  * loads in flight together. With S == 1 each thread applies the epilogue to
  * its accumulators directly.
  *
+ * The same MMAs fed from a shared-memory ring of tensor-map copies are the
+ * tensor-map ring form (gemm_sm90_small_m_tma.cuh), which the planner takes
+ * where B's columns are 128-byte aligned; both end in small_m::finish.
+ *
  * Launched for programmatic dependent launch (src/gemm/gemm.c): each CTA
  * lets the stream's next grid be scheduled and waits for the grids before
  * it (griddepcontrol) before its first global memory access, so that its

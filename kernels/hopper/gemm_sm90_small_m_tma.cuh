@@ -5,33 +5,39 @@
  * the same permutation of K, the same split-K sum), with B and A brought
  * into shared memory by TMA instead of loaded into registers:
  *
- *   grid (column blocks of kCols = 128 columns of D, K slices, batch);
- *   288 threads: 8 MMA warps (warp w owns 16 columns of D) and one
- *   producer warp.
- *   A stage is one 128-byte swizzle row of K (kStageK = 64 elements) of the
- *   CTA's 128 columns of B (a 16 KiB box) and of the 16 rows of A (a 2 KiB
- *   box), both 128-byte swizzled; kStages stages in a ring.
+ *   grid (column blocks of kCols columns of D, K slices, batch);
+ *   kWarps MMA warps (warp w owns 16 columns of D; kCols = 16 kWarps, 64 or
+ *   128) and one producer warp.
+ *   A stage is kStageK elements of K (kBoxes boxes of 64, one 128-byte
+ *   swizzle row each) of the CTA's kCols columns of B (8 or 16 KiB per box)
+ *   and of the 16 rows of A (2 KiB per box), all 128-byte swizzled; kStages
+ *   stages in a ring.
  *   Producer (one lane): for each stage of the CTA's K slice, wait for the
- *   slot to be empty, announce 18 KiB on its full barrier, issue the two
- *   tensor-map copies (B with an L2 evict-first hint: each byte is read once).
- *   Two instructions per 18 KiB, so the whole ring (kStages x 18 KiB) is in
- *   flight whatever the MMA warps are doing.
+ *   slot to be empty, announce the stage's bytes on its full barrier, issue
+ *   the tensor-map copies (B with an L2 evict-first hint: each byte is read
+ *   once): two instructions per box of K, so the whole ring is in flight
+ *   whatever the MMA warps are doing.
  *   MMA warps: wait for the slot to be full, read their fragments for the
- *   stage's two 32-element steps (16 bytes per lane and row, as the register
+ *   stage's 32-element steps (16 bytes per lane and row, as the register
  *   form loads them from global memory), count themselves out on the slot's
- *   empty barrier (8 arrivals), run the MMAs.
+ *   empty barrier (kWarps arrivals), run the MMAs.
  *   Columns beyond n, rows beyond m and K beyond k arrive as zeros (the
  *   tensor maps' bounds), so the main loop has no edge tests.
  *
+ * Rows (gen/variants.c): 128 columns x 64 of K with 12 stages (217 KiB, one
+ * CTA per SM) or 6 (109 KiB, two per SM); 64 columns x 64 with 20 stages
+ * (one per SM) or 10 (two); 128 x 128 with 6. The planner's choice:
+ * src/gemm/gemm_plan.c, decode_tma_row.
+ *
  * Fragment reads without bank conflicts: row r of a 128-byte swizzled box
  * holds its 16-byte chunk j at chunk j ^ (r & 7). A quarter warp (lanes
- * 4g + c, g = 2p, 2p + 1) reads chunks 4u + c of two rows; the lane with
- * g takes column (box row) 16w + perm(g) (and + 8), perm(g) = g / 2 + 4 (g & 1),
- * so the quarter warp's two rows differ in bit 2 of r & 7 and its eight
+ * 4g + c, g = 2p, 2p + 1) reads chunks 4 (u % 2) + c of two rows in step
+ * u; the lane with g takes column (box row) 16w + perm(g) (and + 8),
+ * perm(g) = g / 2 + 4 (g & 1), so the quarter warp's two rows differ in bit 2 of r & 7 and its eight
  * chunks are distinct. A's rows (16, read by every warp) keep their order:
- * two rows of a quarter warp share chunks (two-way), 2 KiB per stage.
+ * two rows of a quarter warp share chunks (two-way), 2 KiB per box.
  *
- * K slices are cut in whole stages (S = gridDim.y slices of ceil(k / 64)
+ * K slices are cut in whole stages (S = gridDim.y slices of ceil(k / kStageK)
  * stages); the slice sum and the epilogue are the register form's
  * (small_m::finish), run by the MMA warps after the producer warp has left.
  *
