@@ -11,6 +11,7 @@
 #include "../kernels/abi/attention_fwd_fp8_abi.h"
 #include "../kernels/abi/gather_abi.h"
 #include "../kernels/abi/gemm_abi.h"
+#include "../kernels/abi/gemm_small_m_abi.h"
 
 const char *const gen_family_names[GEN_FAMILY_COUNT] = {
     [GEN_FAMILY_GEMM] = "GEMM",
@@ -42,6 +43,11 @@ static int gemm_sm90_smem(const struct gen_variant *v)
 {
     const int bytes = v->dtype == GEN_E4M3 || v->dtype == GEN_E5M2 ? 1 : 2;
     return mgpu_gemm_sm90_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k * bytes, v->gemm.stages);
+}
+
+static int gemm_small_m_tma_smem(const struct gen_variant *v)
+{
+    return mgpu_gemm_small_m_tma_smem_bytes(v->gemm.tile_m, v->gemm.tile_n, v->gemm.tile_k, v->gemm.stages);
 }
 
 static int gather4_smem(const struct gen_variant *v)
@@ -440,6 +446,26 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
                 "{\n    mgpu::sm90::attention_fwd_decode<Config@i@>(p);\n}\n",
         .smem_bytes = attention_fwd_smem,
+    },
+    [GEN_GEMM_SMALL_M_TMA_SM90] = {
+        .name = "GEMM_SMALL_M_TMA_SM90",
+        .doc = "sm_90a GEMM for m <= tile_m (decode): B and A through a shared-memory ring of tensor-map copies "
+               "(one producer warp), mma.sync, split-K in one launch",
+        .family = GEN_FAMILY_GEMM,
+        .header = "hopper/gemm_sm90_small_m_tma.cuh",
+        .group = "gemm_small_m_sm90",
+        .entry = "mgpu_gemm_small_m_tma_sm90_@dtype@_@layout@_m@tile_m@_n@tile_n@_k@tile_k@_s@stages@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::SmallMTmaGemmConfig<@type@, @tile_m@ / 8, @tile_n@ / 16, @tile_k@, "
+                "@stages@>;\n"
+                THREADS_CHECK
+                "static_assert(Config@i@::kMaxM == @tile_m@ && Config@i@::kCols == @tile_n@ && "
+                "Config@i@::kStageK == @tile_k@, \"@name@: tile differs from gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, Config@i@::kMinBlocks)\n"
+                "@name@(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,\n"
+                "       const __grid_constant__ mgpu_gemm_args args)\n"
+                "{\n    mgpu::sm90::gemm_small_m_tma<Config@i@>(&map_a, &map_b, args);\n}\n",
+        .smem_bytes = gemm_small_m_tma_smem,
     },
     [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
         .name = "ATTENTION_FWD_FP8_VT_SM90",

@@ -89,6 +89,19 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
  * registers), against 0.77-1.07x for the 64-row wgmma tile: not built. */
 #define SM90_SMALL_M_GEMM(dt, tm) \
     {GEN_GEMM_SMALL_M_SM90, GEN_SM90A, dt, 256, .gemm = {TN, tm, 128, 32, 1, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
+/* The same kernel fed by a shared-memory ring of tensor-map copies
+ * (hopper/gemm_sm90_small_m_tma.cuh): tn columns of D per CTA (tn / 16 MMA
+ * warps and a producer warp), stages of tk elements of K (one or two boxes of
+ * 64), st stages. 128 x 64 x 6 (109 KiB) and 64 x 64 x 10 (101 KiB) let two
+ * CTAs share an SM; the others run one per SM
+ * (docs/decisions/051-gemm-small-m-tensor-ring.md). */
+#define SM90_SMALL_M_TMA_GEMM(dt, tn, tk, st)                                      \
+    {GEN_GEMM_SMALL_M_TMA_SM90, GEN_SM90A, dt, 32 * ((tn) / 16) + 32,                \
+     .gemm = {TN, 16, tn, tk, st, 1, 0, GEN_B_SAME, GEN_GEMM_DECODE}}
+#define SM90_SMALL_M_TMA_FAMILY(dt)                                                                    \
+    SM90_SMALL_M_TMA_GEMM(dt, 128, 64, 12), SM90_SMALL_M_TMA_GEMM(dt, 128, 64, 6),                       \
+        SM90_SMALL_M_TMA_GEMM(dt, 64, 64, 20), SM90_SMALL_M_TMA_GEMM(dt, 64, 64, 10),                    \
+        SM90_SMALL_M_TMA_GEMM(dt, 128, 128, 6)
 /* e4m3 128 x 128 tiles in 2-CTA clusters, after the 192-row cluster row of
  * the same class (which the planner therefore picks), there to be measured
  * against the 192-row ones through MGPU_FORCE_VARIANT
@@ -270,6 +283,8 @@ const struct gen_variant gen_variants[] = {
     SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_BF16), SM90_ATTENTION_FWD_DECODE64_FAMILY(GEN_F16),
     /* the 16-bit 192 x 192 GEMM rows (last, likewise) */
     SM90_WS_WIDE_FAMILY(GEN_F16), SM90_WS_WIDE_FAMILY(GEN_BF16),
+    /* the small-m kernel's tensor-map ring (last, likewise) */
+    SM90_SMALL_M_TMA_FAMILY(GEN_BF16), SM90_SMALL_M_TMA_FAMILY(GEN_F16),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

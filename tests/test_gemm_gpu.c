@@ -291,7 +291,8 @@ static void check_persistent_paths(mgpu_dtype t)
  * (split-K by the SM count), forced slice counts (1: the epilogue straight
  * from the accumulators), edges of n (not a multiple of 128) and of K (a
  * partial last 32-element step), beta with fp32 and 16-bit out, batches
- * (one counter per column block and entry) and a broadcast A. */
+ * (one counter per column block and entry) and a broadcast A; each
+ * through every row of the kernel (register form, tensor-map rings). */
 static void check_small_m_paths(mgpu_dtype t)
 {
     int dev = 0, cc_major = 0;
@@ -309,12 +310,29 @@ static void check_small_m_paths(mgpu_dtype t)
         {T, N, 16, 520, 1024, 4, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 1, 2.0f, 1.0f},
         {T, N, 2, 8192, 8192, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
+    /* the planner's row above (a 128-column tensor-map ring where B's
+     * columns are on 128-byte boundaries, else the register form); every
+     * row by name: the register form and the rings */
+    static const char *const row_names[] = {"sm90_%s_tn_m16", "tma_sm90_%s_tn_m16_n128_k64_s12",
+                                            "tma_sm90_%s_tn_m16_n128_k64_s6", "tma_sm90_%s_tn_m16_n64_k64_s20",
+                                            "tma_sm90_%s_tn_m16_n64_k64_s10", "tma_sm90_%s_tn_m16_n128_k128_s6"};
+    enum { kRows = sizeof row_names / sizeof row_names[0] };
+    char rows[kRows][96];
+    for (int j = 0; j < kRows; j++) {
+        char tail[64];
+        snprintf(tail, sizeof tail, row_names[j], tname(t));
+        snprintf(rows[j], sizeof rows[j], "mgpu_gemm_small_m_%s", tail);
+    }
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (quick && i == 6)
             continue;
         run_case(&cases[i]);
         run_forced(&cases[i], NULL, "1");
         run_forced(&cases[i], NULL, i % 2 ? "3" : "7");
+        for (int j = 0; j < kRows; j++) {
+            run_forced(&cases[i], rows[j], NULL);
+            run_forced(&cases[i], rows[j], j == 0 ? "1" : i % 2 ? "5" : "2");
+        }
     }
 }
 

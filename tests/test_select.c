@@ -561,34 +561,51 @@ static void check_programmatic(const struct mgpu_device_caps *caps)
  * one counter per column block and batch entry; partials in the workspace. */
 static void check_small_m_plans(const struct mgpu_device_caps *caps)
 {
-    const struct { int64_t m, n, k, batch; int splits; } cases[] = {
-        {1, 8192, 8192, 1, 4},    /* 64 column blocks of 128: 2 x 132 / 64 */
-        {16, 8192, 8192, 1, 4},
-        {1, 4096, 4096, 1, 8},    /* 32 blocks: 2 x 132 / 32 */
-        {16, 4096, 4096, 1, 8},
-        {8, 4096, 14336, 1, 8},
-        {16, 1024, 4096, 1, 16},  /* 8 blocks: 16, as many as 128 steps / 8 allow */
-        {16, 128, 256, 1, 1},     /* 8 steps: one slice */
-        {16, 4096, 4096, 64, 1},  /* 2048 blocks over the batch fill the SMs */
-        {4, 1000, 2048, 3, 8},    /* 8 blocks x 3 entries: 2 x 132 / 24 = 11, as many as 64 steps / 8 allow */
-        {16, 128, 65536, 1, 32},  /* capped at 32 slices */
+    /* splits: the register form's (two CTAs per SM); ring, ring_splits: the
+     * planner's tensor-map ring (12 stages, one CTA per SM, where that fills
+     * the SMs as well as two per SM; else 6 stages, two per SM) */
+    const struct { int64_t m, n, k, batch; int splits, ring_cols, ring, ring_splits; } cases[] = {
+        {1, 8192, 8192, 1, 4, 64, 20, 1},     /* 64 column blocks of 128: 2 x 132 / 64; of 64: 128, one wave */
+        {16, 8192, 8192, 1, 4, 64, 20, 1},
+        {1, 4096, 4096, 1, 8, 64, 20, 2},     /* 32 blocks: 2 x 132 / 32; 64 of 64 columns: 132 / 64 */
+        {16, 4096, 4096, 1, 8, 64, 20, 2},
+        {8, 4096, 14336, 1, 8, 128, 12, 4},   /* k > 8192: 128 columns, 132 / 32 */
+        {16, 1024, 4096, 1, 16, 64, 20, 8},   /* 8 blocks: 16, as many as 128 steps / 8 allow; 16 of 64: 132 / 16 */
+        {16, 128, 256, 1, 1, 64, 20, 1},      /* 8 steps: one slice */
+        {16, 4096, 4096, 64, 1, 128, 12, 1},  /* 2048 blocks over the batch fill the SMs */
+        {4, 1000, 2048, 3, 8, 128, 12, 5},    /* 8 blocks x 3 entries: 2 x 132 / 24 = 11, as many as 64 steps / 8
+                                               * allow; 132 / 24 = 5 (120 of 132 slots; 64 columns: 96) */
+        {16, 128, 65536, 1, 32, 128, 12, 32}, /* capped at 32 slices */
+        {1, 6144, 4096, 1, 5, 128, 6, 5},     /* 48 blocks: 96 of 132 slots (one per SM), 240 of 264 (two) */
+        {16, 10240, 8192, 1, 3, 128, 6, 3},   /* 80 blocks: unsplit on 132 slots, 3 slices on 264 */
+        {1, 14336, 4096, 1, 2, 128, 12, 1},   /* 112 blocks: 112 of 132, 224 of 264; 224 of 64: two waves */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const struct mgpu_gemm_plan plan = plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
-        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
-        const int64_t blocks = (cases[i].n + 127) / 128;
-        CHECK(v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent &&
-                  plan.splits == cases[i].splits && plan.grid_x == blocks && plan.grid_y == (unsigned)cases[i].splits &&
-                  plan.grid_z == cases[i].batch,
-              "%lldx%lldx%lld batch %lld: got %s, split-k %d, grid %u x %u x %u (want the m16 kernel, split-k %d)",
-              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch, v->name,
-              plan.splits, plan.grid_x, plan.grid_y, plan.grid_z, cases[i].splits);
-        const size_t partials = (size_t)blocks * 128 * 16 * 4 * (size_t)cases[i].batch * (size_t)cases[i].splits;
-        CHECK(plan.workspace_bytes == (cases[i].splits > 1 ? partials : 0) &&
-                  plan.args.split_counters == (cases[i].splits > 1 ? ample.split_counters : 0) &&
-                  plan.args.splits == cases[i].splits,
-              "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
-              (long long)cases[i].k, plan.workspace_bytes, cases[i].splits > 1 ? partials : 0);
+        struct mgpu_gemm_force reg = {.variant = "mgpu_gemm_small_m_sm90_bf16_tn_m16"};
+        for (int form = 0; form < 2; form++) {
+            const struct mgpu_gemm_plan plan = form ? plan_forced(cases[i].m, cases[i].n, cases[i].k, cases[i].batch,
+                                                                  caps, &reg)
+                                                    : plan_of(cases[i].m, cases[i].n, cases[i].k, cases[i].batch, caps, 0);
+            const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+            const int cols = form ? 128 : cases[i].ring_cols;
+            const int64_t blocks = (cases[i].n + cols - 1) / cols;
+            const int splits = form ? cases[i].splits : cases[i].ring_splits;
+            const int kind_ok = form ? v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && !plan.use_map[MGPU_GEMM_MAP_A]
+                                     : v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->gemm.tile_n == cases[i].ring_cols &&
+                                           v->gemm.tile_k == 64 && v->gemm.stages == cases[i].ring &&
+                                           plan.use_map[MGPU_GEMM_MAP_A] && plan.use_map[MGPU_GEMM_MAP_B];
+            CHECK(kind_ok && v->gemm.tile_m == 16 && plan.small_m && !plan.persistent && plan.splits == splits &&
+                      plan.grid_x == blocks && plan.grid_y == (unsigned)splits && plan.grid_z == cases[i].batch,
+                  "%lldx%lldx%lld batch %lld (%s): got %s, split-k %d, grid %u x %u x %u (want split-k %d)",
+                  (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, (long long)cases[i].batch,
+                  form ? "register form" : "plan", v->name, plan.splits, plan.grid_x, plan.grid_y, plan.grid_z,
+                  splits);
+            const size_t partials = (size_t)blocks * cols * 16 * 4 * (size_t)cases[i].batch * (size_t)splits;
+            CHECK(plan.workspace_bytes == (splits > 1 ? partials : 0) &&
+                      plan.args.split_counters == (splits > 1 ? ample.split_counters : 0) && plan.args.splits == splits,
+                  "%lldx%lldx%lld: workspace %zu, want %zu", (long long)cases[i].m, (long long)cases[i].n,
+                  (long long)cases[i].k, plan.workspace_bytes, splits > 1 ? partials : 0);
+        }
     }
     /* what the kernel cannot read as it is goes to the persistent kernel */
     struct mgpu_gemm_plan plan = plan_of(17, 4096, 4096, 1, caps, 0);
@@ -613,9 +630,36 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     p.lda = p.ldb = 4096;
     p.ldc = 16;
     const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
-    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90 && v->dtype == MGPU_DTYPE_F16, "f16 m = 16: %s",
           v ? v->name : "none");
+    /* the tensor-map ring wants B's columns on 128-byte boundaries; the
+     * register form takes 16-byte ones */
     struct mgpu_gemm_problem odd = p;
+    odd.b += 16;
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "B off 128 bytes: %s", v ? v->name : "none");
+    odd = p;
+    odd.ldb = 4104; /* 8208 bytes: a multiple of 16, not of 128 */
+    v = pick(&odd, caps, NULL, &s);
+    CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "ldb off 128 bytes: %s", v ? v->name : "none");
+    CHECK(pick(&odd, caps, "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6", &s) != NULL,
+          "the ring forced at ldb off 128 bytes: %s", mgpu_status_string(s));
+    /* the 6-stage ring runs two CTAs per SM: twice the slices; the 64-column
+     * rows twice the column blocks */
+    {
+        struct mgpu_gemm_force force = {0};
+        force.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6";
+        struct mgpu_gemm_plan ring;
+        CHECK(mgpu_plan_gemm(&p, caps, &force, &ample, &ring, &s) == 0 && ring.small_m && ring.splits == 8 &&
+                  ring.use_map[MGPU_GEMM_MAP_B] && ring.maps[MGPU_GEMM_MAP_B].box[1] == 128 &&
+                  ring.maps[MGPU_GEMM_MAP_A].box[1] == 16 && ring.maps[MGPU_GEMM_MAP_A].dims[1] == 16,
+              "forced 6-stage ring: split-k %d", ring.splits);
+        force.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n64_k64_s20";
+        CHECK(mgpu_plan_gemm(&p, caps, &force, &ample, &ring, &s) == 0 && ring.small_m && ring.splits == 2 &&
+                  ring.grid_x == 64 && ring.maps[MGPU_GEMM_MAP_B].box[1] == 64,
+              "forced 64-column ring: split-k %d, grid %u", ring.splits, ring.grid_x);
+    }
+    odd = p;
     odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
     v = pick(&odd, caps, NULL, &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "odd lda: %s", v ? v->name : "none");
@@ -640,12 +684,14 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;
     plan = plan_of(16, 4096, 4096, 1, &fewer, 0);
-    CHECK(plan.small_m && plan.splits == 4, "16x4096x4096 on 78 SMs: split-k %d", plan.splits);
-    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice */
+    CHECK(plan.small_m && plan.splits == 1, "16x4096x4096 on 78 SMs: split-k %d", plan.splits); /* 64 blocks of 64 */
+    /* a small workspace gives up slices: 32 blocks x 128 x 16 x 4 bytes = 256 KiB per slice
+     * (the 6-stage ring: 8 slices) */
     struct mgpu_gemm_problem q = p;
     struct mgpu_gemm_resources small = ample;
     small.workspace_bytes = (size_t)3 << 18;
-    CHECK(mgpu_plan_gemm(&q, caps, NULL, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
+    const struct mgpu_gemm_force pair = {.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6"};
+    CHECK(mgpu_plan_gemm(&q, caps, &pair, &small, &plan, &s) == 0 && plan.small_m && plan.splits == 3 &&
               plan.degraded && plan.workspace_wanted == (size_t)8 << 18,
           "small workspace: split-k %d, wanted %zu", plan.splits, plan.workspace_wanted);
     small.workspace_bytes = 1000;
@@ -671,7 +717,7 @@ static void check_selection_memo(const struct mgpu_device_caps *caps)
     p.n = p.k = p.lda = p.ldb = 4096;
     p.ldc = 16;
     const struct mgpu_variant *first = pick(&p, caps, NULL, &s);
-    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "m = 16: %s", first ? first->name : "none");
+    CHECK(first && first->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90, "m = 16: %s", first ? first->name : "none");
     struct mgpu_gemm_problem moved = p;
     moved.b += 2; /* still 2-byte aligned, no longer 16 */
     const struct mgpu_variant *v = pick(&moved, caps, NULL, &s);

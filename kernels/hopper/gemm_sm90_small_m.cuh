@@ -34,6 +34,10 @@
  * loads in flight together. With S == 1 each thread applies the epilogue to
  * its accumulators directly.
  *
+ * The same MMAs fed from a shared-memory ring of tensor-map copies are the
+ * tensor-map ring form (gemm_sm90_small_m_tma.cuh), which the planner takes
+ * where B's columns are 128-byte aligned; both end in small_m::finish.
+ *
  * Launched for programmatic dependent launch (src/gemm/gemm.c): each CTA
  * lets the stream's next grid be scheduled and waits for the grids before
  * it (griddepcontrol) before its first global memory access, so that its
@@ -53,6 +57,7 @@
 #include <type_traits>
 
 #include "abi/gemm_abi.h"
+#include "common/barrier.cuh"
 #include "common/grid_dependency.cuh"
 #include "common/numeric.cuh"
 
@@ -66,6 +71,7 @@ struct SmallMGemmConfig {
     static constexpr int kMaxM = 8 * kMBlocks;  /* rows of D one launch covers */
     static constexpr int kWarps = 8;
     static constexpr int kThreads = 32 * kWarps;
+    static constexpr int kConsumerThreads = kThreads; /* every thread runs MMAs */
     static constexpr int kWarpCols = 16;        /* the MMA's m16 */
     static constexpr int kCols = kWarps * kWarpCols;
     static constexpr int kStepK = 32;           /* 4 lanes x 8 elements */
@@ -108,6 +114,120 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
                      "{%8, %9}, {%0, %1, %2, %3};"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* The barrier of the threads that ran the MMAs (the split-K arrival): the
+ * whole CTA where there is no producer warp, else named barrier 1 over the
+ * kConsumerThreads threads (the producer warp has left). */
+template <class Cfg>
+__device__ __forceinline__ void consumers_sync()
+{
+    if constexpr (Cfg::kConsumerThreads == Cfg::kThreads)
+        __syncthreads();
+    else
+        named_barrier_sync(1, Cfg::kConsumerThreads);
+}
+
+/* The end of both forms of the kernel (this one and the tensor-map ring,
+ * gemm_sm90_small_m_tma.cuh): each of the Cfg::kConsumerThreads threads that
+ * ran the MMAs holds acc[mb][0..1], D rows 8mb + 2c, +1 of column col0, and
+ * acc[mb][2..3], the same rows of column col0 + 8. With one K slice they
+ * apply the epilogue; with more each CTA parks its partial and the last of a
+ * column block sums the slices in order (the file's first comment; S =
+ * splits = gridDim.y, this CTA's slice split = blockIdx.y). Threads
+ * beyond kConsumerThreads (a producer warp) have left. */
+template <class Cfg>
+__device__ __forceinline__ void finish(const mgpu_gemm_args &args, const float (&acc)[Cfg::kMBlocks][4],
+                                       int64_t batch, int64_t n_block0, int64_t col0, int c, int splits, int split)
+{
+    constexpr int kMB = Cfg::kMBlocks;
+    /* acc[mb][0..1]: D rows 8mb + 2c, +1 of column col0; acc[mb][2..3]: the same rows of column col0 + 8 */
+    GemmEpilogue ep(args);
+    ep.select_batch(batch);
+    const int64_t c_batch = batch * args.stride_c;
+    if (splits == 1) {
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int64_t row = 8 * mb + 2 * c + (e & 1), col = col0 + (e >> 1) * 8;
+                if (row < args.m && col < args.n)
+                    epilogue_store(args, ep, c_batch + row + col * args.ldc, acc[mb][e], row, col);
+            }
+        return;
+    }
+
+    /* Split-K: partial [batch][split][column of the grid][kMaxM rows], fp32. */
+    const int64_t grid_cols = static_cast<int64_t>(gridDim.x) * Cfg::kCols;
+    float *slice0 = reinterpret_cast<float *>(args.workspace) + batch * splits * grid_cols * Cfg::kMaxM;
+    const int64_t slice_floats = grid_cols * Cfg::kMaxM;
+    float *mine = slice0 + split * slice_floats;
+#pragma unroll
+    for (int mb = 0; mb < kMB; ++mb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t col = col0 + 8 * h;
+            __stcg(reinterpret_cast<float2 *>(mine + col * Cfg::kMaxM + 8 * mb + 2 * c),
+                   make_float2(acc[mb][2 * h], acc[mb][2 * h + 1]));
+        }
+    __shared__ int last;
+    consumers_sync<Cfg>();
+    if (threadIdx.x == 0) {
+        int *counter = reinterpret_cast<int *>(args.split_counters) + batch * gridDim.x + blockIdx.x;
+        __threadfence();
+        const bool is_last = atomicAdd(counter, 1) == splits - 1;
+        if (is_last) {
+            *counter = 0; /* for the next launch: every CTA of this column block has arrived */
+            __threadfence();
+        }
+        last = is_last;
+    }
+    consumers_sync<Cfg>();
+    if (!last)
+        return;
+    /* Sum the slices in order 0 .. S - 1, four rows of a column per 16-byte
+     * load: consecutive threads take consecutive row quads, then columns.
+     * Every load of a slice is issued before the sums need them (kQuadsPerThread
+     * independent chains), and quads wholly beyond m or n are skipped. */
+    constexpr int kQuads = Cfg::kMaxM / 4; /* per column */
+    constexpr int kQuadsPerThread = Cfg::kCols * kQuads / Cfg::kConsumerThreads;
+    static_assert(Cfg::kCols * kQuads % Cfg::kConsumerThreads == 0, "whole quads per thread");
+    const int64_t slice_quads = slice_floats / 4;
+    const float4 *q_p[kQuadsPerThread];
+    bool q_ok[kQuadsPerThread];
+    float4 v[kQuadsPerThread];
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+        const int q = threadIdx.x + j * Cfg::kConsumerThreads;
+        const int row = 4 * (q % kQuads);
+        const int64_t col = n_block0 + q / kQuads;
+        q_ok[j] = row < args.m && col < args.n;
+        q_p[j] = reinterpret_cast<const float4 *>(slice0 + col * Cfg::kMaxM + row);
+        v[j] = q_ok[j] ? __ldcg(q_p[j]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#pragma unroll 4
+    for (int s = 1; s < splits; ++s)
+#pragma unroll
+        for (int j = 0; j < kQuadsPerThread; ++j)
+            if (q_ok[j]) {
+                const float4 t = __ldcg(q_p[j] + s * slice_quads);
+                v[j].x += t.x;
+                v[j].y += t.y;
+                v[j].z += t.z;
+                v[j].w += t.w;
+            }
+#pragma unroll
+    for (int j = 0; j < kQuadsPerThread; ++j) {
+        if (!q_ok[j])
+            continue;
+        const int q = threadIdx.x + j * Cfg::kConsumerThreads;
+        const int64_t row = 4 * (q % kQuads), col = n_block0 + q / kQuads;
+        const float r[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (row + e < args.m)
+                epilogue_store(args, ep, c_batch + (row + e) + col * args.ldc, r[e], row + e, col);
+    }
 }
 
 } // namespace small_m
@@ -181,93 +301,7 @@ __device__ __forceinline__ void gemm_small_m(const mgpu_gemm_args &args)
             }
     }
 
-    /* acc[mb][0..1]: D rows 8mb + 2c, +1 of column col0; acc[mb][2..3]: the same rows of column col0 + 8 */
-    GemmEpilogue ep(args);
-    ep.select_batch(batch);
-    const int64_t c_batch = batch * args.stride_c;
-    if (splits == 1) {
-#pragma unroll
-        for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int64_t row = 8 * mb + 2 * c + (e & 1), col = col0 + (e >> 1) * 8;
-                if (row < args.m && col < args.n)
-                    epilogue_store(args, ep, c_batch + row + col * args.ldc, acc[mb][e], row, col);
-            }
-        return;
-    }
-
-    /* Split-K: partial [batch][split][column of the grid][kMaxM rows], fp32. */
-    const int64_t grid_cols = static_cast<int64_t>(gridDim.x) * Cfg::kCols;
-    float *slice0 = reinterpret_cast<float *>(args.workspace) + batch * splits * grid_cols * Cfg::kMaxM;
-    const int64_t slice_floats = grid_cols * Cfg::kMaxM;
-    float *mine = slice0 + split * slice_floats;
-#pragma unroll
-    for (int mb = 0; mb < kMB; ++mb)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int64_t col = col0 + 8 * h;
-            __stcg(reinterpret_cast<float2 *>(mine + col * Cfg::kMaxM + 8 * mb + 2 * c),
-                   make_float2(acc[mb][2 * h], acc[mb][2 * h + 1]));
-        }
-    __shared__ int last;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *counter = reinterpret_cast<int *>(args.split_counters) + batch * gridDim.x + blockIdx.x;
-        __threadfence();
-        const bool is_last = atomicAdd(counter, 1) == splits - 1;
-        if (is_last) {
-            *counter = 0; /* for the next launch: every CTA of this column block has arrived */
-            __threadfence();
-        }
-        last = is_last;
-    }
-    __syncthreads();
-    if (!last)
-        return;
-    /* Sum the slices in order 0 .. S - 1, four rows of a column per 16-byte
-     * load: consecutive threads take consecutive row quads, then columns.
-     * Every load of a slice is issued before the sums need them (kQuadsPerThread
-     * independent chains), and quads wholly beyond m or n are skipped. */
-    constexpr int kQuads = Cfg::kMaxM / 4; /* per column */
-    constexpr int kQuadsPerThread = Cfg::kCols * kQuads / Cfg::kThreads;
-    static_assert(Cfg::kCols * kQuads % Cfg::kThreads == 0, "whole quads per thread");
-    const int64_t slice_quads = slice_floats / 4;
-    const float4 *q_p[kQuadsPerThread];
-    bool q_ok[kQuadsPerThread];
-    float4 v[kQuadsPerThread];
-#pragma unroll
-    for (int j = 0; j < kQuadsPerThread; ++j) {
-        const int q = threadIdx.x + j * Cfg::kThreads;
-        const int row = 4 * (q % kQuads);
-        const int64_t col = n_block0 + q / kQuads;
-        q_ok[j] = row < args.m && col < args.n;
-        q_p[j] = reinterpret_cast<const float4 *>(slice0 + col * Cfg::kMaxM + row);
-        v[j] = q_ok[j] ? __ldcg(q_p[j]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-#pragma unroll 4
-    for (int s = 1; s < splits; ++s)
-#pragma unroll
-        for (int j = 0; j < kQuadsPerThread; ++j)
-            if (q_ok[j]) {
-                const float4 t = __ldcg(q_p[j] + s * slice_quads);
-                v[j].x += t.x;
-                v[j].y += t.y;
-                v[j].z += t.z;
-                v[j].w += t.w;
-            }
-#pragma unroll
-    for (int j = 0; j < kQuadsPerThread; ++j) {
-        if (!q_ok[j])
-            continue;
-        const int q = threadIdx.x + j * Cfg::kThreads;
-        const int64_t row = 4 * (q % kQuads), col = n_block0 + q / kQuads;
-        const float r[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            if (row + e < args.m)
-                epilogue_store(args, ep, c_batch + (row + e) + col * args.ldc, r[e], row + e, col);
-    }
+    small_m::finish<Cfg>(args, acc, batch, n_block0, col0, c, splits, split);
 }
 
 } // namespace sm90

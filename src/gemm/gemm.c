@@ -140,13 +140,26 @@ static mgpu_status launch_tiles(mgpu_handle *h, const struct mgpu_driver *d, con
     return s;
 }
 
-/* The small-m kernel: one launch, the arguments only; for programmatic
+/* The small-m kernel: one launch, the arguments (the register form) or the
+ * maps of A and B and the arguments (the tensor-map ring); for programmatic
  * dependent launch (the kernel waits, griddepcontrol.wait, before any global
  * access) where the plan says (gemm_plan.c, plan_small_m, or MGPU_GEMM_PDL). */
 static mgpu_status launch_small_m(mgpu_handle *h, const struct mgpu_driver *d, const struct mgpu_gemm_plan *plan)
 {
     struct mgpu_gemm_args args = plan->args;
-    void *params[1] = {&args};
+    CUtensorMap maps[2];
+    memset(maps, 0, sizeof maps);
+    void *params[3] = {&args, NULL, NULL};
+    if (plan->use_map[MGPU_GEMM_MAP_A]) {
+        for (int i = 0; i < 2; i++) {
+            const mgpu_status s = mgpu_encode_tensor_map(d, &plan->maps[i], map_names[i], &maps[i]);
+            if (s != MGPU_STATUS_SUCCESS)
+                return s;
+        }
+        params[0] = &maps[0];
+        params[1] = &maps[1];
+        params[2] = &args;
+    }
     if (plan->programmatic)
         return mgpu_launch_programmatic(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);
     return mgpu_launch(h, d, plan->variant, plan->grid_x, plan->grid_y, plan->grid_z, params);

@@ -356,6 +356,76 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 #define DECODE_MIN_STEPS 8
 #define DECODE_MAX_SPLITS 32
 #define DECODE_STEP_K 32
+/* The tensor-map ring form of the small-m kernel
+ * (kernels/hopper/gemm_sm90_small_m_tma.cuh): taken instead of the register
+ * form where A and B are readable by TMA with 128-byte aligned columns (a
+ * box row then is one L2 line); its rows whose ring takes more than
+ * DECODE_TMA_PAIR_SMEM bytes run one CTA per SM, the others two. Its row
+ * (decode_tma_row; 64 elements of K per stage):
+ * - 64 columns, 20 stages, one CTA per SM, where k <= DECODE_TMA_NARROW_MAX_K
+ *   and its CTAs make one wave that fills the SMs at least as well as the
+ *   128-column rows would (n = k = 4096 and 8192: measured 47.6 against
+ *   50.6 us at 1 x 8192^2, 16.2 against 16.4 at 1 x 4096^2; slower where
+ *   it ran two waves, at k = 14336 and 28672, or with fewer CTAs);
+ * - else 128 columns, 12 stages (one CTA per SM) where its K slices fill the
+ *   SMs at least as well as two CTAs per SM would, else 6 stages (two per SM);
+ * H100, 2026-11-28 (docs/decisions/051-gemm-small-m-tensor-ring.md). */
+#define DECODE_TMA_BY_DEFAULT 1
+#define DECODE_TMA_TILE_N 128
+#define DECODE_TMA_TILE_K 64
+#define DECODE_TMA_ONE_STAGES 12
+#define DECODE_TMA_PAIR_STAGES 6
+#define DECODE_TMA_NARROW_N 64
+#define DECODE_TMA_NARROW_STAGES 20
+#define DECODE_TMA_NARROW_MAX_K 8192
+#define DECODE_TMA_PAIR_SMEM (113 * 1024)
+
+/* K slices of the small-m kernel for `blocks` column blocks (all batch
+ * entries) over `target` CTA slots: as many as fill the slots when at least
+ * two do, each of at least DECODE_MIN_STEPS steps, at most DECODE_MAX_SPLITS. */
+static int64_t decode_splits(int64_t blocks, int64_t steps, int64_t target)
+{
+    if (!SPLIT_K_BY_DEFAULT || blocks * 2 > target)
+        return 1;
+    int64_t splits = target / blocks;
+    if (splits > steps / DECODE_MIN_STEPS)
+        splits = steps / DECODE_MIN_STEPS;
+    if (splits > DECODE_MAX_SPLITS)
+        splits = DECODE_MAX_SPLITS;
+    return splits < 1 ? 1 : splits;
+}
+
+/* CTAs of the small-m kernel with `cols` columns each over `per_sm` slots per SM. */
+static int64_t decode_ctas(const struct mgpu_gemm_problem *p, int64_t sms, int64_t cols, int64_t per_sm)
+{
+    const int64_t blocks = mgpu_cdiv(p->n, cols) * p->batch;
+    return blocks * decode_splits(blocks, mgpu_cdiv(p->k, DECODE_STEP_K), sms * per_sm);
+}
+
+/* The share (thousandths) of `per_sm` CTA slots per SM that those CTAs fill over their waves. */
+static int64_t decode_fill(const struct mgpu_gemm_problem *p, int64_t sms, int64_t cols, int64_t per_sm)
+{
+    const int64_t ctas = decode_ctas(p, sms, cols, per_sm), target = sms * per_sm;
+    if (ctas >= ((int64_t)1 << 40)) /* many waves: every count as full */
+        return 1000;
+    return ctas * 1000 / (mgpu_cdiv(ctas, target) * target);
+}
+
+/* The ring row wanted for p (see above): its columns and stages. */
+static void decode_tma_row(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int *cols,
+                           int *stages)
+{
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t one = decode_fill(p, sms, DECODE_TMA_TILE_N, 1);
+    const int64_t pair = decode_fill(p, sms, DECODE_TMA_TILE_N, DECODE_CTAS_PER_SM);
+    *cols = DECODE_TMA_TILE_N;
+    *stages = one >= pair ? DECODE_TMA_ONE_STAGES : DECODE_TMA_PAIR_STAGES;
+    if (p->k <= DECODE_TMA_NARROW_MAX_K && decode_ctas(p, sms, DECODE_TMA_NARROW_N, 1) <= sms &&
+        decode_fill(p, sms, DECODE_TMA_NARROW_N, 1) >= (one > pair ? one : pair)) {
+        *cols = DECODE_TMA_NARROW_N;
+        *stages = DECODE_TMA_NARROW_STAGES;
+    }
+}
 
 /* 1 when the small-m row v can compute p as it is. */
 static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
@@ -370,6 +440,25 @@ static int small_m_eligible(const struct mgpu_gemm_problem *p, const struct mgpu
     if (p->batch > 1 && (p->stride_a % vec || p->stride_b % vec))
         return 0;
     return 1;
+}
+
+/* 1 when the tensor-map ring row v can compute p as it is: the register
+ * form's conditions, and A and B readable through TMA (a batch stride of 0
+ * is a broadcast operand: its map has one batch entry). */
+static int small_m_tma_eligible(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v)
+{
+    const int es = mgpu_dtype_size(p->a_dtype);
+    return small_m_eligible(p, v) && p->m <= v->gemm.tile_m && tma_ok(p->a, p->lda, p->stride_a, p->batch, 1, es) &&
+           tma_ok(p->b, p->ldb, p->stride_b, p->batch, 1, es);
+}
+
+/* Whether the ring form is wanted where it can run: B's columns on 128-byte
+ * boundaries (each box row one L2 line). */
+static int small_m_tma_wanted(const struct mgpu_gemm_problem *p)
+{
+    const int es = mgpu_dtype_size(p->b_dtype);
+    return DECODE_TMA_BY_DEFAULT && p->b % TMA_ROW_BYTES == 0 && (p->ldb * es) % TMA_ROW_BYTES == 0 &&
+           (p->batch == 1 || (p->stride_b * es) % TMA_ROW_BYTES == 0);
 }
 
 /* The small-m row of p's dtype with tile_m == rows on the device, if it can compute p. */
@@ -400,7 +489,7 @@ static int extensions_run_on(const struct mgpu_device_caps *caps)
 static int is_gemm_kind(enum mgpu_kernel_kind k)
 {
     return k == MGPU_KIND_GEMM_SM100_PERSISTENT || k == MGPU_KIND_GEMM_PORTABLE || k == MGPU_KIND_GEMM_SM90_PERSISTENT ||
-           k == MGPU_KIND_GEMM_SMALL_M_SM90;
+           k == MGPU_KIND_GEMM_SMALL_M_SM90 || k == MGPU_KIND_GEMM_SMALL_M_TMA_SM90;
 }
 
 static int is_pack_kind(enum mgpu_kernel_kind k)
@@ -439,6 +528,7 @@ struct gemm_fit {
     enum mgpu_gemm_shape_class want; /* the persistent shape class the heuristic wants */
     int persistent_ok;     /* 0: the persistent kernel is out (its operand packs do not fit) */
     int decode_rows;       /* want == MGPU_GEMM_DECODE: the small-m row of this tile_m */
+    int decode_cols, decode_stages; /* and the columns and stages of its tensor-map ring (decode_tma_row) */
     int few_tiles;         /* m > SMALL_M with at most one wave of large tiles (few_tiles_shape) */
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
     int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
@@ -466,6 +556,16 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
         if (!small_m_eligible(p, v))
             return 0;
         return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows ? 4 : 1;
+    }
+    if (v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90) {
+        if (!small_m_tma_eligible(p, v))
+            return 0;
+        /* the wanted ring before the register form (4); other rings forcible only */
+        return f->want == MGPU_GEMM_DECODE && v->gemm.tile_m == f->decode_rows && v->gemm.tile_n == f->decode_cols &&
+                       v->gemm.tile_k == DECODE_TMA_TILE_K && v->gemm.stages == f->decode_stages &&
+                       small_m_tma_wanted(p)
+                   ? 5
+                   : 1;
     }
     if (v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT) {
         if (p->k == 0 || !f->persistent_ok)
@@ -528,6 +628,7 @@ static int decode_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_de
         return 0;
     f->want = MGPU_GEMM_DECODE;
     f->decode_rows = DECODE_MAX_M;
+    decode_tma_row(p, caps, &f->decode_cols, &f->decode_stages);
     return 1;
 }
 
@@ -1025,8 +1126,12 @@ static struct mgpu_gemm_args base_args(const struct mgpu_gemm_problem *p)
     return a;
 }
 
+static void operand_map(struct mgpu_tensor_map_desc *m, int dtype, uint64_t base, int k_major, int64_t rows,
+                        int64_t k, int64_t ld, int64_t stride, int64_t batch, int tile_rows, int tile_k);
+
 /* The small-m kernel's plan: grid (column blocks, K slices, batch), the
- * split-K partials in the workspace, the arguments. */
+ * split-K partials in the workspace, the arguments, and for the ring form
+ * the tensor maps of A and B. */
 static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, int variant,
                          const struct mgpu_gemm_force *force, const struct mgpu_gemm_resources *res,
                          struct mgpu_gemm_plan *plan)
@@ -1035,20 +1140,14 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     const int64_t blocks = mgpu_cdiv(p->n, v->gemm.tile_n); /* per batch entry */
     const int64_t steps = mgpu_cdiv(p->k, DECODE_STEP_K);
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
-    const int64_t target = sms * DECODE_CTAS_PER_SM;
+    const int ring = v->kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90;
+    const int64_t target = sms * (ring && v->smem_bytes > DECODE_TMA_PAIR_SMEM ? 1 : DECODE_CTAS_PER_SM);
     const int force_splits = force ? force->splits : 0;
     int64_t splits = 1;
-    if (force_splits > 0) {
+    if (force_splits > 0)
         splits = force_splits < steps ? force_splits : steps;
-    } else if (SPLIT_K_BY_DEFAULT && blocks * p->batch * 2 <= target) {
-        splits = target / (blocks * p->batch);
-        if (splits > steps / DECODE_MIN_STEPS)
-            splits = steps / DECODE_MIN_STEPS;
-        if (splits > DECODE_MAX_SPLITS)
-            splits = DECODE_MAX_SPLITS;
-        if (splits < 1)
-            splits = 1;
-    }
+    else
+        splits = decode_splits(blocks * p->batch, steps, target);
     if (splits > MGPU_MAX_GRID_YZ) /* grid y */
         splits = MGPU_MAX_GRID_YZ;
     /* one counter per column block and batch entry */
@@ -1088,6 +1187,18 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
     plan->args.splits = (int32_t)splits;
     plan->args.workspace = splits > 1 ? res->workspace : 0;
     plan->args.split_counters = splits > 1 ? res->split_counters : 0;
+    if (ring) {
+        /* maps {k, rows, batch}, boxes {64, tile rows, 1}; a broadcast
+         * operand (batch stride 0) has one batch entry */
+        const int a_bc = p->batch > 1 && p->stride_a == 0, b_bc = p->batch > 1 && p->stride_b == 0;
+        operand_map(&plan->maps[MGPU_GEMM_MAP_A], p->a_dtype, p->a, 1, p->m, p->k, p->lda, p->stride_a,
+                    a_bc ? 1 : p->batch, v->gemm.tile_m, 0);
+        operand_map(&plan->maps[MGPU_GEMM_MAP_B], p->b_dtype, p->b, 1, p->n, p->k, p->ldb, p->stride_b,
+                    b_bc ? 1 : p->batch, v->gemm.tile_n, 0);
+        plan->use_map[MGPU_GEMM_MAP_A] = plan->use_map[MGPU_GEMM_MAP_B] = 1;
+        plan->args.a_broadcast = a_bc;
+        plan->args.b_broadcast = b_bc;
+    }
 }
 
 /* Rank-3 map of an operand over {contiguous, strided, batch}, 128-byte
@@ -1461,7 +1572,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, few_tiles, narrow, half_rows, mid_rows;
+    int tma, decode_rows, decode_cols, decode_stages, few_tiles, narrow, half_rows, mid_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1510,6 +1621,8 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->want = e->want;
             fit->tma = e->tma;
             fit->decode_rows = e->decode_rows;
+            fit->decode_cols = e->decode_cols;
+            fit->decode_stages = e->decode_stages;
             fit->few_tiles = e->few_tiles;
             fit->narrow = e->narrow;
             fit->half_rows = e->half_rows;
@@ -1530,6 +1643,8 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->want = fit->want;
     e->tma = fit->tma;
     e->decode_rows = fit->decode_rows;
+    e->decode_cols = fit->decode_cols;
+    e->decode_stages = fit->decode_stages;
     e->few_tiles = fit->few_tiles;
     e->narrow = fit->narrow;
     e->half_rows = fit->half_rows;
@@ -1579,7 +1694,7 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
             selection_keep(&key, &fit, variant);
     }
     const enum mgpu_kernel_kind kind = mgpu_variants[variant].kind;
-    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90) {
+    if (kind == MGPU_KIND_GEMM_SMALL_M_SM90 || kind == MGPU_KIND_GEMM_SMALL_M_TMA_SM90) {
         plan_small_m(p, caps, variant, force, res, plan);
         plan->shape_class = plan->forced ? "forced" : plan->splits > 1 ? "small m (decode), split-K" : "small m (decode)";
         return 0;

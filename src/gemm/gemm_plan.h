@@ -96,7 +96,8 @@ struct mgpu_gemm_plan {
     int persistent;       /* the persistent kernel (else one CTA per tile or small_m) */
     int programmatic;     /* launch the sm_90a persistent or small-m kernel for programmatic
                            * dependent launch (the plan's rule, or MGPU_GEMM_PDL) */
-    int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments only */
+    int small_m;          /* the small-m kernel: grid (grid_x, grid_y, grid_z), the arguments (and the
+                           * maps of A and B where use_map says: its tensor-map ring) */
     int splits;           /* K slices (1: no split-K; > 1: partials summed in the kernel) */
     int tail_tiles;       /* units beyond the last full wave shared out along K (0: none; splits == 1) */
     int band;             /* (cluster) tile rows per band of the persistent kernel's tile order */
