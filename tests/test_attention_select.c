@@ -362,10 +362,10 @@ static void test_inference_plan(void)
     /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best
      * last wave (14), then as many as have keys: 3 key blocks each, 11. */
     CHECK(a->num_splits == 11 && plan.grid == 8 * 11, "splits %d grid %u", a->num_splits, plan.grid);
-    /* 11 splits: two combine warps per row, four rows per CTA; one CTA
-     * would merge a tile's 8 rows in two passes: the combine kernel, 88 + 16
-     * CTAs fit 132 SMs: launched early */
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.merge_in_kernel == 0 && plan.combine_early == 1,
+    /* 11 splits: one combine warp per row (up to 16 splits), eight rows per
+     * CTA; one CTA merges a tile's 8 rows in one pass: in the main kernel,
+     * no combine launch (its grid would be 8 CTAs) */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 8 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
           "partial rows %lld, combine grid %u, in kernel %d, early %d", (long long)a->partial_rows,
           plan.combine_grid, plan.merge_in_kernel, plan.combine_early);
     /* The merge in the main kernel forced: no combine launch */
@@ -639,8 +639,8 @@ static void test_split_merge_plan(void)
     const struct mgpu_attention_fwd_args *a = &plan.args;
     if (!has_attention_cc(9, 0))
         return;
-    CHECK(mgpu_attention_fwd_merge_passes(8, 8) == 1 && mgpu_attention_fwd_merge_passes(8, 9) == 2 &&
-              mgpu_attention_fwd_merge_passes(8, 16) == 2 && mgpu_attention_fwd_merge_passes(8, 17) == 4 &&
+    CHECK(mgpu_attention_fwd_merge_passes(8, 8) == 1 && mgpu_attention_fwd_merge_passes(8, 16) == 1 &&
+              mgpu_attention_fwd_merge_passes(8, 17) == 2 && mgpu_attention_fwd_merge_passes(8, 33) == 4 &&
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
@@ -651,10 +651,10 @@ static void test_split_merge_plan(void)
         int splits, in_kernel, early;
     } rows[] = {
         {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
-        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
+        {1, 8192, 64, 8, 128, 13, 1, 0},    /* the wave rule's 15, 13 with keys; one warp a row: one pass */
         {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
         {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
-        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
+        {1, 32768, 64, 8, 64, 15, 1, 0},    /* d64: the wave rule; one warp a row: one pass */
         {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
         {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
         {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
@@ -704,23 +704,24 @@ static void test_split_merge_plan(void)
 }
 
 /* The combine's warps per row: the fewest (a power of two, at most 8) that
- * leave each warp at most 8 splits (past 64 splits: 8 warps); a CTA's rows
- * fill its 8 warps. */
+ * leave each warp at most 16 splits (every count up to the most splits); a
+ * CTA's rows fill its 8 warps. */
 static void test_combine_warps(void)
 {
     for (int splits = 1; splits <= MGPU_ATTENTION_FWD_MAX_SPLITS; splits++) {
         const int w = mgpu_attention_fwd_combine_warps(splits);
         const int per = (splits + w - 1) / w;
         CHECK((w & (w - 1)) == 0 && w >= 1 && w <= 8, "splits %d: %d warps", splits, w);
-        CHECK(per <= 8 || w == 8, "splits %d: %d per warp of %d", splits, per, w);
-        CHECK(w == 1 || (splits + w / 2 - 1) / (w / 2) > 8, "splits %d: %d warps, fewer would do", splits, w);
+        CHECK(per <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP, "splits %d: %d per warp of %d", splits, per, w);
+        CHECK(w == 1 || (splits + w / 2 - 1) / (w / 2) > 16, "splits %d: %d warps, fewer would do", splits, w);
         CHECK(w * per >= splits, "splits %d: %d warps of %d miss splits", splits, w, per);
         CHECK(mgpu_attention_fwd_combine_rows_per_cta(splits) * w == MGPU_ATTENTION_FWD_COMBINE_THREADS / 32,
               "splits %d: rows per CTA", splits);
     }
-    CHECK(mgpu_attention_fwd_combine_warps(8) == 1 && mgpu_attention_fwd_combine_warps(9) == 2 &&
-              mgpu_attention_fwd_combine_warps(33) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
-          "combine warps at 8 / 9 / 33 / 128 splits");
+    CHECK(MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP == 16 && mgpu_attention_fwd_combine_warps(16) == 1 &&
+              mgpu_attention_fwd_combine_warps(17) == 2 && mgpu_attention_fwd_combine_warps(64) == 4 &&
+              mgpu_attention_fwd_combine_warps(65) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
+          "combine warps at 16 / 17 / 64 / 65 / 128 splits");
 }
 
 static void test_selection_sm100(void)
@@ -1219,16 +1220,17 @@ static void test_decode_entry_plan(void)
 
 /* The 64-row decode entry (one consumer warpgroup): planned for decode-entry
  * calls whose rows fit 64 when the variant exists (choice.decode64), with
- * its tiles (tile_queries, Q box), its 4-warp merge and its forcing. */
+ * its tiles (tile_queries, Q box), its merge (8 warps with the producer's:
+ * placed as the 128-row plan's) and its forcing. */
 static void test_decode64_plan(void)
 {
     static const struct {
         int batch, seqlen_k, heads_q, heads_kv, head_dim;
         int decode64; /* the planner's choice */
     } rows[] = {
-        {1, 1024, 64, 8, 128, 0},   /* packed, 8 splits: the 128-row entry merges them in the kernel */
-        {8, 8192, 64, 8, 128, 0},   /* packed, 2 splits: the same */
-        {1, 8192, 64, 8, 128, 1},   /* packed, 16 splits: the combine kernel either way */
+        {1, 1024, 64, 8, 128, 1},   /* packed, 8 splits: merged in the kernel either way */
+        {8, 8192, 64, 8, 128, 1},   /* packed, 2 splits: the same */
+        {1, 8192, 64, 8, 128, 1},   /* packed, 13 splits: the same (one warp a row) */
         {1, 8192, 64, 8, 64, 1},    /* the same at d64 */
         {64, 1024, 64, 8, 128, 1},  /* packed, no splits */
         {1, 131072, 8, 1, 128, 1},  /* MQA, splits */
@@ -1256,8 +1258,8 @@ static void test_decode64_plan(void)
                       plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2],
                   "row %zu: tile_queries %d, Q box rows %u", i, a->tile_queries, box_rows);
             CHECK(!plan.merge_in_kernel ||
-                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 4,
-                  "row %zu: merge in the kernel past 4 warps (%d splits)", i, a->num_splits);
+                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 8,
+                  "row %zu: merge in the kernel past 8 warps (%d splits)", i, a->num_splits);
             const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper);
             CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 &&
                       mgpu_variants[e].dtype == mgpu_variants[idx].dtype &&
@@ -1284,8 +1286,17 @@ static void test_decode64_plan(void)
         CHECK(plan.decode64 == (rows[i].heads_q / rows[i].heads_kv <= 64), "row %zu: forced on: %d", i,
               plan.decode64);
         CHECK(!plan.decode64 || !plan.merge_in_kernel ||
-                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 4,
-              "row %zu: forced on: merge in the kernel past 4 warps", i);
+                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 8,
+              "row %zu: forced on: merge in the kernel past 8 warps", i);
+        /* the merge is placed as the 128-row plan places it */
+        struct mgpu_attention_plan plan128;
+        forced.force_decode64 = -1;
+        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
+                    &p, &plan128);
+        CHECK(!plan.decode64 || (plan.merge_in_kernel == plan128.merge_in_kernel &&
+                                 plan.args.num_splits == plan128.args.num_splits),
+              "row %zu: forced on: merge %d / %d, splits %d / %d", i, plan.merge_in_kernel, plan128.merge_in_kernel,
+              plan.args.num_splits, plan128.args.num_splits);
         forced = choice;
         forced.force_decode64 = -1;
         decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,

@@ -331,6 +331,9 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
  * 16.0 with the early combine, d64 14.1 against 12.7 (decision 027). */
 #define SPLIT_MERGE_MAX_PASSES 1
+/* The long-cache split count of choose_splits (half the SMs) at most: the
+ * counts measured there (decision 027). */
+#define LONG_CACHE_MAX_SPLITS 8
 /* Inference calls launch the main kernel for programmatic dependent launch
  * except where its grid takes nearly every SM (at least 7/8) and each CTA
  * walks at least this many key blocks: there the early set-up is worth
@@ -356,14 +359,6 @@ int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
 {
     const int64_t rows_per_pass = MGPU_ATTENTION_FWD_COMBINE_WARPS / mgpu_attention_fwd_combine_warps(num_splits);
     return mgpu_cdiv(tile_rows, rows_per_pass);
-}
-
-/* The same for a merge of `warps` warps (the 64-row decode entry's 4); a
- * row's warps must fit them (else INT64_MAX: no merge in the kernel). */
-static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps)
-{
-    const int per_row = mgpu_attention_fwd_combine_warps(num_splits);
-    return per_row > warps ? INT64_MAX : mgpu_cdiv(tile_rows, warps / per_row);
 }
 
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
@@ -437,14 +432,14 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     }
     /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
      * of K and V per split): the splits that fill half the SMs, where that
-     * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
+     * is at most LONG_CACHE_MAX_SPLITS. H100, GQA 64/8, batch 1, GPU time
      * (decision 027): 8 splits against the wave rule's 15 at 32768 keys
      * 51.7 against 55.2 us, 131072 keys 178.6 against 187.0, d256 8192
      * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
      * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). */
     if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
         const int64_t half = sms / 2 / tiles;
-        if (half >= 2 && half <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP &&
+        if (half >= 2 && half <= LONG_CACHE_MAX_SPLITS &&
             2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES / half >= ((int64_t)1 << 20))
             splits = (int)half;
     }
@@ -465,7 +460,8 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 }
 
 /* The plan for query tiles of block_m rows: the variant's, or the 64-row
- * decode entry's (one consumer warpgroup, whose merge runs 4 warps). */
+ * decode entry's (one consumer warpgroup; its merge runs 8 warps as well,
+ * the producer warpgroup's joining the consumer's). */
 static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                             const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                             int block_m, struct mgpu_attention_plan *out)
@@ -495,8 +491,6 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
     a->seqused_k = (uint64_t)p->seqused_k;
 
     const int block_n = v->attention.block_n;
-    const int merge_warps = block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M ? MGPU_ATTENTION_FWD_COMBINE_WARPS / 2
-                                                                          : MGPU_ATTENTION_FWD_COMBINE_WARPS;
     const int64_t group = p->heads_q / p->heads_kv;
     /* The decode planning (GQA packing, key splits) is the sm_90a kernel's
      * (abi/attention_abi.h); seqused_k and the paged maps below are every
@@ -577,9 +571,7 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
     if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
         out->merge_in_kernel = choice->force_merge
                                    ? choice->force_merge > 0
-                                   : merge_passes_of(tile_rows, a->num_splits, merge_warps) <= SPLIT_MERGE_MAX_PASSES;
-    if (out->merge_in_kernel && mgpu_attention_fwd_combine_warps(a->num_splits) > merge_warps)
-        out->merge_in_kernel = 0; /* forced: a row's warps must fit the kernel's merge */
+                                   : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
@@ -657,14 +649,13 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
 /* Whether a decode-entry call runs the 64-row variant (plan64) rather than
  * the 128-row one (plan): its rows (queries times the packed group) fit 64,
  * and, by measurement (H100, GPU time, decision 044), the call neither
- * loses the 128-row plan's merge in the kernel (the 64-row entry's 4 warps
- * merge 8 packed rows in two passes, so its split calls of 8 GQA rows took
- * the combine kernel: 1 x 1024 keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024
- * 11.3 -> 11.9) nor is an unpacked call at head dim 64 (MHA d64: 1 x 8192
- * keys 27.8 -> 29.5 us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128
- * (1 x 1024 keys 9.2 -> 8.6 us), GQA whose splits merge in the combine
- * kernel either way (1 x 8192 keys d128 13.4 -> 13.2, d64 10.7 -> 10.5),
- * GQA without splits, MQA. */
+ * loses the 128-row plan's merge in the kernel (with a merge of 4 warps the
+ * 64-row entry's split calls of 8 GQA rows took the combine kernel: 1 x 1024
+ * keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024 11.3 -> 11.9; its merge now has
+ * 8 warps, the producer's joining, and is placed as the 128-row plan's) nor
+ * is an unpacked call at head dim 64 (MHA d64: 1 x 8192 keys 27.8 -> 29.5
+ * us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128 (1 x 1024 keys 9.2
+ * -> 8.6 us), packed GQA, MQA. */
 static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
                          const struct mgpu_attention_plan *plan64, int force)
 {
