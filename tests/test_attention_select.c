@@ -1220,18 +1220,17 @@ static void test_decode_entry_plan(void)
 
 /* The 64-row decode entry (one consumer warpgroup): planned for decode-entry
  * calls whose rows fit 64 when the variant exists (choice.decode64), with
- * its tiles (tile_queries, Q box), its merge (8 warps with the producer's:
- * placed as the 128-row plan's) and its forcing. */
+ * its tiles (tile_queries, Q box), its 4-warp merge and its forcing. */
 static void test_decode64_plan(void)
 {
     static const struct {
         int batch, seqlen_k, heads_q, heads_kv, head_dim;
         int decode64; /* the planner's choice */
     } rows[] = {
-        {1, 1024, 64, 8, 128, 1},   /* packed, 8 splits: merged in the kernel either way */
-        {8, 8192, 64, 8, 128, 1},   /* packed, 2 splits: the same */
-        {1, 8192, 64, 8, 128, 1},   /* packed, 13 splits: the same (one warp a row) */
-        {1, 8192, 64, 8, 64, 1},    /* the same at d64 */
+        {1, 1024, 64, 8, 128, 0},   /* packed, 8 splits: the 128-row entry merges them in the kernel */
+        {8, 8192, 64, 8, 128, 0},   /* packed, 2 splits: the same */
+        {1, 8192, 64, 8, 128, 0},   /* packed, 13 splits: one merge pass of 8 warps, two of 4 */
+        {1, 8192, 64, 8, 64, 0},    /* the same at d64 */
         {64, 1024, 64, 8, 128, 1},  /* packed, no splits */
         {1, 131072, 8, 1, 128, 1},  /* MQA, splits */
         {8, 1024, 32, 32, 128, 1},  /* MHA d128, one row a tile */
@@ -1258,8 +1257,8 @@ static void test_decode64_plan(void)
                       plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2],
                   "row %zu: tile_queries %d, Q box rows %u", i, a->tile_queries, box_rows);
             CHECK(!plan.merge_in_kernel ||
-                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 8,
-                  "row %zu: merge in the kernel past 8 warps (%d splits)", i, a->num_splits);
+                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 4,
+                  "row %zu: merge in the kernel past 4 warps (%d splits)", i, a->num_splits);
             const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper);
             CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 &&
                       mgpu_variants[e].dtype == mgpu_variants[idx].dtype &&
@@ -1286,17 +1285,8 @@ static void test_decode64_plan(void)
         CHECK(plan.decode64 == (rows[i].heads_q / rows[i].heads_kv <= 64), "row %zu: forced on: %d", i,
               plan.decode64);
         CHECK(!plan.decode64 || !plan.merge_in_kernel ||
-                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 8,
-              "row %zu: forced on: merge in the kernel past 8 warps", i);
-        /* the merge is placed as the 128-row plan places it */
-        struct mgpu_attention_plan plan128;
-        forced.force_decode64 = -1;
-        decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,
-                    &p, &plan128);
-        CHECK(!plan.decode64 || (plan.merge_in_kernel == plan128.merge_in_kernel &&
-                                 plan.args.num_splits == plan128.args.num_splits),
-              "row %zu: forced on: merge %d / %d, splits %d / %d", i, plan.merge_in_kernel, plan128.merge_in_kernel,
-              plan.args.num_splits, plan128.args.num_splits);
+                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 4,
+              "row %zu: forced on: merge in the kernel past 4 warps", i);
         forced = choice;
         forced.force_decode64 = -1;
         decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, rows[i].head_dim, &forced,

@@ -16,11 +16,10 @@
  *   1. each warp loads all of the row's split LSEs at once (lane l: splits
  *      l, l + 32, ...), finds the row's LSE with shuffle reductions and
  *      leaves its splits' weights exp(LSE_s - LSE) in shared memory;
- *   2. each warp loads the O_s of its splits, kBatch at once (the first
- *      batch beside the LSEs of step 1; with the default kBatch, all of
- *      them: at most 16), and adds them weighted, in split order (a split
- *      without keys, LSE_s = -infinity, weighs 0 and its O_s is never
- *      added);
+ *   2. each warp loads the O_s of up to kBatch = 8 of its splits at once
+ *      (the first 8 already beside the LSEs of step 1) and adds them
+ *      weighted, in split order (a split without keys, LSE_s =
+ *      -infinity, weighs 0 and its O_s is never added);
  *   3. with W > 1 the warps' sums meet in shared memory and the row's first
  *      warp adds them in warp order.
  * Lane l owns columns 4 l + 128 i (head dims are multiples of 32, so each
@@ -119,17 +118,17 @@ struct GlobalPartials {
  * head dim (1 up to 128, else 2). The order of every sum is fixed by
  * num_splits alone: the combine kernel and the main kernel's merge give the
  * same bits. */
-template <typename T, int kPasses, int kBatch = MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP, class Partials, class Sync>
+template <typename T, int kPasses, class Partials, class Sync>
 __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int64_t row, bool live, int warp, int lane,
                                           MergeSmem &sm, Sync sync, const Partials &partials)
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
     constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
-    /* kBatch: O loads in flight per lane and pass (the batches change only
-     * when loads are issued, not the sums) */
+    /* O loads in flight per lane and pass: up to 8 splits of a warp's 16 at
+     * once (16, predicated, measured slower on the short rows whose warps
+     * have at most 8: H100, decision XXX) */
+    constexpr int kBatch = 8;
     static_assert(kPasses <= 2, "head dims up to 256");
-    static_assert(MGPU_ATTENTION_FWD_MAX_SPLITS <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP * kThreads / 32,
-                  "a warp has at most MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP splits");
 
     const int splits = a.num_splits;
     const int warps_per_row = mgpu_attention_fwd_combine_warps(splits);
@@ -140,18 +139,18 @@ __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int6
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)
         col[p] = 4 * lane + p * kColsPerPass < a.head_dim ? 4 * lane + p * kColsPerPass : 0;
-    /* Loads past the head dim read a valid place (column 0); loads past the
-     * warp's splits are predicated off (zeros, weighing 0). The first batch
-     * is issued before the LSEs are reduced (its loads do not depend on
-     * them): one latency of memory for both. */
+    /* Loads past the warp's splits or the head dim read a valid place (its
+     * last split, column 0) and weigh 0: no predicate splits the batch. The
+     * first batch is loaded before the LSEs are reduced (its loads do not
+     * depend on them): one latency of memory for both. */
     float4 v[kBatch][kPasses];
     auto load_batch = [&](int s0) {
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
-            const bool in = s0 + b < s_end;
+            const int s = s0 + b < s_end ? s0 + b : s_end - 1;
 #pragma unroll
             for (int p = 0; p < kPasses; ++p)
-                v[b][p] = in ? partials.o4(s0 + b, col[p]) : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[b][p] = partials.o4(s, col[p]);
         }
     };
     load_batch(s_begin);
@@ -184,7 +183,7 @@ __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int6
         sm.weight[warp][lane + 32 * j] = l[j] == -INFINITY || empty ? 0.f : __expf(l[j] - lse);
     __syncwarp();
 
-    /* 2. This warp's splits, kBatch at a time, in order. */
+    /* 2. This warp's splits, kBatch at a time. */
     float4 acc[kPasses];
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)

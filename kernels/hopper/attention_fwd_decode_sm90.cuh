@@ -32,9 +32,7 @@
  * only the waits and releases), then the epilogue: O and LSE, or a split's
  * fp32 partials and, where the runtime gives split counters, the merge of
  * the tile's splits by the last of them (attn_fwd_merge_splits, the combine
- * kernel's arithmetic) in 8 warps: the two consumer warpgroups', or in the
- * 64-row variant its consumer's and the producer's, which joins after its
- * last load (AttnFwdDecodeJoin: the registers each side then holds).
+ * kernel's arithmetic).
  *
  * A generated unit instantiates one variant:
  *   extern "C" __global__ void __launch_bounds__(384, 1)
@@ -60,30 +58,6 @@ template <typename Element, int kHeadDim>
 using AttnFwdDecode64Config =
     AttnFwdConfig<Element, kHeadDim, AttnFwdTile<kHeadDim>::kBlockN, AttnFwdTile<kHeadDim>::kLazyRescale,
                   AttnFwdTile<kHeadDim>::kPolyExp2Every, 1>;
-
-/* The 64-row variant's merge of a split call's tile (attn_fwd_merge_splits
- * over all 256 threads): the producer warpgroup joins the consumer
- * warpgroup once its loads are issued, so the merge has a combine CTA's 8
- * warps (one row a warp up to 16 splits: a packed GQA tile of 8 rows in one
- * pass) rather than the consumer's 4. The producer's branch tests its warp
- * through a shuffle (uniform to the compiler): with threadIdx.x < 32 its
- * paged loop spilled in the 24 registers. Both then hold kRegisters: with one
- * CTA an SM (head dim 128) the producer takes what the consumer has (the
- * launch's allocation is 256 x kConsumerRegisters); with two (head dim 64:
- * 256 x 128 at launch, 24 + 232 in the key loop) the consumer first gives
- * back what the producer takes, both 128. */
-template <class Cfg>
-struct AttnFwdDecodeJoin {
-    static constexpr bool kJoin = Cfg::kConsumerWarpgroups == 1;
-    static constexpr int kRegisters =
-        Cfg::kMinBlocks == 1 ? Cfg::kConsumerRegisters : (Cfg::kProducerRegisters + Cfg::kConsumerRegisters) / 2;
-    /* merge_row's O loads in flight per lane: all of a warp's splits, or in
-     * 128 registers 8 at a time (16 spill there) */
-    static constexpr int kBatch = kRegisters >= 168 ? MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP : 8;
-    static_assert(kRegisters % 8 == 0 && kRegisters >= Cfg::kProducerRegisters &&
-                      kRegisters <= Cfg::kConsumerRegisters,
-                  "setmaxnreg counts");
-};
 
 /* This CTA's work tile: (split, tile head, sequence) = blockIdx. */
 __device__ __forceinline__ AttnTileCoord attn_fwd_decode_tile()
@@ -185,36 +159,12 @@ __device__ __forceinline__ void attn_fwd_decode_consumer(const mgpu_attention_fw
     const AttnFwdWork we = attn_fwd_work<Cfg, true>(a, tile);
     if (a.num_splits > 1) {
         attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, 0, o, lse);
-        /* The work tile's counter: the tiles are (sequence, tile head). The
-         * 64-row variant merges after the shell's join (attn_fwd_decode_join). */
-        if constexpr (!AttnFwdDecodeJoin<Cfg>::kJoin) {
-            if (a.split_counters != 0)
-                attn_fwd_merge_splits<Cfg>(a, smem, we, tile.batch * static_cast<int>(gridDim.y) + tile.head);
-        }
+        /* The work tile's counter: the tiles are (sequence, tile head). */
+        if (a.split_counters != 0)
+            attn_fwd_merge_splits<Cfg>(a, smem, we, tile.batch * static_cast<int>(gridDim.y) + tile.head);
     } else {
         attn_fwd_epilogue<Cfg>(a, smem, we, consumer, 0, o, lse);
     }
-}
-
-/* The 64-row variant's merge, by every thread of the CTA once both roles
- * are done: where the call merges in the kernel and the tile is active (the
- * consumer's conditions, worked out again from blockIdx). */
-template <class Cfg>
-__device__ __forceinline__ void attn_fwd_decode_join(const mgpu_attention_fwd_args &a)
-{
-    /* The shared storage's address anew (opaque to the compiler), not held
-     * through the producer's loop in its 24 registers. */
-    extern __shared__ uint8_t attn_smem_raw[];
-    uintptr_t base = reinterpret_cast<uintptr_t>(attn_smem_raw);
-    asm volatile("" : "+l"(base));
-    auto &smem = *reinterpret_cast<typename Cfg::SharedStorage *>((base + kSwizzleAtomBytes - 1) &
-                                                                  ~uintptr_t(kSwizzleAtomBytes - 1));
-    AttnTileCoord tile = attn_fwd_decode_tile();
-    asm volatile("" : "+r"(tile.head), "+r"(tile.batch), "+r"(tile.split));
-    const AttnFwdWork w = attn_fwd_work<Cfg, true>(a, tile);
-    if (!attn_fwd_tile_active(w))
-        return;
-    attn_fwd_merge_splits<Cfg, Cfg::kThreads, AttnFwdDecodeJoin<Cfg>::kBatch>(a, smem, w, tile.batch * static_cast<int>(gridDim.y) + tile.head);
 }
 
 template <class Cfg>
@@ -239,36 +189,18 @@ __device__ __forceinline__ void attention_fwd_decode(const mgpu_attention_fwd_pa
      * tile is worked out and before its first global access. */
     griddep_launch_dependents();
 
-    using Join = AttnFwdDecodeJoin<Cfg>;
-    /* Uniform over the CTA (every warp of a warpgroup takes the same
-     * setmaxnreg), and read from the parameters where it is needed rather
-     * than held through the roles' loops (the producer's 24 registers). */
-    const auto join = [&p] { return p.args.num_splits > 1 && p.args.split_counters != 0; };
     const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads, 0);
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (gather) { /* false at compile time where !kPagedGather */
             if constexpr (Cfg::kPagedGather)
                 attn_fwd_decode_producer<Cfg, true>(p, smem);
-        } else if (__shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0) == 0) {
+        } else if (threadIdx.x < 32) {
             attn_fwd_decode_producer<Cfg, false>(p, smem);
-        }
-        if constexpr (Join::kJoin) {
-            if (join()) {
-                setmaxnreg_inc<Join::kRegisters>();
-                attn_fwd_decode_join<Cfg>(p.args);
-            }
         }
     } else {
         setmaxnreg_inc<Cfg::kConsumerRegisters>();
         attn_fwd_decode_consumer<Cfg>(p.args, smem, warpgroup - 1);
-        if constexpr (Join::kJoin) {
-            if (join()) {
-                if constexpr (Join::kRegisters < Cfg::kConsumerRegisters)
-                    setmaxnreg_dec<Join::kRegisters>();
-                attn_fwd_decode_join<Cfg>(p.args);
-            }
-        }
     }
 }
 

@@ -242,13 +242,11 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
     }
 }
 
-/* After attn_fwd_epilogue_partial of every consumer warpgroup, where
- * a.split_counters != 0, by kThreads = 256 threads, a combine CTA's 8 warps:
- * both consumer warpgroups' threads, or, in the decode entry's 64-row
- * variant (kThreads = Cfg::kThreads), its consumer warpgroup's and its
- * producer warpgroup's once that has issued its last load (merge thread t
- * is CTA thread (t + 128) % 256: the consumers' first); kBatch: merge_row's
- * loads in flight per lane (the same sums whatever it is): counts this split of work
+/* After attn_fwd_epilogue_partial of every consumer warpgroup (all their
+ * threads call this: 256, or 128 in the decode entry's 64-row variant, whose
+ * merge then runs 4 warps instead of the combine kernel's 8; the runtime
+ * merges in the kernel only where a row's warps fit them), where
+ * a.split_counters != 0: counts this split of work
  * tile `work_tile` in and, in the last of the tile's splits to arrive, merges
  * the tile's rows from every split's partials into O and LSE, as the combine
  * kernel does (merge_row: the same sums in the same order, so the same bits
@@ -260,20 +258,17 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
  * launches), so no load of K or V is pending or to come. Inlined: out of line
  * (__noinline__, the arguments read through a generic pointer) the merged
  * calls measured about 0.8 us slower (H100, decision 027). */
-template <class Cfg, int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads,
-          int kBatch = MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP>
+template <class Cfg>
 __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_args &a,
                                                       typename Cfg::SharedStorage &smem, const AttnFwdWork &w,
                                                       int work_tile)
 {
-    static_assert(kThreads == attn_fwd_combine::kThreads, "the merging threads are one combine CTA's");
-    static_assert(kThreads == Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads || kThreads == Cfg::kThreads,
-                  "the consumers merge, or every warp of the CTA");
+    constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2,
+                  "the consumers merge as one combine CTA or half of one");
     static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
     constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;
-    const int thread = kThreads == Cfg::kThreads
-                           ? (static_cast<int>(threadIdx.x) + Cfg::kWarpgroupThreads) % Cfg::kThreads
-                           : static_cast<int>(threadIdx.x) - Cfg::kWarpgroupThreads;
+    const int thread = static_cast<int>(threadIdx.x) - Cfg::kWarpgroupThreads;
     const auto sync = [] { named_barrier_sync(Cfg::kBarrierMerge, kThreads); };
 
     sync(); /* every consumer thread's partial stores are done */
@@ -304,7 +299,7 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
         const bool live = r < rows;
         const int rr = live ? r : 0;
         const int64_t row = first + static_cast<int64_t>(rr % w.row_div) * a.lse_head_stride + rr / w.row_div;
-        attn_fwd_combine::merge_row<typename Cfg::T, kPasses, kBatch>(a, row, live, warp, lane, sm, sync,
+        attn_fwd_combine::merge_row<typename Cfg::T, kPasses>(a, row, live, warp, lane, sm, sync,
                                                               attn_fwd_combine::GlobalPartials<true>(a, row, live));
         /* Before the next pass writes them again: the row's first warps have
          * read the others' sums, every lane its warp's weights. */

@@ -361,6 +361,14 @@ int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
     return mgpu_cdiv(tile_rows, rows_per_pass);
 }
 
+/* The same for a merge of `warps` warps (the 64-row decode entry's 4); a
+ * row's warps must fit them (else INT64_MAX: no merge in the kernel). */
+static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps)
+{
+    const int per_row = mgpu_attention_fwd_combine_warps(num_splits);
+    return per_row > warps ? INT64_MAX : mgpu_cdiv(tile_rows, warps / per_row);
+}
+
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
 {
     if (num_splits <= 1)
@@ -460,8 +468,7 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 }
 
 /* The plan for query tiles of block_m rows: the variant's, or the 64-row
- * decode entry's (one consumer warpgroup; its merge runs 8 warps as well,
- * the producer warpgroup's joining the consumer's). */
+ * decode entry's (one consumer warpgroup, whose merge runs 4 warps). */
 static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                             const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                             int block_m, struct mgpu_attention_plan *out)
@@ -491,6 +498,8 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
     a->seqused_k = (uint64_t)p->seqused_k;
 
     const int block_n = v->attention.block_n;
+    const int merge_warps = block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M ? MGPU_ATTENTION_FWD_COMBINE_WARPS / 2
+                                                                          : MGPU_ATTENTION_FWD_COMBINE_WARPS;
     const int64_t group = p->heads_q / p->heads_kv;
     /* The decode planning (GQA packing, key splits) is the sm_90a kernel's
      * (abi/attention_abi.h); seqused_k and the paged maps below are every
@@ -571,7 +580,9 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
     if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
         out->merge_in_kernel = choice->force_merge
                                    ? choice->force_merge > 0
-                                   : mgpu_attention_fwd_merge_passes(tile_rows, a->num_splits) <= SPLIT_MERGE_MAX_PASSES;
+                                   : merge_passes_of(tile_rows, a->num_splits, merge_warps) <= SPLIT_MERGE_MAX_PASSES;
+    if (out->merge_in_kernel && mgpu_attention_fwd_combine_warps(a->num_splits) > merge_warps)
+        out->merge_in_kernel = 0; /* forced: a row's warps must fit the kernel's merge */
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):
      * a persistent CTA loads the next tile's Q and K/V while it finishes the
@@ -649,13 +660,14 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
 /* Whether a decode-entry call runs the 64-row variant (plan64) rather than
  * the 128-row one (plan): its rows (queries times the packed group) fit 64,
  * and, by measurement (H100, GPU time, decision 044), the call neither
- * loses the 128-row plan's merge in the kernel (with a merge of 4 warps the
- * 64-row entry's split calls of 8 GQA rows took the combine kernel: 1 x 1024
- * keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024 11.3 -> 11.9; its merge now has
- * 8 warps, the producer's joining, and is placed as the 128-row plan's) nor
- * is an unpacked call at head dim 64 (MHA d64: 1 x 8192 keys 27.8 -> 29.5
- * us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128 (1 x 1024 keys 9.2
- * -> 8.6 us), packed GQA, MQA. */
+ * loses the 128-row plan's merge in the kernel (the 64-row entry's 4 warps
+ * merge 8 packed rows in two passes, so its split calls of 8 GQA rows took
+ * the combine kernel: 1 x 1024 keys, 64/8, d128 6.6 -> 6.9 us, 8 x 1024
+ * 11.3 -> 11.9) nor is an unpacked call at head dim 64 (MHA d64: 1 x 8192
+ * keys 27.8 -> 29.5 us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128
+ * (1 x 1024 keys 9.2 -> 8.6 us), GQA whose splits merge in the combine
+ * kernel either way (1 x 8192 keys d128 13.4 -> 13.2, d64 10.7 -> 10.5),
+ * GQA without splits, MQA. */
 static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
                          const struct mgpu_attention_plan *plan64, int force)
 {
