@@ -362,10 +362,10 @@ static void test_inference_plan(void)
     /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best
      * last wave (14), then as many as have keys: 3 key blocks each, 11. */
     CHECK(a->num_splits == 11 && plan.grid == 8 * 11, "splits %d grid %u", a->num_splits, plan.grid);
-    /* 11 splits: one combine warp per row (up to 16 splits), eight rows per
-     * CTA; one CTA merges a tile's 8 rows in one pass: in the main kernel,
-     * no combine launch (its grid would be 8 CTAs) */
-    CHECK(a->partial_rows == 64 && plan.combine_grid == 8 && plan.merge_in_kernel == 1 && plan.combine_early == 0,
+    /* 11 splits: two combine warps per row, four rows per CTA; one CTA
+     * would merge a tile's 8 rows in two passes: the combine kernel, 88 + 16
+     * CTAs fit 132 SMs: launched early */
+    CHECK(a->partial_rows == 64 && plan.combine_grid == 16 && plan.merge_in_kernel == 0 && plan.combine_early == 1,
           "partial rows %lld, combine grid %u, in kernel %d, early %d", (long long)a->partial_rows,
           plan.combine_grid, plan.merge_in_kernel, plan.combine_early);
     /* The merge in the main kernel forced: no combine launch */
@@ -639,8 +639,8 @@ static void test_split_merge_plan(void)
     const struct mgpu_attention_fwd_args *a = &plan.args;
     if (!has_attention_cc(9, 0))
         return;
-    CHECK(mgpu_attention_fwd_merge_passes(8, 8) == 1 && mgpu_attention_fwd_merge_passes(8, 16) == 1 &&
-              mgpu_attention_fwd_merge_passes(8, 17) == 2 && mgpu_attention_fwd_merge_passes(8, 33) == 4 &&
+    CHECK(mgpu_attention_fwd_merge_passes(8, 8) == 1 && mgpu_attention_fwd_merge_passes(8, 9) == 2 &&
+              mgpu_attention_fwd_merge_passes(8, 16) == 2 && mgpu_attention_fwd_merge_passes(8, 17) == 4 &&
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
@@ -651,10 +651,10 @@ static void test_split_merge_plan(void)
         int splits, in_kernel, early;
     } rows[] = {
         {1, 1024, 64, 8, 128, 8, 1, 0},     /* 64 key blocks in all: one CTA each; 8 rows x 8 splits, one pass */
-        {1, 8192, 64, 8, 128, 13, 1, 0},    /* the wave rule's 15, 13 with keys; one warp a row: one pass */
+        {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
         {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
         {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
-        {1, 32768, 64, 8, 64, 15, 1, 0},    /* d64: the wave rule; one warp a row: one pass */
+        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
         {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
         {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
         {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
@@ -704,24 +704,23 @@ static void test_split_merge_plan(void)
 }
 
 /* The combine's warps per row: the fewest (a power of two, at most 8) that
- * leave each warp at most 16 splits (every count up to the most splits); a
- * CTA's rows fill its 8 warps. */
+ * leave each warp at most 8 splits (past 64 splits: 8 warps); a CTA's rows
+ * fill its 8 warps. */
 static void test_combine_warps(void)
 {
     for (int splits = 1; splits <= MGPU_ATTENTION_FWD_MAX_SPLITS; splits++) {
         const int w = mgpu_attention_fwd_combine_warps(splits);
         const int per = (splits + w - 1) / w;
         CHECK((w & (w - 1)) == 0 && w >= 1 && w <= 8, "splits %d: %d warps", splits, w);
-        CHECK(per <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP, "splits %d: %d per warp of %d", splits, per, w);
-        CHECK(w == 1 || (splits + w / 2 - 1) / (w / 2) > 16, "splits %d: %d warps, fewer would do", splits, w);
+        CHECK(per <= 8 || w == 8, "splits %d: %d per warp of %d", splits, per, w);
+        CHECK(w == 1 || (splits + w / 2 - 1) / (w / 2) > 8, "splits %d: %d warps, fewer would do", splits, w);
         CHECK(w * per >= splits, "splits %d: %d warps of %d miss splits", splits, w, per);
         CHECK(mgpu_attention_fwd_combine_rows_per_cta(splits) * w == MGPU_ATTENTION_FWD_COMBINE_THREADS / 32,
               "splits %d: rows per CTA", splits);
     }
-    CHECK(MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP == 16 && mgpu_attention_fwd_combine_warps(16) == 1 &&
-              mgpu_attention_fwd_combine_warps(17) == 2 && mgpu_attention_fwd_combine_warps(64) == 4 &&
-              mgpu_attention_fwd_combine_warps(65) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
-          "combine warps at 16 / 17 / 64 / 65 / 128 splits");
+    CHECK(mgpu_attention_fwd_combine_warps(8) == 1 && mgpu_attention_fwd_combine_warps(9) == 2 &&
+              mgpu_attention_fwd_combine_warps(33) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
+          "combine warps at 8 / 9 / 33 / 128 splits");
 }
 
 static void test_selection_sm100(void)
@@ -1229,8 +1228,8 @@ static void test_decode64_plan(void)
     } rows[] = {
         {1, 1024, 64, 8, 128, 0},   /* packed, 8 splits: the 128-row entry merges them in the kernel */
         {8, 8192, 64, 8, 128, 0},   /* packed, 2 splits: the same */
-        {1, 8192, 64, 8, 128, 0},   /* packed, 13 splits: one merge pass of 8 warps, two of 4 */
-        {1, 8192, 64, 8, 64, 0},    /* the same at d64 */
+        {1, 8192, 64, 8, 128, 1},   /* packed, 16 splits: the combine kernel either way */
+        {1, 8192, 64, 8, 64, 1},    /* the same at d64 */
         {64, 1024, 64, 8, 128, 1},  /* packed, no splits */
         {1, 131072, 8, 1, 128, 1},  /* MQA, splits */
         {8, 1024, 32, 32, 128, 1},  /* MHA d128, one row a tile */

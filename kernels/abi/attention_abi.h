@@ -322,15 +322,13 @@ struct mgpu_attention_fwd_args {
  * 1, 1}, no dynamic shared memory, grid {ceil(partial_rows / rows per CTA), 1, 1}.
  * A row's splits are shared by mgpu_attention_fwd_combine_warps(num_splits)
  * warps (the fewest, a power of two up to 8, that leave each warp at most
- * MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP splits, which it loads at once:
- * up to MGPU_ATTENTION_FWD_MAX_SPLITS = 8 x 16), so a CTA merges 8 / warps
- * rows: a call with few rows and many splits (batch-1 decode) still reads
- * its partials with every load in flight, and a packed GQA tile of 8 rows
- * with up to 16 splits is one row per warp (one pass of a main kernel's 8
- * merging warps, attn_fwd_merge_splits). */
+ * MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP splits; past 64 splits, 8 warps
+ * of ceil(splits / 8)), so a CTA merges 8 / warps rows: a call with few rows
+ * and many splits (batch-1 decode) still reads its partials with many loads
+ * in flight. */
 #define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
 #define MGPU_ATTENTION_FWD_COMBINE_WARPS (MGPU_ATTENTION_FWD_COMBINE_THREADS / 32)
-#define MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP 16
+#define MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP 8
 
 MGPU_ABI_FN int mgpu_attention_fwd_combine_warps(int num_splits)
 {

@@ -16,8 +16,8 @@
  *   1. each warp loads all of the row's split LSEs at once (lane l: splits
  *      l, l + 32, ...), finds the row's LSE with shuffle reductions and
  *      leaves its splits' weights exp(LSE_s - LSE) in shared memory;
- *   2. each warp loads the O_s of up to kBatch = 8 of its splits at once
- *      (the first 8 already beside the LSEs of step 1) and adds them
+ *   2. each warp loads the O_s of up to kBatch of its splits at once (the
+ *      first kBatch already beside the LSEs of step 1) and adds them
  *      weighted, in split order (a split without keys, LSE_s =
  *      -infinity, weighs 0 and its O_s is never added);
  *   3. with W > 1 the warps' sums meet in shared memory and the row's first
@@ -124,10 +124,7 @@ __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int6
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
     constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
-    /* O loads in flight per lane and pass: up to 8 splits of a warp's 16 at
-     * once (16, predicated, measured slower on the short rows whose warps
-     * have at most 8: H100, decision XXX) */
-    constexpr int kBatch = 8;
+    constexpr int kBatch = 8; /* O loads in flight per lane and pass */
     static_assert(kPasses <= 2, "head dims up to 256");
 
     const int splits = a.num_splits;

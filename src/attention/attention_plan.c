@@ -331,9 +331,6 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * (two passes): 1 x 8192 keys d128 16.4 us merged in the kernel against
  * 16.0 with the early combine, d64 14.1 against 12.7 (decision 027). */
 #define SPLIT_MERGE_MAX_PASSES 1
-/* The long-cache split count of choose_splits (half the SMs) at most: the
- * counts measured there (decision 027). */
-#define LONG_CACHE_MAX_SPLITS 8
 /* Inference calls launch the main kernel for programmatic dependent launch
  * except where its grid takes nearly every SM (at least 7/8) and each CTA
  * walks at least this many key blocks: there the early set-up is worth
@@ -440,14 +437,14 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     }
     /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
      * of K and V per split): the splits that fill half the SMs, where that
-     * is at most LONG_CACHE_MAX_SPLITS. H100, GQA 64/8, batch 1, GPU time
+     * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
      * (decision 027): 8 splits against the wave rule's 15 at 32768 keys
      * 51.7 against 55.2 us, 131072 keys 178.6 against 187.0, d256 8192
      * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
      * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). */
     if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
         const int64_t half = sms / 2 / tiles;
-        if (half >= 2 && half <= LONG_CACHE_MAX_SPLITS &&
+        if (half >= 2 && half <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP &&
             2 * p->seqlen_k * p->head_dim * ELEMENT_BYTES / half >= ((int64_t)1 << 20))
             splits = (int)half;
     }
