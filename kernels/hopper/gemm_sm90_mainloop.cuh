@@ -235,16 +235,19 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
 
     /* 16-bit: when a k-tile's data has not landed yet, the previous
      * k-tile's stage is freed as soon as its batch completes rather than
-     * after this k-tile's issue, so the producer refills it while this warp
-     * waits: every stage of the ring keeps loading instead of one being held
-     * back by the wait. With the data there the order is as before. (fp8
-     * reaches this loop only for its debugging one-chain switch: unchanged.) */
+     * after this k-tile's issue, so the producer refills it while this
+     * warpgroup waits: every stage of the ring keeps loading instead of one
+     * being held back by the wait. With the data there the order is as
+     * before. The choice is the warpgroup's (bar.red.or on its epilogue
+     * barrier 1 + consumer), so its four warps run the same wgmma waits.
+     * (fp8 reaches this loop only for its debugging one-chain switch:
+     * unchanged.) */
     constexpr bool kEarlyRelease = !Cfg::kFp8;
     int prev_stage = stage;
     for (int kt = kt0; kt < kt1; ++kt) {
         bool held = kt > kt0; /* the previous k-tile's stage, not yet released */
         if constexpr (kEarlyRelease) {
-            if (!__all_sync(0xffffffffu, full_landed(&full[stage], phase))) {
+            if (named_barrier_sync_or(1 + consumer, 128, !full_landed(&full[stage], phase))) {
                 if (held) {
                     wgmma_wait_group<0>();
                     wgmma_fence_operands(acc);
