@@ -150,26 +150,28 @@ struct TileRowBias {
  * from the tile's TileRowBias (kTileBias) or is loaded here (ping-pong,
  * whose epilogue runs under the other warpgroup's main loop and has no
  * registers to spare for the tile's bias). Every condition on `ep` is
- * uniform. kRowBias: the bias is per row; otherwise col_b holds the
- * thread's two per-column values, or -0 when there is no bias (the plain
- * epilogue: alpha * acc + (-0) is alpha * acc in every case, -0 included).
- * So alpha and the bias are one multiply-add per element, and GELU for
+ * uniform. The bias term of an element is row_b + col_b, the one not
+ * given being -0 (and both -0 without a bias: alpha * acc + (-0) is
+ * alpha * acc in every case, -0 included), so alpha and the bias are an
+ * add and a multiply-add per element (a per-row and a per-column
+ * instantiation, without the add, made the 192 x 192 rows spill), and GELU for
  * 16-bit outputs takes the output scale into its last multiply-add
  * (gelu_tanh_fast_scaled): the elementwise work runs while the tensor
  * cores wait for the tile. */
-template <int kBM, int kFrags, class OutT, bool kTileBias, bool kRowBias>
+template <int kBM, int kFrags, class OutT, bool kTileBias>
 __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
                                             const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
                                             int col0, const float (&col_b)[2], const TileRowBias<kBM> &rb)
 {
     const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
     const bool read_c = ep.beta != 0.0f;
+    const bool row_bias = ep.bias && !ep.bias_per_column;
 #pragma unroll
     for (int f = 0; f < kFrags; ++f) {
         const int j = j0 + f;
         const int row = chunk_row0 + 8 * f + 2 * (l % 4);
-        float row_b[2] = {0.0f, 0.0f};
-        if constexpr (kRowBias) {
+        float row_b[2] = {-0.0f, -0.0f};
+        if (row_bias) {
             if constexpr (kTileBias) {
                 rb.get(tile_row0 + 8 * f, row_b);
             } else {
@@ -185,7 +187,7 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 float &v = acc[4 * j + 2 * h + e];
-                v = fmaf(v, ep.alpha, kRowBias ? row_b[e] : col_b[h]);
+                v = fmaf(v, ep.alpha, row_b[e] + col_b[h]);
                 if (read_c && col < args.n && row + e < args.m)
                     v = fmaf(ep.beta, epi::load_c(c + static_cast<int64_t>(col) * args.ldc + row + e), v);
             }
@@ -304,12 +306,9 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
         const int chunk_row0 = row0 + ch * kChunkRows;
         if (chunk_row0 >= args.m)
             break; /* uniform: the rest of the tile lies below m */
-        if (general && row_bias) {
-            apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias, true>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
-                                                                    ch * kChunkRows, col0, col_b, rb);
-        } else if (general) {
-            apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias, false>(acc, ch * kFragsPerChunk, args, ep, c,
-                                                                     chunk_row0, ch * kChunkRows, col0, col_b, rb);
+        if (general) {
+            apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
+                                                              ch * kChunkRows, col0, col_b, rb);
         } else { /* alpha * acc: no C, nothing fused */
 #pragma unroll
             for (int i = 4 * ch * kFragsPerChunk; i < 4 * (ch + 1) * kFragsPerChunk; ++i)
