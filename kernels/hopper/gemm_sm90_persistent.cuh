@@ -280,26 +280,6 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
      * thread (512 threads): the next unit's coordinates would not stay in
      * registers through the epilogue, so they are worked out after it. */
     constexpr bool kNextUnderDrain = Cfg::kConsumers < 3;
-    /* Epilogue turns (16-bit rows with two consumers, fused bias or
-     * activation): the two consumers finish a tile together, and a fused
-     * epilogue (a tanh per accumulator, gelu_tanh_fast_scaled) would leave
-     * the tensor cores idle while both run it. Instead consumer 0 runs its
-     * epilogue first while consumer 1 waits, then consumer 0 starts the next
-     * unit's main loop alone while consumer 1 runs its epilogue; after the
-     * first tile consumer 1 trails consumer 0 by about one epilogue (at most
-     * the stages of the ring), so each epilogue runs under the other
-     * consumer's wgmma. Named barriers kEpilogueTurnBarrier + c (256
-     * threads: the waiting consumer syncs, the other arrives): + 1 lets
-     * consumer 1 start a tile's epilogue, + 0 lets consumer 0 start the next
-     * one; each is arrived at once per sync, in turn (both consumers walk the
-     * same units, and store or not, both take their turn). A split-K or tail
-     * combine (parking and summing partials) comes before the turn, so no
-     * CTA's turn waits on another CTA. */
-    constexpr bool kEpilogueTurns = !Cfg::kFp8 && Cfg::kConsumers == 2;
-    constexpr int kEpilogueTurnBarrier = 3;
-    constexpr int kTurnThreads = 256;
-    [[maybe_unused]] const bool turns = args.bias != 0 || args.activation != MGPU_ABI_ACT_NONE;
-    [[maybe_unused]] bool first = true;
     int64_t u = sched.first();
     GemmTile t{};
     int kt0 = 0, kt1 = 0;
@@ -324,26 +304,8 @@ __device__ __forceinline__ void consumer_units(uint8_t *a_tiles, uint8_t *b_tile
             persistent::consume<Cfg>(acc, smem_u32(a_tiles), smem_u32(b_tiles), full, empty, kt0, kt1, consumer,
                                      stage, phase);
         }
-        const bool store = combine(t);
-        if constexpr (kEpilogueTurns) {
-            if (turns) { /* this consumer's turn: after the other's last epilogue */
-                if (consumer == 1)
-                    named_barrier_sync(kEpilogueTurnBarrier + 1, kTurnThreads);
-                else if (!first)
-                    named_barrier_sync(kEpilogueTurnBarrier, kTurnThreads);
-            }
-        }
-        if (store)
+        if (combine(t))
             store_unit(t);
-        if constexpr (kEpilogueTurns) {
-            if (turns) { /* pass the turn (consumer 1: only if consumer 0 has another epilogue to wait in) */
-                if (consumer == 0)
-                    named_barrier_arrive(kEpilogueTurnBarrier + 1, kTurnThreads);
-                else if (next_valid)
-                    named_barrier_arrive(kEpilogueTurnBarrier, kTurnThreads);
-            }
-        }
-        first = false;
         if constexpr (!Cfg::kFp8 && !kNextUnderDrain)
             next_unit();
         u = u_next;
