@@ -153,11 +153,11 @@ struct TileRowBias {
  * uniform. The bias term of an element is row_b + col_b, the one not
  * given being -0 (and both -0 without a bias: alpha * acc + (-0) is
  * alpha * acc in every case, -0 included), so alpha and the bias are an
- * add and a multiply-add per element (a per-row and a per-column
- * instantiation, without the add, made the 192 x 192 rows spill), and GELU for
- * 16-bit outputs takes the output scale into its last multiply-add
- * (gelu_tanh_fast_scaled): the elementwise work runs while the tensor
- * cores wait for the tile. */
+ * add and a multiply-add per element (separate per-row and per-column
+ * instantiations, which would save the add, spill in the 192 x 192 rows),
+ * and GELU for 16-bit outputs takes the output scale into its last
+ * multiply-add (gelu_tanh_fast_scaled): the elementwise work runs while the
+ * tensor cores wait for the tile. */
 template <int kBM, int kFrags, class OutT, bool kTileBias>
 __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
                                             const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
