@@ -149,9 +149,15 @@ struct TileRowBias {
  * one chunk only are live beside the accumulators; a per-row bias comes
  * from the tile's TileRowBias (kTileBias) or is loaded here (ping-pong,
  * whose epilogue runs under the other warpgroup's main loop and has no
- * registers to spare for the tile's bias). Every condition on `ep` is uniform; the plain
- * epilogue (alpha * acc + beta * C) skips bias, activation and scale. GELU
- * uses the hardware tanh for 16-bit outputs (gelu_tanh_fast). */
+ * registers to spare for the tile's bias). Every condition on `ep` is
+ * uniform. The bias term of an element is row_b + col_b, the one not
+ * given being -0 (and both -0 without a bias: alpha * acc + (-0) is
+ * alpha * acc in every case, -0 included), so alpha and the bias are an
+ * add and a multiply-add per element (separate per-row and per-column
+ * instantiations, which would save the add, spill in the 192 x 192 rows),
+ * and GELU for 16-bit outputs takes the output scale into its last
+ * multiply-add (gelu_tanh_fast_scaled): the elementwise work runs while the
+ * tensor cores wait for the tile. */
 template <int kBM, int kFrags, class OutT, bool kTileBias>
 __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
                                             const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
@@ -164,7 +170,7 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
     for (int f = 0; f < kFrags; ++f) {
         const int j = j0 + f;
         const int row = chunk_row0 + 8 * f + 2 * (l % 4);
-        float row_b[2] = {0.0f, 0.0f};
+        float row_b[2] = {-0.0f, -0.0f};
         if (row_bias) {
             if constexpr (kTileBias) {
                 rb.get(tile_row0 + 8 * f, row_b);
@@ -181,28 +187,29 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 float &v = acc[4 * j + 2 * h + e];
-                v *= ep.alpha;
+                v = fmaf(v, ep.alpha, row_b[e] + col_b[h]);
                 if (read_c && col < args.n && row + e < args.m)
                     v = fmaf(ep.beta, epi::load_c(c + static_cast<int64_t>(col) * args.ldc + row + e), v);
-                if (ep.fused)
-                    v += row_b[e] + col_b[h];
             }
         }
     }
     if (!ep.fused)
         return;
+    if (sizeof(OutT) == 2 && ep.activation == MGPU_ABI_ACT_GELU) {
+        const float half_scale = 0.5f * ep.scale_d;
+#pragma unroll
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
+            acc[i] = gelu_tanh_fast_scaled(acc[i], half_scale);
+        return;
+    }
     if (ep.activation == MGPU_ABI_ACT_RELU) {
 #pragma unroll
         for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
             acc[i] = fmaxf(acc[i], 0.0f);
     } else if (ep.activation == MGPU_ABI_ACT_GELU) {
 #pragma unroll
-        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i) {
-            if constexpr (sizeof(OutT) == 2)
-                acc[i] = gelu_tanh_fast(acc[i]);
-            else
-                acc[i] = gelu_tanh(acc[i]);
-        }
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
+            acc[i] = gelu_tanh(acc[i]);
     }
 #pragma unroll
     for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
@@ -280,10 +287,11 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
     /* Uniform: whether C is read or anything is fused (apply_chunk), or
      * the chunk is only scaled by alpha. */
     const bool general = ep.fused || ep.beta != 0.0f;
+    const bool row_bias = ep.bias && !ep.bias_per_column;
     TileRowBias<kBM> rb{};
-    if (kTileBias && ep.bias && !ep.bias_per_column)
+    if (kTileBias && row_bias)
         rb.template load<OutT>(ep, row0, args.m);
-    float col_b[2] = {0.0f, 0.0f};
+    float col_b[2] = {-0.0f, -0.0f}; /* alpha * acc + (-0): exactly alpha * acc */
     if (ep.bias && ep.bias_per_column) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
