@@ -106,13 +106,6 @@ __device__ __forceinline__ void produce(const CUtensorMap *tma_a, const CUtensor
     }
 }
 
-/* Whether the phase of `bar` with the given parity has completed, without
- * waiting (consume: is the next k-tile's data there yet). */
-__device__ __forceinline__ bool full_landed(uint64_t *bar, uint32_t parity)
-{
-    return ptx::mbarrier_test_wait_parity(bar, parity);
-}
-
 /* Lane 0 of each consumer warp: this warp is done reading stage `s` (in
  * every CTA of the cluster, whose producers multicast into it). */
 template <class Cfg>
@@ -233,39 +226,15 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
             acc[i] = 0.0f;
     }
 
-    /* 16-bit: when a k-tile's data has not landed yet, the previous
-     * k-tile's stage is freed as soon as its batch completes rather than
-     * after this k-tile's issue, so the producer refills it while this
-     * warpgroup waits: every stage of the ring keeps loading instead of one
-     * being held back by the wait. With the data there the order is as
-     * before. The choice is the warpgroup's (bar.red.or on its epilogue
-     * barrier 1 + consumer), so its four warps run the same wgmma waits.
-     * (fp8 reaches this loop only for its debugging one-chain switch:
-     * unchanged.) */
-    constexpr bool kEarlyRelease = !Cfg::kFp8;
     int prev_stage = stage;
     for (int kt = kt0; kt < kt1; ++kt) {
-        bool held = kt > kt0; /* the previous k-tile's stage, not yet released */
-        if constexpr (kEarlyRelease) {
-            if (named_barrier_sync_or(1 + consumer, 128, !full_landed(&full[stage], phase))) {
-                if (held) {
-                    wgmma_wait_group<0>();
-                    wgmma_fence_operands(acc);
-                    if (signals)
-                        release_stage<Cfg>(empty, prev_stage);
-                    held = false;
-                }
-                mbar_wait(&full[stage], phase);
-            }
-        } else {
-            mbar_wait(&full[stage], phase);
-        }
+        mbar_wait(&full[stage], phase);
         issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, kt > kt0);
 
         /* Keep this k-tile's batch in flight; the previous one is done. */
         wgmma_wait_group<1>();
         wgmma_fence_operands(acc);
-        if (held && signals)
+        if (kt > kt0 && signals)
             release_stage<Cfg>(empty, prev_stage);
         prev_stage = stage;
         if (++stage == Cfg::kStages) {

@@ -25,9 +25,6 @@
  *   consumer warpgroups c = 0 .. kConsumers - 1 (setmaxnreg.inc to kConsumerRegs); consumer c
  *   owns D columns [n0 + 64c, n0 + 64c + 64) and all tile_m rows of the unit:
  *     16-bit: for each unit, for each k-tile:
- *       (full[s] not yet complete for some thread of the warpgroup, by bar.red.or:
- *        wait_group 0, free the previous k-tile's stage now, so that no stage
- *        idles while the data is awaited)
  *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile),
  *       the unit's first one overwriting acc (scale-d 0: no zeroing); commit
  *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
