@@ -31,17 +31,17 @@ struct AttnBwdTile {
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
-    /* Head dim 128: each query block's lse_log2 values are loaded into
-     * registers before dP^T is issued (the others read them where P^T uses
-     * them). */
-    static constexpr bool kLseEarly = kHeadDim == 128;
-    /* Head dim 128: dP^T's accumulator starts as the block's dpsum values
-     * and the product is subtracted (dpsum - dP^T), so that dS^T needs no
-     * row loads after the wait for dP^T (the others load dpsum there). At
-     * head dim 64 both (with kLseEarly) measured 4.6-5.0 % faster but 1.7 %
-     * slower in deterministic causal calls; not used there (decision
+    /* Head dims 64 and 128: each query block's lse_log2 values are loaded
+     * into registers before dP^T is issued (the others read them where P^T
+     * uses them). */
+    static constexpr bool kLseEarly = kHeadDim == 64 || kHeadDim == 128;
+    /* Head dims 64 and 128: dP^T's accumulator starts as the block's dpsum
+     * values and the product is subtracted (dpsum - dP^T), so that dS^T
+     * needs no row loads after the wait for dP^T (the others load dpsum
+     * there). Head dim 64 gains 4.6-5.0 % in the default calls for 1.7 %
+     * in deterministic causal ones; 96 is not measured (decision
      * 050-attention-bwd-early-loads). */
-    static constexpr bool kDpsumAcc = kHeadDim == 128;
+    static constexpr bool kDpsumAcc = kHeadDim == 64 || kHeadDim == 128;
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
      * Every 4th at head dims 64 and 128 measured no faster than 0. */
