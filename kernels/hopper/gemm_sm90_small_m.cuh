@@ -116,6 +116,23 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
                      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/* The MMAs of kSteps K steps of 16: per step, two m16n8k16 of each of the
+ * kMB 16-row blocks of A (av) against the warp's B fragment (bl, bh), the
+ * step's 16 elements of K in the register form's permuted order. Both the
+ * register form and the tensor-map ring feed their fragments through this. */
+template <class T, int kSteps, int kMB>
+__device__ __forceinline__ void mma_steps(float (&acc)[kMB][4], const uint4 (&bl)[kSteps], const uint4 (&bh)[kSteps],
+                                          const uint4 (&av)[kSteps][kMB])
+{
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+        for (int mb = 0; mb < kMB; ++mb) {
+            mma16816<T>(acc[mb], bl[u].x, bh[u].x, bl[u].y, bh[u].y, av[u][mb].x, av[u][mb].y);
+            mma16816<T>(acc[mb], bl[u].z, bh[u].z, bl[u].w, bh[u].w, av[u][mb].z, av[u][mb].w);
+        }
+}
+
 /* The barrier of the threads that ran the MMAs (the split-K arrival): the
  * whole CTA where there is no producer warp, else named barrier 1 over the
  * kConsumerThreads threads (the producer warp has left). */
@@ -292,13 +309,7 @@ __device__ __forceinline__ void gemm_small_m(const mgpu_gemm_args &args)
             for (int mb = 0; mb < kMB; ++mb)
                 av[u][mb] = in && a_ok[mb] ? small_m::load_cached(a_p[mb] + kk) : zero;
         }
-#pragma unroll
-        for (int u = 0; u < kU; ++u)
-#pragma unroll
-            for (int mb = 0; mb < kMB; ++mb) {
-                small_m::mma16816<T>(acc[mb], bl[u].x, bh[u].x, bl[u].y, bh[u].y, av[u][mb].x, av[u][mb].y);
-                small_m::mma16816<T>(acc[mb], bl[u].z, bh[u].z, bl[u].w, bh[u].w, av[u][mb].z, av[u][mb].w);
-            }
+        small_m::mma_steps<T>(acc, bl, bh, av);
     }
 
     small_m::finish<Cfg>(args, acc, batch, n_block0, col0, c, splits, split);

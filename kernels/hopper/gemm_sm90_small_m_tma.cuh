@@ -229,13 +229,7 @@ __device__ __forceinline__ void gemm_small_m_tma(const CUtensorMap *map_a, const
         __syncwarp();
         if (lane == 0)
             mbar_arrive(&empty[slot]);
-#pragma unroll
-        for (int u = 0; u < Cfg::kStepsPerStage; ++u)
-#pragma unroll
-            for (int mb = 0; mb < kMB; ++mb) {
-                small_m::mma16816<T>(acc[mb], bl[u].x, bh[u].x, bl[u].y, bh[u].y, av[u][mb].x, av[u][mb].y);
-                small_m::mma16816<T>(acc[mb], bl[u].z, bh[u].z, bl[u].w, bh[u].w, av[u][mb].z, av[u][mb].w);
-            }
+        small_m::mma_steps<T>(acc, bl, bh, av);
     }
 
     small_m::finish<Cfg>(args, acc, batch, n_block0, col0, c, splits, split);
