@@ -675,11 +675,28 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
           "forcing the m16 kernel at m = 40: %s", mgpu_status_string(s));
     v = pick(&m40, caps, NULL, &s);
     CHECK(v && v->kind == MGPU_KIND_GEMM_SM90_PERSISTENT, "m = 40 by default: %s", v ? v->name : "none");
-    /* forced split factors are taken, clamped to the 32-element steps */
+    /* forced split factors are taken, clamped to the kernel's K steps: 32
+     * elements in the register form, a whole stage (tile_k) in the ring */
     plan = plan_of(16, 4096, 4096, 1, caps, 3);
     CHECK(plan.small_m && plan.splits == 3 && plan.grid_y == 3, "forced split-k 3: %d", plan.splits);
     plan = plan_of(16, 4096, 64, 1, caps, 100);
-    CHECK(plan.small_m && plan.splits == 2, "forced split-k 100 with 2 steps: %d", plan.splits);
+    CHECK(plan.small_m && plan.splits == 1 && plan.grid_y == 1,
+          "forced split-k 100 with one 64-element ring stage: %d", plan.splits);
+    {
+        struct mgpu_gemm_problem k64 = p;
+        k64.k = 64;
+        k64.lda = k64.ldb = 64;
+        const struct mgpu_gemm_force reg = {.variant = "mgpu_gemm_small_m_sm90_f16_tn_m16", .splits = 100};
+        const struct mgpu_gemm_force ring = {.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6",
+                                             .splits = 100};
+        struct mgpu_gemm_plan fp;
+        CHECK(mgpu_plan_gemm(&k64, caps, &reg, &ample, &fp, &s) == 0 && fp.small_m && fp.splits == 2,
+              "register form, forced split-k 100 with 2 steps: %d", fp.splits);
+        k64.k = 320;
+        k64.lda = k64.ldb = 320;
+        CHECK(mgpu_plan_gemm(&k64, caps, &ring, &ample, &fp, &s) == 0 && fp.small_m && fp.splits == 5,
+              "ring, forced split-k 100 over 5 stages of 64: %d", fp.splits);
+    }
     /* the split follows the SM count */
     struct mgpu_device_caps fewer = *caps;
     fewer.sm_count = 78;

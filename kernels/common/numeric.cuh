@@ -109,11 +109,6 @@ __device__ __forceinline__ float gelu_tanh_fast_scaled(float x, float half_scale
     return fmaf(hx, t, hx);
 }
 
-__device__ __forceinline__ float gelu_tanh_fast(float x)
-{
-    return gelu_tanh_fast_scaled(x, 0.5f);
-}
-
 /* The per-tensor scales of one launch, read from device memory once per
  * thread (not per tile): scale_a * scale_b and scale_d, 1 where absent. */
 struct GemmScales {

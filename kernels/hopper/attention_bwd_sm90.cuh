@@ -21,7 +21,7 @@
  *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters), per
  *     query block (attention_bwd_mainloop.cuh has the instruction order):
  *       S^T = K Q^T, dP^T = dO-side V dO^T     (wgmma, both operands in smem;
- *                                               head dim 128: dpsum - V dO^T,
+ *                                               head dims 64, 128: dpsum - V dO^T,
  *                                               the accumulator starting as dpsum)
  *       P^T = exp2(S^T scale_log2 - lse_log2)  (soft-cap, mask: P = 0)
  *       dV += P^T dO                           (wgmma)

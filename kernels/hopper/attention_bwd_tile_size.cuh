@@ -38,10 +38,12 @@ struct AttnBwdTile {
     /* Head dims 64 and 128: dP^T's accumulator starts as the block's dpsum
      * values and the product is subtracted (dpsum - dP^T), so that dS^T
      * needs no row loads after the wait for dP^T (the others load dpsum
-     * there). Head dim 64 gains 4.6-5.0 % in the default calls for 1.7 %
+     * there). Head dim 64 gains 3.6-5.3 % in the default calls for 1.0 %
      * in deterministic causal ones; 96 is not measured (decision
-     * 050-attention-bwd-early-loads). */
+     * 050-attention-bwd-early-loads). Not with kSplitDim: there the
+     * accumulator's initial values serialize the wgmma. */
     static constexpr bool kDpsumAcc = kHeadDim == 64 || kHeadDim == 128;
+    static_assert(!kDpsumAcc || !kSplitDim, "dpsum in dP^T's accumulator: not with the split head dim");
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
      * Every 4th at head dims 64 and 128 measured no faster than 0. */

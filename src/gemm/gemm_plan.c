@@ -1148,6 +1148,11 @@ static void plan_small_m(const struct mgpu_gemm_problem *p, const struct mgpu_de
         splits = force_splits < steps ? force_splits : steps;
     else
         splits = decode_splits(blocks * p->batch, steps, target);
+    if (ring) { /* the ring cuts K into whole stages of tile_k: no slice without one */
+        const int64_t stages_k = mgpu_cdiv(p->k, v->gemm.tile_k);
+        if (splits > stages_k)
+            splits = stages_k;
+    }
     if (splits > MGPU_MAX_GRID_YZ) /* grid y */
         splits = MGPU_MAX_GRID_YZ;
     /* one counter per column block and batch entry */
