@@ -658,6 +658,28 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
         CHECK(mgpu_plan_gemm(&p, caps, &force, &ample, &ring, &s) == 0 && ring.small_m && ring.splits == 2 &&
                   ring.grid_x == 64 && ring.maps[MGPU_GEMM_MAP_B].box[1] == 64,
               "forced 64-column ring: split-k %d, grid %u", ring.splits, ring.grid_x);
+        /* the maps over {k, rows, batch} with byte strides; B broadcast
+         * (batch stride 0) is a map of one batch entry read by every CTA */
+        struct mgpu_gemm_problem bt = p;
+        bt.batch = 3;
+        bt.stride_a = 16 * 4096;
+        bt.stride_b = 0;
+        bt.stride_c = 16 * 4096;
+        force.variant = "mgpu_gemm_small_m_tma_sm90_f16_tn_m16_n128_k64_s6";
+        const struct mgpu_tensor_map_desc *ma = &ring.maps[MGPU_GEMM_MAP_A], *mb = &ring.maps[MGPU_GEMM_MAP_B];
+        CHECK(mgpu_plan_gemm(&bt, caps, &force, &ample, &ring, &s) == 0 && ring.small_m && ring.grid_z == 3 &&
+                  ma->dims[0] == 4096 && ma->dims[1] == 16 && ma->dims[2] == 3 && ma->byte_strides[0] == 8192 &&
+                  ma->byte_strides[1] == 16 * 4096 * 2 && mb->dims[0] == 4096 && mb->dims[1] == 4096 &&
+                  mb->dims[2] == 1 && mb->byte_strides[0] == 8192 && mb->box[0] == 64 && mb->swizzle_128b &&
+                  ring.args.b_broadcast && !ring.args.a_broadcast,
+              "batched ring, B broadcast: A dims %llu x %llu x %llu, B batch %llu",
+              (unsigned long long)ma->dims[0], (unsigned long long)ma->dims[1], (unsigned long long)ma->dims[2],
+              (unsigned long long)mb->dims[2]);
+        /* a batch stride of B off 128 bytes: the planner keeps the register form */
+        bt.stride_b = 4096 * 4096 + 8;
+        v = pick(&bt, caps, NULL, &s);
+        CHECK(v && v->kind == MGPU_KIND_GEMM_SMALL_M_SM90, "B's batch stride off 128 bytes: %s",
+              v ? v->name : "none");
     }
     odd = p;
     odd.lda = 4100; /* 8200 bytes: not a multiple of 16 */
