@@ -13,6 +13,12 @@
 /* Elements of K per box: one 128-byte swizzle row of 16-bit elements. */
 #define MGPU_GEMM_SMALL_M_TMA_BOX_K 64
 
+/* Rings of at most this many bytes run two CTAs per SM (twice this plus the
+ * static barriers and the per-CTA reserve within the SM's 228 KiB); larger
+ * ones one. The kernel's launch bounds and the planner's CTA slots both
+ * follow it. */
+#define MGPU_GEMM_SMALL_M_TMA_PAIR_SMEM (113 * 1024)
+
 /* `stages` stages of tile_k elements of K (a multiple of
  * MGPU_GEMM_SMALL_M_TMA_BOX_K) of the tile_n columns of B and the tile_m rows
  * of A, and 1 KiB for rounding the ring's base up to the 1 KiB alignment of

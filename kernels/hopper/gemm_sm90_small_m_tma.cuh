@@ -82,7 +82,7 @@ struct SmallMTmaGemmConfig {
     static constexpr int kSmemBytes = kStages * kStageBytes + 1024; /* + alignment to 1 KiB */
     /* two CTAs per SM where two rings fit (each CTA's share of the 228 KiB,
      * less the 1 KiB the SM keeps per CTA and the static barriers) */
-    static constexpr int kMinBlocks = kSmemBytes <= 113 * 1024 ? 2 : 1;
+    static constexpr int kMinBlocks = kSmemBytes <= MGPU_GEMM_SMALL_M_TMA_PAIR_SMEM ? 2 : 1;
     static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "16-bit inputs");
     static_assert(kMBlocks == 2, "m <= 16");
     static_assert(kRowBytes == 128 && kBoxBBytes % 1024 == 0 && kBoxABytes % 1024 == 0, "1 KiB-aligned swizzled boxes");

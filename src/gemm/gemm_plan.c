@@ -99,6 +99,7 @@
  * yet (bench/blackwell_first_run.sh is the first measurement).
  */
 #include "gemm_plan.h"
+#include "gemm_small_m_abi.h"
 
 #include <math.h>
 #include <string.h>
@@ -378,7 +379,7 @@ int mgpu_gemm_c_tma_eligible(const struct mgpu_gemm_problem *p)
 #define DECODE_TMA_NARROW_N 64
 #define DECODE_TMA_NARROW_STAGES 20
 #define DECODE_TMA_NARROW_MAX_K 8192
-#define DECODE_TMA_PAIR_SMEM (113 * 1024)
+#define DECODE_TMA_PAIR_SMEM MGPU_GEMM_SMALL_M_TMA_PAIR_SMEM
 
 /* K slices of the small-m kernel for `blocks` column blocks (all batch
  * entries) over `target` CTA slots: as many as fill the slots when at least
