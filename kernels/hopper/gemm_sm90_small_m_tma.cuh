@@ -54,6 +54,7 @@
 
 #include "abi/gemm_small_m_abi.h"
 #include "common/async_copy.cuh"
+#include "common/shared_memory.cuh"
 
 namespace mgpu {
 namespace sm90 {
@@ -120,15 +121,6 @@ __device__ __forceinline__ void tma_load_3d_u32(uint32_t dst, const CUtensorMap 
                  "[%0], [%1, {%2, %3, %4}], [%5];"
                  ::"r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
                  : "memory");
-}
-
-/* 16 bytes of shared memory; volatile: stays after the full barrier's wait
- * and before the empty barrier's arrival. */
-__device__ __forceinline__ uint4 lds128(uint32_t addr)
-{
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-    return v;
 }
 
 } // namespace small_m
@@ -220,11 +212,11 @@ __device__ __forceinline__ void gemm_small_m_tma(const CUtensorMap *map_a, const
             const uint32_t a_chunk = static_cast<uint32_t>(((4 * (u % 2) + c) ^ g) * 16);
             const uint32_t b_at = lo_row + off + (u / 2) * Cfg::kBoxBBytes + b_chunk;
             const uint32_t a_at = a_row + off + (u / 2) * Cfg::kBoxABytes + a_chunk;
-            bl[u] = small_m::lds128(b_at);
-            bh[u] = small_m::lds128(b_at + 8 * Cfg::kRowBytes);
+            bl[u] = ld_shared_u128(b_at);
+            bh[u] = ld_shared_u128(b_at + 8 * Cfg::kRowBytes);
 #pragma unroll
             for (int mb = 0; mb < kMB; ++mb)
-                av[u][mb] = small_m::lds128(a_at + 8 * mb * Cfg::kRowBytes);
+                av[u][mb] = ld_shared_u128(a_at + 8 * mb * Cfg::kRowBytes);
         }
         __syncwarp();
         if (lane == 0)
