@@ -283,10 +283,13 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
             }
         }
     } else {
-        /* The k-tile's descriptor words are formed before the wait for its
-         * data (pinned there by an empty asm the compiler cannot move past
-         * the wait's), so that between the wait and the batch's first wgmma
-         * only the fences and the moves into uniform registers remain. */
+        /* The k-tile's descriptor low words are carried from the previous
+         * k-tile (one add each), so that between the wait for its data and
+         * the batch's first wgmma only the fences, the moves into uniform
+         * registers and the join with the constant high word remain. The
+         * empty asm keeps the words formed before the wait (the compiler
+         * cannot re-derive them from the stage after it); nvcc 13.0 emits
+         * the same SASS without it. */
         constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
         DescLo lo = desc_lo<Cfg>(a_tiles, b_tiles, consumer, stage);
         for (int kt = kt0; kt < kt1; ++kt) {
