@@ -150,6 +150,45 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
     wgmma_fence_operands(d);
 }
 
+/* The descriptor low words (wgmma_desc_lo) of one k-tile's batch: the A tile
+ * of a stage and this consumer's slice of its B tile. consume carries them
+ * from stage to stage, so that a k-tile's descriptors are in registers before
+ * the wait for its data. */
+struct DescLo {
+    uint32_t a, b;
+};
+
+template <class Cfg>
+__device__ __forceinline__ DescLo desc_lo(uint32_t a_tiles, uint32_t b_tiles, int consumer, int stage)
+{
+    constexpr uint32_t kBLbo = Cfg::kBKMajor ? 16 : Cfg::kChunkBytes; /* K-major: unused (16 by convention) */
+    constexpr uint32_t kALbo = Cfg::kAKMajor ? 16 : Cfg::kChunkBytes;
+    const uint32_t c = static_cast<uint32_t>(consumer), s = static_cast<uint32_t>(stage);
+    return {wgmma_desc_lo(a_tiles + s * Cfg::kATileBytes, kALbo),
+            wgmma_desc_lo(b_tiles + s * Cfg::kBTileBytes + c * Cfg::kChunkBytes, kBLbo)};
+}
+
+/* issue_ktile from the stage's low words: the k-step j adds its offset in
+ * 16-byte units (K-major 32 bytes, MN-major 2048) and joins the constant high
+ * word (SBO, swizzle); the same descriptors as issue_ktile. */
+template <class Cfg>
+__device__ __forceinline__ void issue_ktile_lo(float (&d)[Cfg::kBM / 2], const DescLo &lo, bool accumulate)
+{
+    using TA = typename Cfg::ElementA;
+    using TB = typename Cfg::ElementB;
+    constexpr uint32_t kBStep = (Cfg::kBKMajor ? kWgmmaKBytes : 2048) >> 4;
+    constexpr uint32_t kAStep = (Cfg::kAKMajor ? kWgmmaKBytes : 2048) >> 4;
+    wgmma_fence_operands(d);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < Cfg::kKSteps; ++j)
+        wgmma_m64_kstep<Cfg::kBM, TB, TA, !Cfg::kBKMajor, !Cfg::kAKMajor>(
+            d, wgmma_desc_join(lo.b + j * kBStep, kSwizzleAtomBytes),
+            wgmma_desc_join(lo.a + j * kAStep, kSwizzleAtomBytes), j > 0 || accumulate ? 1u : 0u);
+    wgmma_commit_group();
+    wgmma_fence_operands(d);
+}
+
 /* fp8 k-tile batches (consume_fp8) from descriptor low words (wgmma_desc_lo):
  * those of the A tile and of this consumer's B slice in the unit's first
  * stage are worked out once per unit (the consumer index broadcast from lane
@@ -227,19 +266,52 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
     }
 
     int prev_stage = stage;
-    for (int kt = kt0; kt < kt1; ++kt) {
-        mbar_wait(&full[stage], phase);
-        issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, kt > kt0);
+    if constexpr (Cfg::kFp8) { /* the fp8 entries' debugging loop (args.fp8_no_promotion) */
+        for (int kt = kt0; kt < kt1; ++kt) {
+            mbar_wait(&full[stage], phase);
+            issue_ktile<Cfg>(acc, a_tiles, b_tiles, stage, consumer, kt > kt0);
 
-        /* Keep this k-tile's batch in flight; the previous one is done. */
-        wgmma_wait_group<1>();
-        wgmma_fence_operands(acc);
-        if (kt > kt0 && signals)
-            release_stage<Cfg>(empty, prev_stage);
-        prev_stage = stage;
-        if (++stage == Cfg::kStages) {
-            stage = 0;
-            phase ^= 1;
+            /* Keep this k-tile's batch in flight; the previous one is done. */
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(acc);
+            if (kt > kt0 && signals)
+                release_stage<Cfg>(empty, prev_stage);
+            prev_stage = stage;
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+    } else {
+        /* The k-tile's descriptor low words are carried from the previous
+         * k-tile (one add each), so that between the wait for its data and
+         * the batch's first wgmma only the fences, the moves into uniform
+         * registers and the join with the constant high word remain. The
+         * empty asm keeps the words formed before the wait (the compiler
+         * cannot re-derive them from the stage after it); nvcc 13.0 emits
+         * the same SASS without it. */
+        constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
+        DescLo lo = desc_lo<Cfg>(a_tiles, b_tiles, consumer, stage);
+        for (int kt = kt0; kt < kt1; ++kt) {
+            asm volatile("" : "+r"(lo.a), "+r"(lo.b));
+            mbar_wait(&full[stage], phase);
+            issue_ktile_lo<Cfg>(acc, lo, kt > kt0);
+
+            /* Keep this k-tile's batch in flight; the previous one is done. */
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(acc);
+            if (kt > kt0 && signals)
+                release_stage<Cfg>(empty, prev_stage);
+            prev_stage = stage;
+            if (++stage == Cfg::kStages) {
+                stage = 0;
+                phase ^= 1;
+                lo.a -= (Cfg::kStages - 1) * kALoStage;
+                lo.b -= (Cfg::kStages - 1) * kBLoStage;
+            } else {
+                lo.a += kALoStage;
+                lo.b += kBLoStage;
+            }
         }
     }
     before_drain();
