@@ -1098,6 +1098,8 @@ static void test_programmatic_plan(void)
         unsigned grid;
         int programmatic;
     } rows[] = {
+        /* B, Sk, Hq, Hkv, D -> splits, 64-row entry, merged in the kernel, combine early, grid, combine
+         * grid, programmatic */
         {1, 1024, 64, 8, 128, 64, 1},     /* 8 splits of one key block */
         {1, 131072, 64, 8, 128, 64, 1},   /* 128 key blocks a CTA, half the SMs */
         {8, 8192, 64, 8, 128, 128, 1},    /* a full grid, 32 key blocks a CTA */
@@ -1314,6 +1316,78 @@ static void test_decode64_plan(void)
     }
 }
 
+/* The plans of bench/attention_bench.py's 30 decode rows (DECODE_SHAPES
+ * without those over 6 GiB of K and V; bf16, one query row, the bench
+ * handle's default 32 MiB workspace, 132 SMs, the 64-row entry where the
+ * build has it), pinned: a change of the planner that moves any of them
+ * shows here. */
+static void test_bench_decode_plans(void)
+{
+    static const struct {
+        int b, sk, hq, hkv, d;
+        int splits, decode64, in_kernel, early;
+        unsigned grid, combine_grid;
+        int programmatic;
+    } rows[] = {
+        /* B, Sk, Hq, Hkv, D -> splits, 64-row entry, merged in the kernel, combine early, grid, combine
+         * grid, programmatic */
+        {1, 1024, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {1, 8192, 64, 8, 128, 13, 1, 0, 1, 104, 16, 1},
+        {1, 32768, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {1, 131072, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {8, 1024, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
+        {8, 8192, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
+        {8, 131072, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
+        {64, 1024, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
+        {64, 8192, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
+        {1, 1024, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {1, 8192, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {1, 32768, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {8, 1024, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {8, 8192, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {8, 32768, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {64, 1024, 32, 32, 128, 1, 1, 0, 0, 2048, 256, 0},
+        {1, 8192, 64, 8, 64, 13, 1, 0, 1, 104, 16, 1},
+        {1, 32768, 64, 8, 64, 15, 1, 0, 0, 120, 16, 1},
+        {8, 8192, 64, 8, 64, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 64, 2, 0, 1, 0, 128, 64, 0},
+        {1, 8192, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
+        {1, 32768, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
+        {8, 8192, 64, 8, 256, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 256, 2, 0, 1, 0, 128, 64, 0},
+        {1, 8192, 32, 32, 64, 4, 0, 1, 0, 128, 4, 1},
+        {8, 8192, 32, 32, 64, 1, 0, 0, 0, 256, 32, 0},
+        {1, 8192, 32, 32, 256, 4, 0, 1, 0, 128, 4, 1},
+        {8, 8192, 32, 32, 256, 1, 0, 0, 0, 256, 32, 0},
+        {1, 131072, 8, 1, 128, 103, 1, 0, 1, 103, 8, 1},
+    };
+    const size_t n = sizeof rows / sizeof rows[0];
+    CHECK(n == 30, "%zu bench decode rows", n);
+    /* the bench handle's workspace, and one of 1 GiB: the same plans */
+    for (size_t k = 0; k < 2 * n; k++) {
+        const size_t i = k % n;
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0};
+        int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+        if (idx < 0)
+            return;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+        idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+        const struct mgpu_attention_fwd_args *a = &plan.args;
+        CHECK(plan.decode_entry && a->pack_gqa == (rows[i].hq != rows[i].hkv) && a->num_splits == rows[i].splits &&
+                  plan.decode64 == rows[i].decode64 && plan.merge_in_kernel == rows[i].in_kernel &&
+                  plan.combine_early == rows[i].early && plan.grid == rows[i].grid &&
+                  (a->num_splits == 1 || plan.combine_grid == rows[i].combine_grid) &&
+                  plan.programmatic == rows[i].programmatic,
+              "bench row %zu (%d x %d, %d/%d, d%d): splits %d decode64 %d in kernel %d early %d grid %u combine %u "
+              "programmatic %d",
+              i, rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, a->num_splits, plan.decode64,
+              plan.merge_in_kernel, plan.combine_early, plan.grid, plan.combine_grid, plan.programmatic);
+    }
+}
+
 int main(void)
 {
     test_validation();
@@ -1325,6 +1399,7 @@ int main(void)
     test_programmatic_plan();
     test_decode_entry_plan();
     test_decode64_plan();
+    test_bench_decode_plans();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();
