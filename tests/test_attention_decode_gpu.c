@@ -469,9 +469,11 @@ static void split_replays(mgpu_handle *h, int quick)
     const int reps = quick ? 1 : 3, replays = quick ? 2 : 4;
     /* GQA 64/8 by the planner (merged in the kernel), MQA 8/1 with 40
      * splits merged in the kernel (8 warps a row, 8 passes), MHA 32/32 of
-     * another tile count, d256 GQA with 6 splits and with 4. */
+     * another tile count, d256 GQA with 6 splits and with 4, GQA 64/8 d64
+     * of 15 splits by the planner (one merge warp a row on an H100). */
     struct replay_shape shapes[] = {
         {.batch = 1, .sk = 1024, .hq = 64, .hkv = 8, .d = 128},
+        {.batch = 1, .sk = 1920, .hq = 64, .hkv = 8, .d = 64},
         {.batch = 1, .sk = 20000, .hq = 8, .hkv = 1, .d = 128, .splits = 40, .merge = 1},
         {.batch = 2, .sk = 3000, .hq = 32, .hkv = 32, .d = 64, .merge = 1},
         {.batch = 3, .sk = 1500, .hq = 16, .hkv = 2, .d = 256, .splits = 6, .merge = 1},
@@ -577,6 +579,9 @@ static void quick_cases(mgpu_handle *h)
     /* The cp.async gather forced on pages of 64 rows, with queries of 3 rows (causal, several tiles). */
     CASE(.batch = 3, .sq = 3, .sk = 500, .hq = 8, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .ragged = 1,
          .page_size = 64, .gather = 1);
+    /* 15 splits of 8 packed rows, 120 + 16 CTAs on an H100: one merge warp
+     * a row (two rounds of 8 loads), merged in the 128-row decode entry */
+    CASE(.batch = 1, .sq = 1, .sk = 1920, .hq = 64, .hkv = 8, .d = 64, .dtype = BF16);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -633,6 +638,15 @@ static void full_cases(mgpu_handle *h)
          .page_size = 64, .append = 1);
     CASE(.batch = 3, .sq = 5, .sk = 900, .hq = 8, .hkv = 2, .d = 64, .dtype = F16, .causal = 1, .page_size = 128,
          .append = 5, .splits = 4);
+    /* One merge warp a row of 9 to 16 splits (on an H100: the tiles * splits
+     * CTAs and the two-warp combine's exceed the SMs): d64 / d128 / d256
+     * (two column passes), f16, 16 splits forced, seqused_k (lengths 0, 1,
+     * 17, ...: splits without keys). */
+    CASE(.batch = 1, .sq = 1, .sk = 1920, .hq = 64, .hkv = 8, .d = 64, .dtype = F16);
+    CASE(.batch = 1, .sq = 1, .sk = 1920, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16);
+    CASE(.batch = 1, .sq = 1, .sk = 1200, .hq = 64, .hkv = 8, .d = 256, .dtype = BF16);
+    CASE(.batch = 1, .sq = 1, .sk = 4096, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16, .splits = 16);
+    CASE(.batch = 4, .sq = 1, .sk = 1920, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1);
     /* A workspace too small for the splits asked for: fewer splits, same result. */
     CASE(.batch = 1, .sq = 1, .sk = 8000, .hq = 64, .hkv = 8, .d = 128, .dtype = BF16, .splits = 32,
          .workspace = 64 * 1024);

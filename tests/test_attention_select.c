@@ -225,7 +225,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -337,7 +337,7 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -644,7 +644,7 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -654,7 +654,7 @@ static void test_split_merge_plan(void)
         {1, 8192, 64, 8, 128, 13, 0, 1},    /* the wave rule's 15, 13 with keys; two passes: the combine, early */
         {1, 32768, 64, 8, 128, 8, 1, 0},    /* long cache, d128: half the SMs */
         {1, 8192, 64, 8, 256, 8, 1, 0},     /* 1 MiB of K and V per split at d256: half the SMs */
-        {1, 32768, 64, 8, 64, 15, 0, 0},    /* d64: the wave rule; 120 + 16 CTAs: the combine after */
+        {1, 32768, 64, 8, 64, 15, 1, 0},    /* d64: the wave rule; 120 + 16 CTAs: one warp a row, one pass */
         {1, 1024, 32, 32, 128, 4, 1, 0},    /* MHA: one row a tile */
         {8, 1024, 64, 8, 128, 2, 1, 0},     /* 64 tiles */
         {1, 131072, 8, 1, 128, 103, 0, 1},  /* MQA: the wave rule's 109, 103 with keys; 8 passes: the combine */
@@ -721,6 +721,19 @@ static void test_combine_warps(void)
     CHECK(mgpu_attention_fwd_combine_warps(8) == 1 && mgpu_attention_fwd_combine_warps(9) == 2 &&
               mgpu_attention_fwd_combine_warps(33) == 8 && mgpu_attention_fwd_combine_warps(128) == 8,
           "combine warps at 8 / 9 / 33 / 128 splits");
+    /* The wide share (merge_splits_per_warp 16): one warp up to 16 splits,
+     * the same rule past them; 0 is the default share. */
+    for (int splits = 1; splits <= MGPU_ATTENTION_FWD_MAX_SPLITS; splits++) {
+        const int w = mgpu_attention_fwd_merge_warps(splits, MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP);
+        CHECK(mgpu_attention_fwd_merge_warps(splits, 0) == mgpu_attention_fwd_combine_warps(splits) &&
+                  mgpu_attention_fwd_merge_warps(splits, MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP) ==
+                      mgpu_attention_fwd_combine_warps(splits),
+              "splits %d: the default share", splits);
+        CHECK((w & (w - 1)) == 0 && w >= 1 && w <= 8 && w * ((splits + w - 1) / w) >= splits &&
+                  ((splits + w - 1) / w <= 16 || w == 8) && (w == 1 || (splits + w / 2 - 1) / (w / 2) > 16),
+              "splits %d: %d wide warps", splits, w);
+        CHECK(splits > 16 || w == 1, "splits %d: %d wide warps", splits, w);
+    }
 }
 
 static void test_selection_sm100(void)
@@ -867,7 +880,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -986,7 +999,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1105,7 +1118,7 @@ static void test_programmatic_plan(void)
         {8, 32768, 64, 8, 64, 128, 0},
         {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1137,7 +1150,7 @@ static void test_decode_entry_plan(void)
         {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
         {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1237,7 +1250,7 @@ static void test_decode64_plan(void)
         {1, 8192, 32, 32, 64, 0},   /* MHA d64 */
         {1, 8192, 128, 1, 128, 0},  /* group 128: more than 64 rows */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1256,7 +1269,9 @@ static void test_decode64_plan(void)
                       plan.grid == plan.decode_grid[0] * plan.decode_grid[1] * plan.decode_grid[2],
                   "row %zu: tile_queries %d, Q box rows %u", i, a->tile_queries, box_rows);
             CHECK(!plan.merge_in_kernel ||
-                      mgpu_attention_fwd_combine_warps(a->num_splits) * (a->pack_gqa ? group : 1) <= 4,
+                      mgpu_attention_fwd_merge_warps(a->num_splits, a->merge_splits_per_warp) *
+                              (a->pack_gqa ? group : 1) <=
+                          4,
                   "row %zu: merge in the kernel past 4 warps (%d splits)", i, a->num_splits);
             const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper);
             CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 &&
@@ -1284,7 +1299,9 @@ static void test_decode64_plan(void)
         CHECK(plan.decode64 == (rows[i].heads_q / rows[i].heads_kv <= 64), "row %zu: forced on: %d", i,
               plan.decode64);
         CHECK(!plan.decode64 || !plan.merge_in_kernel ||
-                  mgpu_attention_fwd_combine_warps(plan.args.num_splits) * (plan.args.pack_gqa ? 8 : 1) <= 4,
+                  mgpu_attention_fwd_merge_warps(plan.args.num_splits, plan.args.merge_splits_per_warp) *
+                              (plan.args.pack_gqa ? 8 : 1) <=
+                          4,
               "row %zu: forced on: merge in the kernel past 4 warps", i);
         forced = choice;
         forced.force_decode64 = -1;
@@ -1314,6 +1331,199 @@ static void test_decode64_plan(void)
     }
 }
 
+/* The plans of bench/attention_bench.py's 30 decode rows (DECODE_SHAPES
+ * without those over 6 GiB of K and V; bf16, one query row, the bench
+ * handle's default 32 MiB workspace and one of 1 GiB, 132 SMs, the 64-row
+ * entry where the build has it). With MGPU_ATTENTION_MERGE16=0 every row
+ * keeps the plan main's planner made before the wide merge (the table);
+ * by the planner's rule every row's plan is that same plan, bit for bit,
+ * except the rows the rule targets (9 to 16 splits of 8 packed rows whose
+ * combine could not be launched early): 1 x 32768 keys, GQA 64/8, d64,
+ * whose 15 splits then merge in the 128-row decode entry, one warp a row. */
+static void test_bench_decode_plans(void)
+{
+    static const struct {
+        int b, sk, hq, hkv, d;
+        int splits, decode64, in_kernel, early;
+        unsigned grid, combine_grid;
+        int programmatic;
+    } rows[] = {
+        /* B, Sk, Hq, Hkv, D -> splits, 64-row entry, merged in the kernel, combine early, grid, combine
+         * grid, programmatic */
+        {1, 1024, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {1, 8192, 64, 8, 128, 13, 1, 0, 1, 104, 16, 1},
+        {1, 32768, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {1, 131072, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
+        {8, 1024, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
+        {8, 8192, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
+        {8, 131072, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
+        {64, 1024, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
+        {64, 8192, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
+        {1, 1024, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {1, 8192, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {1, 32768, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
+        {8, 1024, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {8, 8192, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {8, 32768, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
+        {64, 1024, 32, 32, 128, 1, 1, 0, 0, 2048, 256, 0},
+        {1, 8192, 64, 8, 64, 13, 1, 0, 1, 104, 16, 1},
+        {1, 32768, 64, 8, 64, 15, 1, 0, 0, 120, 16, 1},
+        {8, 8192, 64, 8, 64, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 64, 2, 0, 1, 0, 128, 64, 0},
+        {1, 8192, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
+        {1, 32768, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
+        {8, 8192, 64, 8, 256, 2, 0, 1, 0, 128, 64, 1},
+        {8, 32768, 64, 8, 256, 2, 0, 1, 0, 128, 64, 0},
+        {1, 8192, 32, 32, 64, 4, 0, 1, 0, 128, 4, 1},
+        {8, 8192, 32, 32, 64, 1, 0, 0, 0, 256, 32, 0},
+        {1, 8192, 32, 32, 256, 4, 0, 1, 0, 128, 4, 1},
+        {8, 8192, 32, 32, 256, 1, 0, 0, 0, 256, 32, 0},
+        {1, 131072, 8, 1, 128, 103, 1, 0, 1, 103, 8, 1},
+    };
+    const size_t n = sizeof rows / sizeof rows[0];
+    CHECK(n == 30, "%zu bench decode rows", n);
+    int targeted = 0;
+    for (size_t k = 0; k < 2 * n; k++) {
+        const size_t i = k % n;
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan, off;
+        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+        if (idx < 0)
+            return;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+        choice.force_merge16 = -1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &off);
+        const struct mgpu_attention_fwd_args *a = &off.args;
+        CHECK(off.decode_entry && a->pack_gqa == (rows[i].hq != rows[i].hkv) && a->num_splits == rows[i].splits &&
+                  off.decode64 == rows[i].decode64 && off.merge_in_kernel == rows[i].in_kernel &&
+                  off.combine_early == rows[i].early && off.grid == rows[i].grid &&
+                  (a->num_splits == 1 || off.combine_grid == rows[i].combine_grid) &&
+                  off.programmatic == rows[i].programmatic && a->merge_splits_per_warp == 0,
+              "bench row %zu (%d x %d, %d/%d, d%d), wide merge off: splits %d decode64 %d in kernel %d early %d "
+              "grid %u combine %u programmatic %d",
+              i, rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, a->num_splits, off.decode64,
+              off.merge_in_kernel, off.combine_early, off.grid, off.combine_grid, off.programmatic);
+        choice.force_merge16 = 0;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+        const int target = rows[i].b == 1 && rows[i].sk == 32768 && rows[i].hq == 64 && rows[i].hkv == 8 &&
+                           rows[i].d == 64;
+        targeted += target;
+        if (!target) {
+            CHECK(memcmp(&plan, &off, sizeof plan) == 0, "bench row %zu (%d x %d, %d/%d, d%d): the plan changed", i,
+                  rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d);
+            continue;
+        }
+        /* the targeted row: the same splits and grid, merged in the 128-row
+         * entry, one warp a row (a combine would be 8 CTAs) */
+        a = &plan.args;
+        CHECK(plan.decode_entry && !plan.decode64 && a->num_splits == rows[i].splits && plan.merge_in_kernel &&
+                  !plan.combine_early && plan.grid == rows[i].grid && plan.combine_grid == 8 &&
+                  plan.programmatic == rows[i].programmatic &&
+                  a->merge_splits_per_warp == MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP &&
+                  mgpu_attention_fwd_merge_warps(a->num_splits, a->merge_splits_per_warp) == 1,
+              "bench row %zu (targeted): decode64 %d splits %d in kernel %d early %d grid %u combine %u per warp %d",
+              i, plan.decode64, a->num_splits, plan.merge_in_kernel, plan.combine_early, plan.grid,
+              plan.combine_grid, a->merge_splits_per_warp);
+    }
+    CHECK(targeted == 2, "%d targeted rows (1 x 32768 GQA d64, two workspaces)", targeted);
+}
+
+/* The wide merge (one warp a row of 9 to 16 splits, args.merge_splits_per_warp):
+ * planned where the combine could not be launched early and the tile's 5 to
+ * 8 rows then merge in one pass of 8 warps; a function of the call, never
+ * of where the merge runs or which decode entry runs it (every placement
+ * adds in the same order); MGPU_ATTENTION_MERGE16 forces it on (9 to 16
+ * splits) or off. */
+static void test_merge16_plan(void)
+{
+    if (!has_attention_cc(9, 0))
+        return;
+    static const struct {
+        int b, sk, hq, hkv, d;
+        int force_splits, splits, wide;
+    } rows[] = {
+        {1, 32768, 64, 8, 64, 0, 15, 1},   /* 120 + 16 CTAs on 132 SMs */
+        {1, 1920, 64, 8, 64, 0, 15, 1},    /* 15 key blocks: one split each, 120 + 16 */
+        {1, 1920, 64, 8, 128, 0, 15, 1},   /* the same at d128 */
+        {1, 1200, 64, 8, 256, 0, 15, 1},   /* d256 (keys of 80): 15 splits, two 128-column passes */
+        {4, 1920, 16, 2, 128, 0, 15, 1},   /* 4 sequences of 2 KV heads: 8 tiles too */
+        {1, 4096, 64, 8, 128, 16, 16, 1},  /* 16 splits (forced): 128 + 16 */
+        {1, 8192, 64, 8, 128, 0, 13, 0},   /* 104 + 16: the combine early, as before */
+        {1, 8192, 64, 8, 64, 0, 13, 0},    /* the same at d64 */
+        {1, 1024, 64, 8, 128, 0, 8, 0},    /* 8 splits: one warp a row already */
+        {1, 131072, 8, 1, 128, 0, 103, 0}, /* MQA: past 16 splits */
+        {1, 1920, 8, 8, 128, 0, 15, 0},    /* MHA: one row a tile (two warps), merged in the kernel already */
+        {1, 1920, 32, 4, 128, 0, 15, 0},   /* group 8 of 4 KV heads: 60 + 8 CTAs, the combine early */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        choice.force_splits = rows[i].force_splits;
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+        if (idx < 0)
+            return;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+        const int wide = rows[i].wide ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : 0;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+        const struct mgpu_attention_fwd_args *a = &plan.args;
+        CHECK(a->num_splits == rows[i].splits && a->merge_splits_per_warp == wide,
+              "row %zu: splits %d, %d splits a merge warp", i, a->num_splits, a->merge_splits_per_warp);
+        if (wide)
+            CHECK(plan.decode_entry && !plan.decode64 && plan.merge_in_kernel && !plan.combine_early &&
+                      plan.combine_grid == (unsigned)mgpu_cdiv(a->partial_rows, 8),
+                  "row %zu: decode64 %d in kernel %d early %d combine grid %u", i, plan.decode64,
+                  plan.merge_in_kernel, plan.combine_early, plan.combine_grid);
+        /* forcing the placement or the entry keeps the share (the same bits) */
+        static const int merges[] = {1, -1};
+        for (int m = 0; m < 2; m++) {
+            struct mgpu_attention_fwd_choice c = choice;
+            c.force_merge = merges[m];
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &c, &plan);
+            CHECK(a->num_splits == rows[i].splits && a->merge_splits_per_warp == wide &&
+                      plan.merge_in_kernel == (merges[m] > 0),
+                  "row %zu, merge forced %d: %d splits a warp, in kernel %d", i, merges[m], a->merge_splits_per_warp,
+                  plan.merge_in_kernel);
+            /* the wide combine: 8 rows a CTA, early where they fit beside
+             * the split CTAs (120 + 8, not 128 + 8) */
+            if (wide && merges[m] < 0)
+                CHECK(plan.combine_early == (plan.grid + plan.combine_grid <= 132) &&
+                          plan.combine_grid == (unsigned)mgpu_cdiv(a->partial_rows, 8),
+                      "row %zu, combine forced: early %d, grid %u", i, plan.combine_early, plan.combine_grid);
+            c = choice;
+            c.force_decode64 = merges[m];
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &c, &plan);
+            CHECK(a->merge_splits_per_warp == wide, "row %zu, decode64 forced %d: %d splits a warp", i, merges[m],
+                  a->merge_splits_per_warp);
+        }
+        /* MGPU_ATTENTION_MERGE16=0: the default share, the plan as before */
+        struct mgpu_attention_fwd_choice c = choice;
+        c.force_merge16 = -1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &c, &plan);
+        CHECK(a->merge_splits_per_warp == 0 && (!wide || (!plan.merge_in_kernel && !plan.combine_early &&
+                                                          plan.combine_grid == (unsigned)mgpu_cdiv(a->partial_rows, 4))),
+              "row %zu, forced off: %d splits a warp, in kernel %d, early %d", i, a->merge_splits_per_warp,
+              plan.merge_in_kernel, plan.combine_early);
+        /* =1: every call of 9 to 16 splits */
+        c.force_merge16 = 1;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &c, &plan);
+        const int forced_wide = a->num_splits > 8 && a->num_splits <= 16;
+        CHECK(a->merge_splits_per_warp == (forced_wide ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : 0),
+              "row %zu, forced on: %d splits a warp", i, a->merge_splits_per_warp);
+    }
+    /* 1 x 8192 GQA d128 forced wide: one pass of 8 warps in the 128-row
+     * entry (the 64-row one's 4 warps would take two) */
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 1, 0, 1};
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    if (decode_plan(1, 8192, 64, 8, 128, &choice, &p, &plan) >= 0)
+        CHECK(plan.args.merge_splits_per_warp == 16 && plan.merge_in_kernel && !plan.decode64 &&
+                  plan.combine_grid == 8,
+              "1 x 8192 forced wide: in kernel %d decode64 %d", plan.merge_in_kernel, plan.decode64);
+}
+
 int main(void)
 {
     test_validation();
@@ -1325,6 +1535,8 @@ int main(void)
     test_programmatic_plan();
     test_decode_entry_plan();
     test_decode64_plan();
+    test_bench_decode_plans();
+    test_merge16_plan();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

@@ -128,8 +128,8 @@
  * say kBlockM (the Q map's box, tile_queries, group_size <= 64), its own
  * shared memory (the formula with block_m 64); with splits merged in the
  * kernel (split_counters) its 4 warps merge a tile's rows, so the runtime
- * gives it counters only where mgpu_attention_fwd_combine_warps(num_splits)
- * <= 4.
+ * gives it counters only where mgpu_attention_fwd_merge_warps(num_splits,
+ * merge_splits_per_warp) <= 4.
  *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
@@ -315,27 +315,46 @@ struct mgpu_attention_fwd_args {
     uint64_t split_counters;  /* num_splits > 1: int32[work tiles] device counters, 0 between launches: the
                                  last split of a work tile merges its splits ("Split keys" above); 0: the
                                  combine kernel merges them */
+    int32_t merge_splits_per_warp; /* num_splits > 1: most splits of a row one merge warp takes, in both
+                                      merges (mgpu_attention_fwd_merge_warps): 0 (read as
+                                      MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP) or
+                                      MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP */
+    int32_t merge_reserved;   /* 0 */
 };
 
 /* The combine pass of split calls (hopper/attention_fwd_combine.cuh) takes
  * struct mgpu_attention_fwd_args itself: block {MGPU_ATTENTION_FWD_COMBINE_THREADS,
  * 1, 1}, no dynamic shared memory, grid {ceil(partial_rows / rows per CTA), 1, 1}.
- * A row's splits are shared by mgpu_attention_fwd_combine_warps(num_splits)
- * warps (the fewest, a power of two up to 8, that leave each warp at most
- * MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP splits; past 64 splits, 8 warps
- * of ceil(splits / 8)), so a CTA merges 8 / warps rows: a call with few rows
+ * A row's splits are shared by mgpu_attention_fwd_merge_warps(num_splits,
+ * merge_splits_per_warp) warps (the fewest, a power of two up to 8, that
+ * leave each warp at most merge_splits_per_warp splits, 0 meaning
+ * MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP; past 8 times that, 8 warps of
+ * ceil(splits / 8)), so a CTA merges 8 / warps rows: a call with few rows
  * and many splits (batch-1 decode) still reads its partials with many loads
- * in flight. */
+ * in flight. The main kernel's merge ("Split keys") shares a row's splits
+ * the same way: the same sums in the same order. A warp loads the partial O
+ * of 8 of its splits at a time, so a warp of up to 16 splits
+ * (MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP, which the runtime gives
+ * calls of 9 to 16 splits whose 8-row tiles then merge in one pass of 8
+ * warps) loads them in two rounds. */
 #define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
 #define MGPU_ATTENTION_FWD_COMBINE_WARPS (MGPU_ATTENTION_FWD_COMBINE_THREADS / 32)
 #define MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP 8
+#define MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP 16
 
-MGPU_ABI_FN int mgpu_attention_fwd_combine_warps(int num_splits)
+MGPU_ABI_FN int mgpu_attention_fwd_merge_warps(int num_splits, int splits_per_warp)
 {
+    const int per = splits_per_warp > 0 ? splits_per_warp : MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP;
     int warps = 1;
-    while (warps < MGPU_ATTENTION_FWD_COMBINE_WARPS && num_splits > MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP * warps)
+    while (warps < MGPU_ATTENTION_FWD_COMBINE_WARPS && num_splits > per * warps)
         warps *= 2;
     return warps;
+}
+
+/* The warps of a row with the default split share (merge_splits_per_warp 0). */
+MGPU_ABI_FN int mgpu_attention_fwd_combine_warps(int num_splits)
+{
+    return mgpu_attention_fwd_merge_warps(num_splits, 0);
 }
 
 MGPU_ABI_FN int mgpu_attention_fwd_combine_rows_per_cta(int num_splits)

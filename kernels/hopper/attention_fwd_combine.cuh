@@ -9,22 +9,24 @@
  * and stored in the caller's strides, LSE written when asked for. Rows whose
  * splits are all empty get O = 0 and LSE = +infinity, as the unsplit kernel.
  *
- * A row's splits are shared by W = mgpu_attention_fwd_combine_warps(num_splits)
- * warps of one CTA (abi/attention_abi.h), warp w taking the contiguous splits
+ * A row's splits are shared by W = mgpu_attention_fwd_merge_warps(num_splits,
+ * merge_splits_per_warp) warps of one CTA (abi/attention_abi.h: up to 8 or,
+ * as the runtime chooses, 16 splits a warp), warp w taking the contiguous splits
  * [w * per, (w + 1) * per), per = ceil(num_splits / W). The pass is a chain
  * of global-memory latencies, so it keeps every load of a step in flight:
  *   1. each warp loads all of the row's split LSEs at once (lane l: splits
  *      l, l + 32, ...), finds the row's LSE with shuffle reductions and
  *      leaves its splits' weights exp(LSE_s - LSE) in shared memory;
- *   2. each warp loads the O_s of up to kBatch of its splits at once (the
- *      first kBatch already beside the LSEs of step 1) and adds them
+ *   2. each warp loads the O_s of up to kBatch = 8 of its splits at once
+ *      (the first 8 already beside the LSEs of step 1; a warp of 9 to 16
+ *      splits loads the rest in a second round) and adds them
  *      weighted, in split order (a split without keys, LSE_s =
  *      -infinity, weighs 0 and its O_s is never added);
  *   3. with W > 1 the warps' sums meet in shared memory and the row's first
  *      warp adds them in warp order.
  * Lane l owns columns 4 l + 128 i (head dims are multiples of 32, so each
  * lane moves whole float4s). The order of every sum is fixed by num_splits
- * alone: the same bits every run. Where its CTAs fit beside the main grid
+ * and merge_splits_per_warp: the same bits every run. Where its CTAs fit beside the main grid
  * the runtime launches this kernel for programmatic dependent launch: they
  * may be scheduled while the main kernel runs (every main CTA signals at its
  * start), and wait for that grid's completion before their first load.
@@ -112,23 +114,26 @@ struct GlobalPartials {
 /* Merges the splits of one row (its LSE index `row`; live false: a row past
  * the end, whose loads read row 0 and which stores nothing) into O and LSE.
  * Called by all 8 warps of the merge together, each with its own row: the
- * W = mgpu_attention_fwd_combine_warps(num_splits) warps of a row are
- * consecutive (warp w of the row: warp % W), and with W > 1 `sync` (a
- * barrier of the 8 warps) is called once. kPasses: 128-column passes of the
- * head dim (1 up to 128, else 2). The order of every sum is fixed by
- * num_splits alone: the combine kernel and the main kernel's merge give the
- * same bits. */
+ * W = mgpu_attention_fwd_merge_warps(num_splits, merge_splits_per_warp)
+ * warps of a row are consecutive (warp w of the row: warp % W), and with
+ * W > 1 `sync` (a barrier of the 8 warps) is called once. kPasses:
+ * 128-column passes of the head dim (1 up to 128, else 2). The order of
+ * every sum is fixed by num_splits and merge_splits_per_warp alone: the
+ * combine kernel and the main kernel's merge give the same bits. */
 template <typename T, int kPasses, class Partials, class Sync>
 __device__ __forceinline__ void merge_row(const mgpu_attention_fwd_args &a, int64_t row, bool live, int warp, int lane,
                                           MergeSmem &sm, Sync sync, const Partials &partials)
 {
     static_assert(kThreads == MGPU_ATTENTION_FWD_COMBINE_THREADS, "combine threads differ from the ABI");
     constexpr int kLseLoads = (MGPU_ATTENTION_FWD_MAX_SPLITS + 31) / 32;
-    constexpr int kBatch = 8; /* O loads in flight per lane and pass */
+    /* O loads in flight per lane and pass: a warp of 9 to 16 splits takes
+     * two rounds (all 16 at once, predicated, measured slower on the rows
+     * whose warps have at most 8: H100, decision 052) */
+    constexpr int kBatch = 8;
     static_assert(kPasses <= 2, "head dims up to 256");
 
     const int splits = a.num_splits;
-    const int warps_per_row = mgpu_attention_fwd_combine_warps(splits);
+    const int warps_per_row = mgpu_attention_fwd_merge_warps(splits, a.merge_splits_per_warp);
     const int w = warp % warps_per_row;
     const int per = (splits + warps_per_row - 1) / warps_per_row;
     const int s_begin = w * per, s_end = s_begin + per < splits ? s_begin + per : splits;
@@ -248,7 +253,7 @@ __device__ __forceinline__ void combine_rows(const mgpu_attention_fwd_args &a, M
 {
     constexpr int kWarps = kThreads / 32;
     const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-    const int warps_per_row = mgpu_attention_fwd_combine_warps(a.num_splits);
+    const int warps_per_row = mgpu_attention_fwd_merge_warps(a.num_splits, a.merge_splits_per_warp);
     const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / warps_per_row) + warp / warps_per_row;
     const bool live = row < a.partial_rows;
     merge_row<T, kPasses>(a, row, live, warp, lane, sm, [] { __syncthreads(); }, GlobalPartials<false>(a, row, live));

@@ -23,7 +23,7 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
                      const struct mgpu_attention_plan *plan)
 {
     mgpu_log("attention_fwd b=%lld sq=%lld sk=%lld hq=%lld hkv=%lld d=%lld %s causal=%d window=(%d,%d) "
-             "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s%s",
+             "softcap=%g%s%s%s%s: %s%s grid=%u%s pack_gqa=%d splits=%d%s%s%s",
              (long long)p->batch, (long long)p->seqlen_q, (long long)p->seqlen_k, (long long)p->heads_q,
              (long long)p->heads_kv, (long long)p->head_dim,
              p->qkv_fp8 ? (p->dtype == MGPU_DTYPE_BF16 ? "e4m3->bf16" : "e4m3->f16")
@@ -36,6 +36,7 @@ static void log_call(const struct mgpu_attention_problem *p, const struct mgpu_v
              : plan->merge_in_kernel  ? " merged in kernel"
              : plan->combine_early    ? " + combine (early)"
                                       : " + combine",
+             plan->args.num_splits > 1 && plan->args.merge_splits_per_warp > 0 ? " (one merge warp a row)" : "",
              plan->programmatic ? ", programmatic" : "");
 }
 
@@ -97,7 +98,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         env->attention_pdl,
         forced_by_name ? -1 : decode_forced ? 1 : env->attention_decode_entry,
         decode64 >= 0,
-        decode_forced == 64 ? 1 : decode_forced == 128 ? -1 : env->attention_decode64};
+        decode_forced == 64 ? 1 : decode_forced == 128 ? -1 : env->attention_decode64,
+        env->attention_merge16};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */

@@ -358,12 +358,44 @@ int64_t mgpu_attention_fwd_merge_passes(int64_t tile_rows, int num_splits)
     return mgpu_cdiv(tile_rows, rows_per_pass);
 }
 
-/* The same for a merge of `warps` warps (the 64-row decode entry's 4); a
+/* The same for a merge of `warps` warps (the 64-row decode entry's 4) and
+ * up to `splits_per_warp` splits a warp (args.merge_splits_per_warp); a
  * row's warps must fit them (else INT64_MAX: no merge in the kernel). */
-static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps)
+static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps, int splits_per_warp)
 {
-    const int per_row = mgpu_attention_fwd_combine_warps(num_splits);
+    const int per_row = mgpu_attention_fwd_merge_warps(num_splits, splits_per_warp);
     return per_row > warps ? INT64_MAX : mgpu_cdiv(tile_rows, warps / per_row);
+}
+
+/* One merge warp a row of 9 to 16 splits (args.merge_splits_per_warp =
+ * MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP; two rounds of 8 O loads)
+ * where, with the two warps a row of the default share, the tile's 5 to 8
+ * rows would not merge in one pass of 8 warps (so the combine kernel runs)
+ * and the combine's CTAs could not be launched early beside the split grid
+ * (tiles * splits + combine CTAs > SMs: it waits for the main grid's end
+ * and a launch); one row a warp then merges the tile in one pass in the
+ * main kernel (its 8-warp entries; the 64-row decode entry's 4 warps would
+ * take two passes, so the 128-row one is kept). H100, GPU time, 1 x 32768
+ * keys, GQA 64/8, d64, 15 splits (120 + 16 CTAs on 132 SMs): 31.6 us with
+ * the combine after the main grid, 29.2 merged in the 128-row entry with 16
+ * splits a warp loaded at once (decision 052; the 8-at-a-time loads built
+ * here are not measured). Everywhere else the default share, so every
+ * other plan is unchanged. A function of the call, the SMs and the forcing
+ * switch only (not of where the merge runs, nor of the entry): whichever
+ * merge runs adds in the same order. force: MGPU_ATTENTION_MERGE16, 1 for
+ * every call of 9 to 16 splits, -1 never, 0 this rule. */
+static int merge_wide_wanted(int num_splits, int64_t tiles, int64_t tile_rows, int64_t partial_rows, int64_t sms,
+                             int force)
+{
+    if (num_splits <= MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP ||
+        num_splits > MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP)
+        return 0; /* one warp a row either way, or more than one takes the row */
+    if (force)
+        return force > 0;
+    const int64_t combine_ctas = mgpu_cdiv(partial_rows, mgpu_attention_fwd_combine_rows_per_cta(num_splits));
+    return tiles <= MGPU_SPLIT_COUNTERS && tile_rows <= MGPU_ATTENTION_FWD_COMBINE_WARPS &&
+           merge_passes_of(tile_rows, num_splits, MGPU_ATTENTION_FWD_COMBINE_WARPS, 0) > SPLIT_MERGE_MAX_PASSES &&
+           tiles * num_splits + combine_ctas > sms;
 }
 
 size_t mgpu_attention_fwd_split_bytes(const struct mgpu_attention_problem *p, int num_splits)
@@ -460,7 +492,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -568,17 +600,21 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
-    out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, mgpu_attention_fwd_combine_rows_per_cta(a->num_splits));
     /* The merge of the splits: in the main kernel (one counter per work
      * tile, the handle's) where one CTA merges a tile's rows in few passes,
      * else the combine kernel. A tile's rows that hold queries: */
     const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
     const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
-    if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS)
-        out->merge_in_kernel = choice->force_merge
-                                   ? choice->force_merge > 0
-                                   : merge_passes_of(tile_rows, a->num_splits, merge_warps) <= SPLIT_MERGE_MAX_PASSES;
-    if (out->merge_in_kernel && mgpu_attention_fwd_combine_warps(a->num_splits) > merge_warps)
+    if (a->num_splits > 1 &&
+        merge_wide_wanted(a->num_splits, tiles, tile_rows, a->partial_rows, sms, choice->force_merge16))
+        a->merge_splits_per_warp = MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP;
+    const int row_warps = mgpu_attention_fwd_merge_warps(a->num_splits, a->merge_splits_per_warp);
+    out->combine_grid = (unsigned)mgpu_cdiv(a->partial_rows, MGPU_ATTENTION_FWD_COMBINE_WARPS / row_warps);
+    if (a->num_splits > 1 && tiles <= MGPU_SPLIT_COUNTERS) {
+        const int64_t passes = merge_passes_of(tile_rows, a->num_splits, merge_warps, a->merge_splits_per_warp);
+        out->merge_in_kernel = choice->force_merge ? choice->force_merge > 0 : passes <= SPLIT_MERGE_MAX_PASSES;
+    }
+    if (out->merge_in_kernel && row_warps > merge_warps)
         out->merge_in_kernel = 0; /* forced: a row's warps must fit the kernel's merge */
 
     /* Equal tiles (no mask that skips key blocks, no per-sequence lengths):

@@ -99,6 +99,10 @@ struct mgpu_attention_fwd_choice {
      * 1 the 64-row one wherever the rows fit, -1 the 128-row one, 0 the
      * planner's choice. */
     int force_decode64;
+    /* MGPU_ATTENTION_MERGE16: 1 one merge warp a row (args.merge_splits_per_warp
+     * 16) for every split call of 9 to 16 splits, -1 never (two warps a row),
+     * 0 the planner's rule (merge_wide_wanted, attention_plan.c). */
+    int force_merge16;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows
@@ -126,7 +130,11 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * then as many as the workspace holds, none without keys. Their merge:
  * in the main kernel's last split of each tile when that CTA merges the
  * tile's rows in one pass of 8 warps (few rows and splits), else the
- * combine kernel (mgpu_attention_fwd_merge_passes). Decode-entry calls of at
+ * combine kernel (mgpu_attention_fwd_merge_passes); calls of 9 to 16 splits
+ * whose tiles of 5 to 8 rows would take a combine that cannot be launched
+ * early give each row one merge warp of all its splits
+ * (args.merge_splits_per_warp) and so merge in one pass in the kernel
+ * (decision XXX). Decode-entry calls of at
  * most 64 rows take the 64-row decode entry where choice->decode64 says it
  * exists and its rule holds (plan->decode64; the plan's tiles are then its). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
