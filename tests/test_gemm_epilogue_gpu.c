@@ -211,6 +211,74 @@ static void run_case(const struct epi_case *g)
     cudaFree(sd);
 }
 
+/* GELU at the edge of fp32's range: A = c, B = -c with 64 c^2 about
+ * -2e38, so every accumulator is about -2e38 and, with an output scale of 4,
+ * scale * x overflows while the scaled GELU (exactly -0 there) does not.
+ * Every output must be zero, none NaN: the planner's tile, the 256-row and
+ * the ping-pong ones, 16-bit and fp32 outputs. */
+static void check_gelu_range_edge(mgpu_dtype t, const char *const *variants, int n_variants)
+{
+    const int64_t m = 264, n = 136, k = 64;
+    const float cv = 1.768e18f;
+    uint32_t bits;
+    memcpy(&bits, &cv, sizeof bits);
+    /* bf16: the float's top half; f16 cannot hold c, so this case is bf16 only */
+    const uint16_t pos = (uint16_t)(bits >> 16), neg = (uint16_t)(pos | 0x8000u);
+    uint16_t *ha = malloc((size_t)(m * k) * 2), *hb = malloc((size_t)(n * k) * 2);
+    for (int64_t i = 0; i < m * k; i++)
+        ha[i] = pos;
+    for (int64_t i = 0; i < n * k; i++)
+        hb[i] = neg;
+    void *a = ref_dalloc((size_t)(m * k) * 2), *b = ref_dalloc((size_t)(n * k) * 2);
+    ref_upload(a, ha, (size_t)(m * k) * 2);
+    ref_upload(b, hb, (size_t)(n * k) * 2);
+    float *zero = calloc((size_t)(m * n), sizeof(float));
+    float *sd = device_scalar(4.0f);
+    const mgpu_dtype outs[2] = {t, MGPU_DTYPE_F32};
+    for (int oi = 0; oi < 2; oi++) {
+        void *c = ref_dalloc((size_t)(m * n) * 4);
+        for (int vi = -1; vi < n_variants; vi++) {
+            mgpu_gemm_desc d = MGPU_GEMM_DESC_INIT;
+            d.transa = MGPU_OP_T;
+            d.transb = MGPU_OP_N;
+            d.m = m;
+            d.n = n;
+            d.k = k;
+            d.A = a;
+            d.B = b;
+            d.a_type = d.b_type = t;
+            d.lda = d.ldb = k;
+            d.C = c;
+            d.c_type = outs[oi];
+            d.ldc = m;
+            d.scale_d = sd;
+            d.activation = MGPU_ACTIVATION_GELU;
+            cudaMemset(c, 0xff, (size_t)(m * n) * 4); /* NaN in every output dtype */
+            if (vi >= 0)
+                force_setenv("MGPU_FORCE_VARIANT", variants[vi]);
+            const mgpu_status s = mgpu_gemm_ex(handle, &d);
+            force_unsetenv("MGPU_FORCE_VARIANT");
+            CHECK(s == MGPU_STATUS_SUCCESS, "GELU range edge (%s): %s (%s)", vi >= 0 ? variants[vi] : "planner",
+                  mgpu_status_string(s), mgpu_last_error_message());
+            CHECK(cudaDeviceSynchronize() == cudaSuccess, "GELU range edge: kernel failed");
+            const struct compare_result r = ref_compare(c, outs[oi], zero, m, n, m, m * n, 1);
+            printf("GELU range edge, %s -> %s, %s: %zu non-finite, max |out| %.2e\n", ref_dtype_name(t),
+                   ref_dtype_name(outs[oi]), vi >= 0 ? variants[vi] : "planner", r.nan_count, r.max_err);
+            CHECK(r.nan_count == 0 && r.max_err == 0.0,
+                  "GELU range edge (%s -> %s, %s): %zu non-finite outputs, max |out| %.3e, want all 0",
+                  ref_dtype_name(t), ref_dtype_name(outs[oi]), vi >= 0 ? variants[vi] : "planner", r.nan_count,
+                  r.max_err);
+        }
+        cudaFree(c);
+    }
+    free(ha);
+    free(hb);
+    free(zero);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(sd);
+}
+
 /* Calls refused before any kernel runs. */
 static void check_statuses(void)
 {
@@ -325,6 +393,10 @@ int main(void)
         };
         for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++)
             run_case(&cases[i]); /* on 10.0 the sm90 names are ignored: the planner's picks, split-K forced */
+        if (t == MGPU_DTYPE_BF16) {
+            const char *const edge_variants[2] = {v256, vpp};
+            check_gelu_range_edge(t, edge_variants, cc == 90 ? 2 : 0);
+        }
         if (cc == 100) {
             /* every sm_100a layout, lone CTAs and CTA pairs, forced: TMA and
              * direct stores, both bias modes and dtypes, batches, scales */

@@ -671,7 +671,7 @@ static void check_small_m_plans(const struct mgpu_device_caps *caps)
                   ma->dims[0] == 4096 && ma->dims[1] == 16 && ma->dims[2] == 3 && ma->byte_strides[0] == 8192 &&
                   ma->byte_strides[1] == 16 * 4096 * 2 && mb->dims[0] == 4096 && mb->dims[1] == 4096 &&
                   mb->dims[2] == 1 && mb->byte_strides[0] == 8192 && mb->box[0] == 64 && mb->swizzle_128b &&
-                  ring.args.b_broadcast && !ring.args.a_broadcast,
+                  ma->l2_promote == 128 && mb->l2_promote == 128 && ring.args.b_broadcast && !ring.args.a_broadcast,
               "batched ring, B broadcast: A dims %llu x %llu x %llu, B batch %llu",
               (unsigned long long)ma->dims[0], (unsigned long long)ma->dims[1], (unsigned long long)ma->dims[2],
               (unsigned long long)mb->dims[2]);
@@ -829,7 +829,8 @@ static void check_blackwell_plans(const struct mgpu_device_caps *caps)
         CHECK(v->gemm.tile_m == 256 && v->gemm.tile_n == 128 && v->gemm.tile_k == 64 && v->threads == 192, "%s: tile", v->name);
         /* A boxes: each CTA of a pair loads half the 256 A rows (K-major here) */
         CHECK(plan.use_map[MGPU_GEMM_MAP_A] && plan.maps[MGPU_GEMM_MAP_A].box[1] == (uint32_t)(256 / pairs) &&
-                  plan.maps[MGPU_GEMM_MAP_B].box[1] == 128,
+                  plan.maps[MGPU_GEMM_MAP_B].box[1] == 128 && plan.maps[MGPU_GEMM_MAP_A].l2_promote == 128 &&
+                  plan.maps[MGPU_GEMM_MAP_B].l2_promote == 128,
               "%s: operand boxes %u / %u", v->name, plan.maps[MGPU_GEMM_MAP_A].box[1], plan.maps[MGPU_GEMM_MAP_B].box[1]);
         /* fp32 C, ldc = m: TMA stores when m rows are a multiple of 16 bytes */
         CHECK(cases[i].m % 4 != 0 ||

@@ -96,17 +96,18 @@ __device__ __forceinline__ float gelu_tanh(float x)
  * (a relative 2^-8 for bf16, 2^-11 for f16 at most) is of the same order or
  * coarser. The
  * fused epilogue of a whole tile runs tile_m x 128 of these, which the
- * special-function units serve at 16 per cycle per SM. Times 2 * half_scale:
- * the output scale folded into the final multiply-add; u is written
- * x (c + c' x^2), so the whole form is five fp32 instructions and the tanh
- * per element. */
+ * special-function units serve at 16 per cycle per SM. Times 2 * half_scale
+ * (the output scale), folded in as x * half_scale (1 + t): the factor is
+ * formed first, so no product overflows where the scaled GELU does not (for
+ * very negative x, t is -1, the factor exactly 0 and the result -0, as
+ * GELU's). u is written x (c + c' x^2), so the whole form is five fp32
+ * instructions and the tanh per element. */
 __device__ __forceinline__ float gelu_tanh_fast_scaled(float x, float half_scale)
 {
     const float u = x * fmaf(kGeluSqrt2OverPi * kGeluCubic, x * x, kGeluSqrt2OverPi);
     float t;
     asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-    const float hx = half_scale * x;
-    return fmaf(hx, t, hx);
+    return x * fmaf(half_scale, t, half_scale);
 }
 
 /* The per-tensor scales of one launch, read from device memory once per

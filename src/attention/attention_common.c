@@ -226,7 +226,7 @@ void mgpu_attention_map_shape(struct mgpu_tensor_map_desc *m, uintptr_t base, co
     m->type = p->dtype == MGPU_DTYPE_BF16 ? MGPU_MAP_BF16 : MGPU_MAP_F16;
     m->rank = 4;
     m->swizzle_128b = 1;
-    m->l2_promote = 1;
+    m->l2_promote = 256;
     m->base = base;
     m->dims[0] = (uint64_t)p->head_dim;
     m->dims[1] = (uint64_t)rows;

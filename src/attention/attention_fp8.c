@@ -166,7 +166,7 @@ void mgpu_attention_fwd_plan_fp8_vt(const struct mgpu_attention_problem *p, uint
     m->type = MGPU_MAP_U8;
     m->rank = 4;
     m->swizzle_128b = 1;
-    m->l2_promote = 1;
+    m->l2_promote = 256;
     m->base = workspace;
     m->dims[0] = (uint64_t)row_bytes;
     m->dims[1] = (uint64_t)rows;

@@ -134,7 +134,7 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * whose tiles of 5 to 8 rows would take a combine that cannot be launched
  * early give each row one merge warp of all its splits
  * (args.merge_splits_per_warp) and so merge in one pass in the kernel
- * (decision XXX). Decode-entry calls of at
+ * (decision 056). Decode-entry calls of at
  * most 64 rows take the 64-row decode entry where choice->decode64 says it
  * exists and its rule holds (plan->decode64; the plan's tiles are then its). */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,

@@ -301,7 +301,7 @@ void mgpu_gather_make_plan(const struct mgpu_gather_problem *p, const struct mgp
         m->byte_strides[0] = (uint64_t)p->src_stride;
         m->box[0] = (uint32_t)(out->box_bytes / TMA_MAP_ELEM_BYTES);
         m->box[1] = 1;
-        m->l2_promote = 1;
+        m->l2_promote = 256;
         break;
     }
     default:
