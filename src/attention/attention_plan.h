@@ -103,9 +103,8 @@ struct mgpu_attention_fwd_choice {
      * 16) for every split call of 9 to 16 splits, -1 never (two warps a row),
      * 0 the planner's rule (merge_wide_wanted, attention_plan.c). */
     int force_merge16;
-    /* MGPU_ATTENTION_SPLIT_FILL: 0 the planner's rule (the split fill of
-     * entries that hold several CTAs an SM), 2 the fill for every entry, -1
-     * never (attention_plan.c, choose_splits). */
+    /* MGPU_ATTENTION_SPLIT_FILL: -1 ("0") no split fill (the wave rule
+     * alone), else the planner's rule (attention_plan.c, choose_splits). */
     int split_fill;
 };
 
