@@ -14,10 +14,14 @@ each measurement's first plan line (entry, grid, splits, merge placement,
 programmatic launch) is kept beside its time, and O is checked against cuDNN's.
 
 Run: python3 bench/attention_decode_sweep.py --lib BASE.so [--lib-new NEW.so]
-     [--rows all|short] [--json out.json] [--log plans.log]
+     [--rows all|short] [--json out.json] [--log plans.log] [--budget-s S]
+(On the device machine only 8 files come back from $OUT: pack the JSON, the
+log and the printed table into one archive.)
 Settings are named "P" (the planner), "new" (--lib-new, its planner), or
 switches, e.g. "s32 d64=1 m=0": MGPU_FORCE_NUM_SPLITS=32, MGPU_ATTENTION_DECODE64=1,
-MGPU_FORCE_SPLIT_MERGE=0 (also "w=" MGPU_ATTENTION_MERGE16, "pdl=" MGPU_ATTENTION_PDL).
+MGPU_FORCE_SPLIT_MERGE=0 (also "w=" MGPU_ATTENTION_MERGE16, "pdl=" MGPU_ATTENTION_PDL,
+"fill=" MGPU_ATTENTION_SPLIT_FILL, "entry=" MGPU_ATTENTION_DECODE_ENTRY); "new fill=0" is
+the --lib-new library with that switch.
 """
 import argparse
 import json
@@ -95,7 +99,7 @@ def settings_for(b, sk, hq, hkv, d, have_new):
     if 2 * b * sk * hkv * d * 2 > (512 << 20):  # long calls: the planner, the new rule, the one switch each
         return names + (["pdl=1"] if hq == hkv else ["s%d d64=1" % max(2, min(blocks, 2 * SM_COUNT // tiles))])
     if have_new and hq != hkv:
-        names += ["new fill=-1", "new fill=2"]
+        names += ["new fill=0"]
     if hq == hkv:  # MHA: no split, or 2 and 4; programmatic launch; the other entry
         names += ["pdl=1", "d64=0" if d == 128 else "d64=1", "s2", "s2 pdl=1", "s4"]
         if d == 128:
