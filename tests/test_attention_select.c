@@ -1469,7 +1469,8 @@ static void test_split_fill_plan(void)
             choice.force_splits = rows[i].force;
             struct mgpu_attention_problem p;
             struct mgpu_attention_plan plan;
-            const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+            const int idx =
+                decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
             if (idx < 0)
                 return;
             choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;

@@ -524,7 +524,6 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     return splits < 1 ? 1 : splits;
 }
 
-
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
@@ -722,7 +721,8 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
          * 8 x 8192 347.9 -> 346.3; d256 8 x 8192 693.8 -> 691.2; but d64
          * 8 x 8192 178.7 -> 179.6 (decision XXX-attention-decode-split-counts;
          * d64 long loops lost with it before, 028). */
-        const int long_decode = (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
+        const int long_decode =
+            (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
         if (p->seqlen_q == 1 && p->head_dim > 64 && !choice->force_programmatic)
             out->programmatic = !long_decode;
     }
