@@ -225,7 +225,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -337,7 +337,8 @@ static void test_inference_plan(void)
     if (idx < 0)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* the wave rule's split counts (the split fill: test_split_fill_plan) */
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -644,7 +645,8 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(8, 109) == 8 && mgpu_attention_fwd_merge_passes(1, 128) == 1 &&
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* the wave rule's split counts (the split fill: test_split_fill_plan) */
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -880,7 +882,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -999,7 +1001,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1101,7 +1103,8 @@ static void test_fp8(void)
 }
 
 /* Which decode calls launch the main kernel for programmatic dependent
- * launch: all inference calls but long key loops on a full grid (132 SMs). */
+ * launch: all inference calls, and decode steps on the decode entry at head
+ * dims above 64, but long key loops on a full grid (132 SMs). */
 static void test_programmatic_plan(void)
 {
     if (!has_attention_cc(9, 0))
@@ -1116,9 +1119,13 @@ static void test_programmatic_plan(void)
         {8, 8192, 64, 8, 128, 128, 1},    /* a full grid, 32 key blocks a CTA */
         {8, 32768, 64, 8, 128, 128, 0},   /* a full grid, 128 key blocks a CTA */
         {8, 32768, 64, 8, 64, 128, 0},
-        {8, 8192, 32, 32, 128, 256, 0},   /* MHA without splits: no inference feature, prefill's launch */
+        {8, 8192, 32, 32, 128, 256, 1},   /* MHA without splits: a decode step on the decode entry */
+        {8, 1024, 32, 32, 128, 256, 1},
+        {8, 8192, 32, 32, 256, 256, 1},
+        {8, 32768, 32, 32, 128, 256, 0},  /* a full grid, 256 key blocks a CTA */
+        {8, 8192, 32, 32, 64, 256, 0},    /* head dim 64: launched as before */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1150,7 +1157,7 @@ static void test_decode_entry_plan(void)
         {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
         {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1250,7 +1257,8 @@ static void test_decode64_plan(void)
         {1, 8192, 32, 32, 64, 0},   /* MHA d64 */
         {1, 8192, 128, 1, 128, 0},  /* group 128: more than 64 rows */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+    /* the wave rule's split counts (the split fill: test_split_fill_plan) */
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0, -1};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1346,49 +1354,49 @@ static void test_bench_decode_plans(void)
         int b, sk, hq, hkv, d;
         int splits, decode64, in_kernel, early;
         unsigned grid, combine_grid;
-        int programmatic;
+        int programmatic, wide;
     } rows[] = {
         /* B, Sk, Hq, Hkv, D -> splits, 64-row entry, merged in the kernel, combine early, grid, combine
-         * grid, programmatic */
-        {1, 1024, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
-        {1, 8192, 64, 8, 128, 13, 1, 0, 1, 104, 16, 1},
-        {1, 32768, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
-        {1, 131072, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1},
-        {8, 1024, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
-        {8, 8192, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1},
-        {8, 32768, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
-        {8, 131072, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0},
-        {64, 1024, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
-        {64, 8192, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1},
-        {1, 1024, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
-        {1, 8192, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
-        {1, 32768, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1},
-        {8, 1024, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
-        {8, 8192, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
-        {8, 32768, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0},
-        {64, 1024, 32, 32, 128, 1, 1, 0, 0, 2048, 256, 0},
-        {1, 8192, 64, 8, 64, 13, 1, 0, 1, 104, 16, 1},
-        {1, 32768, 64, 8, 64, 15, 1, 0, 0, 120, 16, 1},
-        {8, 8192, 64, 8, 64, 2, 0, 1, 0, 128, 64, 1},
-        {8, 32768, 64, 8, 64, 2, 0, 1, 0, 128, 64, 0},
-        {1, 8192, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
-        {1, 32768, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1},
-        {8, 8192, 64, 8, 256, 2, 0, 1, 0, 128, 64, 1},
-        {8, 32768, 64, 8, 256, 2, 0, 1, 0, 128, 64, 0},
-        {1, 8192, 32, 32, 64, 4, 0, 1, 0, 128, 4, 1},
-        {8, 8192, 32, 32, 64, 1, 0, 0, 0, 256, 32, 0},
-        {1, 8192, 32, 32, 256, 4, 0, 1, 0, 128, 4, 1},
-        {8, 8192, 32, 32, 256, 1, 0, 0, 0, 256, 32, 0},
-        {1, 131072, 8, 1, 128, 103, 1, 0, 1, 103, 8, 1},
+         * grid, programmatic (with the wide merge off), and whether the wide merge changes the plan */
+        {1, 1024, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1, 0},
+        {1, 8192, 64, 8, 128, 16, 1, 0, 0, 128, 16, 1, 1}, /* the split fill: 16 splits of 4 blocks */
+        {1, 32768, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1, 0},
+        {1, 131072, 64, 8, 128, 8, 0, 1, 0, 64, 8, 1, 0},
+        {8, 1024, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1, 0},
+        {8, 8192, 64, 8, 128, 2, 0, 1, 0, 128, 64, 1, 0},
+        {8, 32768, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0, 0},
+        {8, 131072, 64, 8, 128, 2, 0, 1, 0, 128, 64, 0, 0},
+        {64, 1024, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1, 0},
+        {64, 8192, 64, 8, 128, 1, 1, 0, 0, 512, 512, 1, 0},
+        {1, 1024, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1, 0},
+        {1, 8192, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1, 0},
+        {1, 32768, 32, 32, 128, 4, 1, 1, 0, 128, 4, 1, 0},
+        {8, 1024, 32, 32, 128, 1, 1, 0, 0, 256, 32, 1, 0}, /* decode steps: programmatic */
+        {8, 8192, 32, 32, 128, 1, 1, 0, 0, 256, 32, 1, 0},
+        {8, 32768, 32, 32, 128, 1, 1, 0, 0, 256, 32, 0, 0},
+        {64, 1024, 32, 32, 128, 1, 1, 0, 0, 2048, 256, 1, 0},
+        {1, 8192, 64, 8, 64, 16, 1, 0, 0, 128, 16, 1, 1}, /* the split fill */
+        {1, 32768, 64, 8, 64, 15, 1, 0, 0, 120, 16, 1, 1},
+        {8, 8192, 64, 8, 64, 2, 0, 1, 0, 128, 64, 1, 0},
+        {8, 32768, 64, 8, 64, 2, 0, 1, 0, 128, 64, 0, 0},
+        {1, 8192, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1, 0},
+        {1, 32768, 64, 8, 256, 8, 0, 1, 0, 64, 8, 1, 0},
+        {8, 8192, 64, 8, 256, 2, 0, 1, 0, 128, 64, 1, 0},
+        {8, 32768, 64, 8, 256, 2, 0, 1, 0, 128, 64, 0, 0},
+        {1, 8192, 32, 32, 64, 4, 0, 1, 0, 128, 4, 1, 0},
+        {8, 8192, 32, 32, 64, 1, 0, 0, 0, 256, 32, 0, 0}, /* head dim 64: launched as before */
+        {1, 8192, 32, 32, 256, 4, 0, 1, 0, 128, 4, 1, 0},
+        {8, 8192, 32, 32, 256, 1, 0, 0, 0, 256, 32, 1, 0},
+        {1, 131072, 8, 1, 128, 103, 1, 0, 1, 103, 8, 1, 0},
     };
     const size_t n = sizeof rows / sizeof rows[0];
     CHECK(n == 30, "%zu bench decode rows", n);
-    int targeted = 0;
+    int wide_rows = 0;
     for (size_t k = 0; k < 2 * n; k++) {
         const size_t i = k % n;
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan, off;
-        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
@@ -1407,15 +1415,13 @@ static void test_bench_decode_plans(void)
               off.merge_in_kernel, off.combine_early, off.grid, off.combine_grid, off.programmatic);
         choice.force_merge16 = 0;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
-        const int target = rows[i].b == 1 && rows[i].sk == 32768 && rows[i].hq == 64 && rows[i].hkv == 8 &&
-                           rows[i].d == 64;
-        targeted += target;
-        if (!target) {
+        wide_rows += rows[i].wide;
+        if (!rows[i].wide) {
             CHECK(memcmp(&plan, &off, sizeof plan) == 0, "bench row %zu (%d x %d, %d/%d, d%d): the plan changed", i,
                   rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d);
             continue;
         }
-        /* the targeted row: the same splits and grid, merged in the 128-row
+        /* the wide merge: the same splits and grid, merged in the 128-row
          * entry, one warp a row (a combine would be 8 CTAs) */
         a = &plan.args;
         CHECK(plan.decode_entry && !plan.decode64 && a->num_splits == rows[i].splits && plan.merge_in_kernel &&
@@ -1423,11 +1429,65 @@ static void test_bench_decode_plans(void)
                   plan.programmatic == rows[i].programmatic &&
                   a->merge_splits_per_warp == MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP &&
                   mgpu_attention_fwd_merge_warps(a->num_splits, a->merge_splits_per_warp) == 1,
-              "bench row %zu (targeted): decode64 %d splits %d in kernel %d early %d grid %u combine %u per warp %d",
-              i, plan.decode64, a->num_splits, plan.merge_in_kernel, plan.combine_early, plan.grid,
-              plan.combine_grid, a->merge_splits_per_warp);
+              "bench row %zu (wide): decode64 %d splits %d in kernel %d early %d grid %u combine %u per warp %d", i,
+              plan.decode64, a->num_splits, plan.merge_in_kernel, plan.combine_early, plan.grid, plan.combine_grid,
+              a->merge_splits_per_warp);
     }
-    CHECK(targeted == 2, "%d targeted rows (1 x 32768 GQA d64, two workspaces)", targeted);
+    CHECK(wide_rows == 6, "%d wide rows (three rows, two workspaces)", wide_rows);
+}
+
+/* The split fill (choose_splits): packed tiles of at most 8 rows that split
+ * take the splits that keep every split CTA in one wave of the 132 SMs, at
+ * most 16, where each then walks at most 8 key blocks and that is more than
+ * the wave rule's; MGPU_ATTENTION_SPLIT_FILL=0 (split_fill -1) the wave
+ * rule alone. */
+static void test_split_fill_plan(void)
+{
+    if (!has_attention_cc(9, 0))
+        return;
+    static const struct {
+        int b, sk, hq, hkv, d, force;
+        int splits, off_splits; /* with the fill, without */
+    } rows[] = {
+        {1, 8192, 64, 8, 128, 0, 16, 13},   /* 8 tiles of 64 key blocks: 16 splits of 4 */
+        {1, 8192, 64, 8, 64, 0, 16, 13},    /* the same at d64 */
+        {1, 4096, 64, 8, 128, 0, 16, 11},   /* 16 splits of 2 */
+        {1, 4096, 64, 8, 64, 0, 16, 11},
+        {2, 4096, 64, 8, 128, 0, 8, 7},     /* 16 tiles: 8 splits of 4 */
+        {1, 32768, 64, 8, 64, 0, 15, 15},   /* 16 splits would walk 16 blocks each */
+        {1, 16384, 64, 8, 128, 0, 8, 8},    /* 16 of 8 blocks, then the long-cache rule's half of the SMs */
+        {1, 1024, 64, 8, 128, 0, 8, 8},     /* one split per key block already */
+        {8, 1024, 64, 8, 128, 0, 2, 2},     /* 64 tiles: 2 a wave */
+        {1, 131072, 8, 1, 128, 0, 103, 103}, /* MQA: 16 splits would walk 64 blocks */
+        {8, 4096, 32, 1, 128, 0, 11, 11},   /* 32 rows a tile: no fill */
+        {1, 8192, 32, 32, 128, 0, 4, 4},    /* MHA (unpacked): no fill */
+        {1, 8192, 64, 8, 128, 12, 12, 12},  /* forced counts stay */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        for (int off = 0; off < 2; off++) {
+            struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, off ? -1 : 0};
+            choice.force_splits = rows[i].force;
+            struct mgpu_attention_problem p;
+            struct mgpu_attention_plan plan;
+            const int idx =
+                decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
+            if (idx < 0)
+                return;
+            choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+            const int want = off ? rows[i].off_splits : rows[i].splits;
+            CHECK(plan.args.num_splits == want && plan.grid <= 132,
+                  "row %zu, fill %s: splits %d (want %d), grid %u", i, off ? "off" : "on", plan.args.num_splits, want,
+                  plan.grid);
+            /* the filled batch-1 GQA 64/8 rows: 128 CTAs, the 8 rows merged in
+             * one pass of the 128-row entry, one warp a row */
+            if (!off && !rows[i].force && rows[i].splits == 16 && rows[i].b == 1)
+                CHECK(plan.decode_entry && !plan.decode64 && plan.merge_in_kernel && plan.grid == 128 &&
+                          plan.args.merge_splits_per_warp == MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP,
+                      "row %zu: decode64 %d in kernel %d grid %u per warp %d", i, plan.decode64, plan.merge_in_kernel,
+                      plan.grid, plan.args.merge_splits_per_warp);
+        }
+    }
 }
 
 /* The wide merge (one warp a row of 9 to 16 splits, args.merge_splits_per_warp):
@@ -1458,7 +1518,8 @@ static void test_merge16_plan(void)
         {1, 1920, 32, 4, 128, 0, 15, 0},   /* group 8 of 4 KV heads: 60 + 8 CTAs, the combine early */
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        /* the wave rule's split counts (the split fill: test_split_fill_plan) */
+        struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
         choice.force_splits = rows[i].force_splits;
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1515,7 +1576,7 @@ static void test_merge16_plan(void)
     }
     /* 1 x 8192 GQA d128 forced wide: one pass of 8 warps in the 128-row
      * entry (the 64-row one's 4 warps would take two) */
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 1, 0, 1};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0};
     struct mgpu_attention_problem p;
     struct mgpu_attention_plan plan;
     if (decode_plan(1, 8192, 64, 8, 128, &choice, &p, &plan) >= 0)
@@ -1536,6 +1597,7 @@ int main(void)
     test_decode_entry_plan();
     test_decode64_plan();
     test_bench_decode_plans();
+    test_split_fill_plan();
     test_merge16_plan();
     test_selection_sm100();
     test_serving_sm100();

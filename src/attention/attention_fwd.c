@@ -99,7 +99,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         forced_by_name ? -1 : decode_forced ? 1 : env->attention_decode_entry,
         decode64 >= 0,
         decode_forced == 64 ? 1 : decode_forced == 128 ? -1 : env->attention_decode64,
-        env->attention_merge16};
+        env->attention_merge16,
+        env->attention_split_fill};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */

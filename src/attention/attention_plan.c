@@ -325,6 +325,12 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
 #define SPLIT_MIN_FILL 0.8
 /* A split count is good when its last wave is this full relative to the best. */
 #define SPLIT_WAVE_SLACK 0.85
+/* The split fill (choose_splits) only where a split then walks at most
+ * this many key blocks: a CTA that streams more is bound by the bytes, not
+ * by its chain (H100, GPU time, GQA 64/8, batch 1, d64: 32768 keys, 16
+ * splits of 16 blocks 29.3 us, the wave rule's 15 of 18 29.35; decision
+ * 058-attention-decode-split-counts). */
+#define SPLIT_FILL_MAX_KEY_BLOCKS 8
 /* Most passes of 8 warps in which the last split of a work tile merges the
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
  * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
@@ -436,9 +442,11 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
  * caches); else the fewest splits whose last wave is nearly as full as the
  * best count's (FlashAttention's heuristic), at most one per key block.
  * Then as many as the workspace holds, and none without keys: the count
- * that gives each split the same ceil(blocks / splits) key blocks. */
+ * that gives each split the same ceil(blocks / splits) key blocks.
+ * `fill`: the split fill below, for tiles of at most 8 rows (0: off, also
+ * by MGPU_ATTENTION_SPLIT_FILL=0). */
 static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, int64_t key_blocks, int sms,
-                         size_t workspace_bytes, int force, int packed)
+                         size_t workspace_bytes, int force, int packed, int fill)
 {
     int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
     if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
@@ -467,6 +475,33 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
                 break;
             }
     }
+    /* Split fill: packed GQA tiles of at most 8 rows that split take the
+     * fewest key blocks a split that keep every split CTA in one wave of
+     * the SMs (one CTA an SM), with at most 16 splits (one merge warp a row
+     * in the wide share: 8 rows then merge in one pass of the 128-row
+     * entry, merge_wide_wanted), where a split then walks at most
+     * SPLIT_FILL_MAX_KEY_BLOCKS blocks, when that is more splits than the
+     * wave rule's: a short CTA waits on its chain (set-up, loads, partials,
+     * merge: decisions 031 / 041), so the fewer blocks each walks, the
+     * sooner the call ends. H100, GPU time, GQA 64/8, batch 1, 8 tiles:
+     * 8192 keys d128 16 splits of 4 blocks merged in the kernel 11.7 us
+     * against the wave rule's 13 of 5 with the early combine 12.7-13.2
+     * (cuDNN 11.5), d64 9.65 against 10.4-10.7 (cuDNN 8.8); 4096 keys d128
+     * 9.0 against 9.7-10.0, d64 7.9 against 8.6. The long-cache rule below
+     * still takes its half of the SMs where it applies. */
+    if (fill && force <= 0 && packed && sms > 0 && splits > 1) {
+        int64_t per_wave = sms / tiles;
+        if (per_wave > MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP)
+            per_wave = MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP;
+        if (per_wave > limit)
+            per_wave = limit;
+        if (per_wave >= 2) {
+            const int64_t blocks = mgpu_cdiv(key_blocks, per_wave);
+            const int64_t filled = mgpu_cdiv(key_blocks, blocks);
+            if (blocks <= SPLIT_FILL_MAX_KEY_BLOCKS && filled > splits)
+                splits = (int)filled;
+        }
+    }
     /* Long caches of packed GQA tiles at head dims from 128 (at least 1 MiB
      * of K and V per split): the splits that fill half the SMs, where that
      * leaves one merge warp per row. H100, GQA 64/8, batch 1, GPU time
@@ -492,7 +527,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -595,16 +630,19 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
 
     const int64_t tiles = mgpu_cdiv(p->seqlen_q, a->tile_queries) * a->tile_heads * p->batch;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : tiles;
+    /* A tile's rows that hold queries: */
+    const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
+    const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
+    /* the split fill where a tile's rows are one merge warp's each */
+    const int fill = choice->split_fill >= 0 && tile_rows <= MGPU_ATTENTION_FWD_COMBINE_WARPS;
     a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
-                                                    choice->workspace_bytes, choice->force_splits, a->pack_gqa)
+                                                    choice->workspace_bytes, choice->force_splits, a->pack_gqa, fill)
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);
     /* The merge of the splits: in the main kernel (one counter per work
      * tile, the handle's) where one CTA merges a tile's rows in few passes,
-     * else the combine kernel. A tile's rows that hold queries: */
-    const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
-    const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
+     * else the combine kernel. */
     if (a->num_splits > 1 &&
         merge_wide_wanted(a->num_splits, tiles, tile_rows, a->partial_rows, sms, choice->force_merge16))
         a->merge_splits_per_warp = MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP;
@@ -673,6 +711,20 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
         out->decode_grid[1] = (unsigned)a->tile_heads;
         out->decode_grid[2] = (unsigned)p->batch;
         out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
+        /* Decode steps without an inference feature (MHA, no split) at head
+         * dims above 64 are launched for programmatic dependent launch as
+         * well: the entry waits for the grid dependency after its tile
+         * set-up, so a CTA scheduled early starts loading when the previous
+         * kernel ends. Except long loops on a full grid, as above, counted
+         * on this grid. H100, GPU time, 32/32 heads d128: 8 x 1024 keys
+         * 50.1 -> 49.5 us, 4 x 1024 26.7 -> 26.2, 16 x 1024 93.9 -> 93.0,
+         * 8 x 8192 347.9 -> 346.3; d256 8 x 8192 693.8 -> 691.2; but d64
+         * 8 x 8192 178.7 -> 179.6 (decision 058-attention-decode-split-counts;
+         * d64 long loops lost with it before, 028). */
+        const int long_decode =
+            (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
+        if (p->seqlen_q == 1 && p->head_dim > 64 && !choice->force_programmatic)
+            out->programmatic = !long_decode;
     }
     /* Causal tiles differ in length (the last query block sees every key, the
      * first one block): the persistent grid takes them at run time, heaviest

@@ -103,6 +103,9 @@ struct mgpu_attention_fwd_choice {
      * 16) for every split call of 9 to 16 splits, -1 never (two warps a row),
      * 0 the planner's rule (merge_wide_wanted, attention_plan.c). */
     int force_merge16;
+    /* MGPU_ATTENTION_SPLIT_FILL: -1 ("0") no split fill (the wave rule
+     * alone), else the planner's rule (attention_plan.c, choose_splits). */
+    int split_fill;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows

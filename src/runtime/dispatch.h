@@ -112,6 +112,7 @@ struct mgpu_env {
     int force_tail_split;      /* MGPU_FORCE_TAIL_SPLIT: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
     int attention_decode64;    /* MGPU_ATTENTION_DECODE64: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int attention_merge16;     /* MGPU_ATTENTION_MERGE16: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
+    int attention_split_fill;  /* MGPU_ATTENTION_SPLIT_FILL: 1 ("1"), -1 ("0": off), 0 when unset (the rule) */
 };
 /* Reads the switches above from the environment into *env (the library
  * does so once per process); a forced variant name is copied into
