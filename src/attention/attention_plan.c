@@ -384,8 +384,8 @@ static int64_t merge_passes_of(int64_t tile_rows, int num_splits, int warps, int
  * take two passes, so the 128-row one is kept). H100, GPU time, 1 x 32768
  * keys, GQA 64/8, d64, 15 splits (120 + 16 CTAs on 132 SMs): 31.6 us with
  * the combine after the main grid, 29.2 merged in the 128-row entry with 16
- * splits a warp loaded at once (decision 052; the 8-at-a-time loads built
- * here are not measured). Everywhere else the default share, so every
+ * splits a warp loaded at once (decision 052), 29.4 with the 8-at-a-time
+ * loads of merge_row (decision 056). Everywhere else the default share, so every
  * other plan is unchanged. A function of the call, the SMs and the forcing
  * switch only (not of where the merge runs, nor of the entry): whichever
  * merge runs adds in the same order. force: MGPU_ATTENTION_MERGE16, 1 for
@@ -477,9 +477,10 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
     }
     /* Split fill: packed GQA tiles of at most 8 rows that split take the
      * fewest key blocks a split that keep every split CTA in one wave of
-     * the SMs (one CTA an SM), with at most 16 splits (one merge warp a row
-     * in the wide share: 8 rows then merge in one pass of the 128-row
-     * entry, merge_wide_wanted), where a split then walks at most
+     * the SMs (one CTA an SM), with at most 16 splits (8 tiles of 16 splits
+     * and the combine's CTAs exceed the SMs, so merge_wide_wanted gives one
+     * merge warp a row and the tiles merge in one pass of the 128-row entry;
+     * fewer splits keep the combine, launched early), where a split then walks at most
      * SPLIT_FILL_MAX_KEY_BLOCKS blocks, when that is more splits than the
      * wave rule's: a short CTA waits on its chain (set-up, loads, partials,
      * merge: decisions 031 / 041), so the fewer blocks each walks, the

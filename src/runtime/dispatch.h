@@ -163,7 +163,7 @@ struct mgpu_tensor_map_desc {
     uint64_t byte_strides[MGPU_MAP_MAX_RANK - 1]; /* of dims 1 .. rank - 1 */
     uint32_t box[MGPU_MAP_MAX_RANK];
     int swizzle_128b;   /* 1: 128-byte swizzle, 0: none */
-    int l2_promote;     /* L2 promotion of a missed line: 0 (none), 128 or 256 bytes */
+    int l2_promote;     /* L2 promotion of a missed line: 0 (none), 128, else 256 bytes */
 };
 
 /* The map element type of an mgpu_dtype (fp8 as UINT8: the kernels know the format). */

@@ -37,9 +37,9 @@ mgpu_status mgpu_encode_tensor_map(const struct mgpu_driver *d, const struct mgp
     CUresult r = d->cuTensorMapEncodeTiled(
         out, map_type(m->type), (cuuint32_t)m->rank, (void *)(uintptr_t)m->base, dims, strides, box, elem_strides,
         CU_TENSOR_MAP_INTERLEAVE_NONE, m->swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-        m->l2_promote == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+        m->l2_promote == 0     ? CU_TENSOR_MAP_L2_PROMOTION_NONE
         : m->l2_promote == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                               : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               : CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
         char message[96];
