@@ -129,6 +129,18 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_WS_WIDE(dt, cn, shape) \
     {GEN_GEMM_SM90_PERSISTENT, GEN_SM90A, dt, 512, .gemm = {TN, 192, 192, 64, 4, 1, cn, GEN_B_SAME, shape}}
 #define SM90_WS_WIDE_FAMILY(dt) SM90_WS_WIDE(dt, 1, GEN_GEMM_WIDE_192), SM90_WS_WIDE(dt, 2, GEN_GEMM_WIDE_192_CLUSTER)
+/* 16-bit tiles of other wgmma N (tile_m a multiple of 16 up to 256) x 128,
+ * cooperative, for problems whose waves of 256-row tiles leave SMs idle: the
+ * planner compares the busiest CTA's work of each such row with the plan's
+ * (src/gemm/gemm_plan.c, wave_rows_wanted). 224 rows: 5000^3 runs 460 2-CTA
+ * cluster units in 7 waves of 66 (6.97) where 256 rows run 400 in 7
+ * (6.06). A stage is (224 + 128) x 64 x 2 B = 44 KB: 4 stages and the 32 KB
+ * of epilogue buffers fit the 227 KB. TN only; lone CTAs and 2-CTA
+ * clusters (112 rows of the shared A tile per CTA: K-major A). The last
+ * epilogue box of a 16-bit D overlaps the one before it
+ * (hopper/gemm_sm90_epilogue.cuh). */
+#define SM90_WS_WAVE(dt, tm, st) \
+    SM90_WS_GEMM(dt, tm, st, 1, GEN_GEMM_WAVE, TN), SM90_WS_GEMM(dt, tm, st, 2, GEN_GEMM_WAVE_CLUSTER, TN)
 /* The operand pack: one thread copies 8 16-bit elements (16 bytes) of a
  * packed column at a time. */
 #define GEMM_PACK(arch) {GEN_GEMM_PACK, arch, GEN_ANY_DTYPE, 256, .helper = {8}}
@@ -285,6 +297,8 @@ const struct gen_variant gen_variants[] = {
     SM90_WS_WIDE_FAMILY(GEN_F16), SM90_WS_WIDE_FAMILY(GEN_BF16),
     /* the small-m kernel's tensor-map ring (last, likewise) */
     SM90_SMALL_M_TMA_FAMILY(GEN_BF16), SM90_SMALL_M_TMA_FAMILY(GEN_F16),
+    /* the 16-bit rows of other wgmma N for whole waves (last, likewise) */
+    SM90_WS_WAVE(GEN_F16, 224, 4), SM90_WS_WAVE(GEN_BF16, 224, 4),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);
@@ -302,6 +316,8 @@ const char *const gen_gemm_class_names[GEN_GEMM_CLASS_COUNT] = {
     [GEN_GEMM_LARGE_192_CLUSTER] = "LARGE_192_CLUSTER",
     [GEN_GEMM_WIDE_192] = "WIDE_192",
     [GEN_GEMM_WIDE_192_CLUSTER] = "WIDE_192_CLUSTER",
+    [GEN_GEMM_WAVE] = "WAVE",
+    [GEN_GEMM_WAVE_CLUSTER] = "WAVE_CLUSTER",
 };
 
 const char *gen_dtype_tag(enum gen_dtype d)

@@ -45,6 +45,8 @@ enum gen_gemm_class {
     GEN_GEMM_LARGE_192_CLUSTER, /* the same in 2-CTA clusters (A multicast; K-major A only) */
     GEN_GEMM_WIDE_192,      /* 16-bit, K-major A: 192 x 192 tiles, three consumer warpgroups */
     GEN_GEMM_WIDE_192_CLUSTER, /* the same in 2-CTA clusters (A multicast) */
+    GEN_GEMM_WAVE,          /* 16-bit larger m: tile_m x 128 tiles of other wgmma N for whole waves, one CTA per tile */
+    GEN_GEMM_WAVE_CLUSTER,  /* the same in 2-CTA clusters (A multicast; K-major A only) */
     GEN_GEMM_CLASS_COUNT
 };
 /* The names the generated header gives the classes: MGPU_GEMM_<name>. */

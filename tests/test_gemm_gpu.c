@@ -256,6 +256,26 @@ static void check_persistent_paths(mgpu_dtype t)
             run_tn_row(name, t, wide, quick ? 1 : 2);
             run_forced(&wide[0], name, "2");
         }
+        /* the 224 x 128 tiles (wave_rows_wanted), lone CTAs and 2-CTA clusters: 424 rows end
+         * inside the last epilogue box of 16-bit D, which overlaps the one before it (rows
+         * 384..447 of which 416..447 are new), with beta reading C in place and through direct
+         * stores (odd ldc); fp32 D (whole boxes of 32 rows); several tiles per CTA, the split-K
+         * tail forced (two contributors' partials a tail tile) */
+        const struct gemm_case wave[] = {
+            {MGPU_OP_T, MGPU_OP_N, 424, 300, 256, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
+            {MGPU_OP_T, MGPU_OP_N, 424, 300, 256, 1, t, t, 0, 0, 1, 0, 0, 0, 1.0f, 0.5f},
+            {MGPU_OP_T, MGPU_OP_N, 448, 2000, 320, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, -1.0f},
+            {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        };
+        for (int c = 1; c <= 2; c++) {
+            snprintf(name, sizeof name, "mgpu_gemm_sm90_ws_%s_tn_224x128x64_s4_c%d",
+                     t == MGPU_DTYPE_BF16 ? "bf16" : "f16", c);
+            run_tn_row(name, t, wave, quick ? 3 : 4);
+            run_forced(&wave[0], name, "2");
+            force_setenv("MGPU_FORCE_TAIL_SPLIT", "1");
+            run_forced(&wave[3], name, NULL);
+            force_unsetenv("MGPU_FORCE_TAIL_SPLIT");
+        }
     }
     /* shape classes as the planner takes them on its own (small m, skinny n, packs, batches) */
     struct gemm_case heuristics[] = {
@@ -279,6 +299,8 @@ static void check_persistent_paths(mgpu_dtype t)
         {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
         {MGPU_OP_N, MGPU_OP_N, 3072, 3072, 1024, 1, t, MGPU_DTYPE_F32, 0, 0, 0, 0, 0, 0, 1.0f, 0.5f},
         {MGPU_OP_T, MGPU_OP_T, 2999, 3001, 555, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
+        /* 224 x 128 tiles in 2-CTA clusters (wave_rows_wanted) */
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 1000, 1, t, t, 0, 0, 0, 0, 0, 0, 1.0f, 0.0f},
     };
     for (unsigned i = 0; i < sizeof heuristics / sizeof heuristics[0]; i++)
         run_case(&heuristics[i]);

@@ -457,7 +457,7 @@ static void check_mid_rows(const struct mgpu_device_caps *caps)
         {MGPU_OP_T, MGPU_OP_N, 3072, 3072, 8192, 128, 1, 0}, /* the 128-row tail: 4 x 128 + 47 k-tiles of 128 rows */
         {MGPU_OP_T, MGPU_OP_N, 6000, 6000, 6000, 192, 2, 1}, /* 2304 rows either way; wide: equal work */
         {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 256, 1, 0}, /* 1024 -> 1152 */
-        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 256, 2, 0}, /* 1792 -> 1728: not 7/8 */
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 224, 2, 0}, /* 1792 -> 1728: not 7/8; 224 rows (wave_rows_wanted) */
         {MGPU_OP_T, MGPU_OP_N, 8192, 8192, 8192, 256, 2, 0},
         {MGPU_OP_T, MGPU_OP_N, 2000, 2000, 2000, 256, 1, 0}, /* one wave: few tiles */
     };
@@ -506,6 +506,89 @@ static void check_mid_rows(const struct mgpu_device_caps *caps)
     const struct mgpu_gemm_plan forced = plan_forced(8192, 8192, 8192, 1, caps, &named);
     CHECK(forced.forced && strcmp(mgpu_variants[forced.variant].name, named.variant) == 0,
           "forced 192 x 128: got %s", mgpu_variants[forced.variant].name);
+}
+
+/* The rows of other wgmma N for whole waves (gemm_plan.c, wave_rows_wanted):
+ * the plans of mgpu-bench's large list, of the shapes behind cuBLAS
+ * (docs/decisions/053-gemm-large-behind.md) and of a few odd ones, bf16,
+ * pinned (tile, cluster, tail) on 132 SMs; f16 alike; M-major A has no such
+ * rows; the split-K tail forced keeps the plan so far; forced ping-pong keeps
+ * the cluster choice. */
+static void check_wave_rows(const struct mgpu_device_caps *caps)
+{
+    const struct { int transa, transb; int64_t m, n, k; int tile_m, tile_n, cluster, tail; } cases[] = {
+        /* the large list: unchanged (whole waves of 224 rows within 15/16 nowhere) */
+        {MGPU_OP_T, MGPU_OP_N, 4096, 4096, 4096, 256, 128, 1, 0},
+        {MGPU_OP_T, MGPU_OP_N, 4096, 8192, 4096, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 8192, 8192, 8192, 256, 128, 2, 0}, /* 16 waves x 256 against 18 x 224: 0.996 */
+        {MGPU_OP_T, MGPU_OP_N, 8192, 4096, 4096, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 8192, 6144, 4096, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 8192, 14336, 4096, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 8192, 4096, 14336, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 4000, 4000, 4000, 256, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 16384, 4096, 4096, 256, 128, 2, 0}, /* a --models row */
+        /* behind cuBLAS: 5000^3 takes 224 x 128 clusters (460 units in 7 waves of 66, no tail:
+         * 97 % of a wave), the others keep 192 x 192 / 192 x 128 */
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 5000, 224, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 5000, 5000, 2000, 224, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 3000, 192, 192, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 6000, 6000, 6000, 192, 192, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 1000, 192, 128, 2, 0},
+        {MGPU_OP_T, MGPU_OP_N, 3000, 3000, 4000, 192, 192, 2, 0},
+        /* rows on lines, lone CTAs: 5120^3 (the 256-row tail before), 2560^3 (2 waves either way) */
+        {MGPU_OP_T, MGPU_OP_N, 5120, 5120, 5120, 224, 128, 1, 0},
+        {MGPU_OP_T, MGPU_OP_N, 2560, 2560, 2560, 224, 128, 1, 0},
+        {MGPU_OP_T, MGPU_OP_N, 6144, 6144, 6144, 256, 128, 2, 0},
+        /* M-major A: no 224-row rows; 5000^3 keeps the 256-row clusters and their tail */
+        {MGPU_OP_N, MGPU_OP_N, 5000, 5000, 5000, 256, 128, 2, 4},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct mgpu_gemm_problem p = problem(cases[i].transa, cases[i].transb, MGPU_DTYPE_BF16);
+        p.m = cases[i].m, p.n = cases[i].n, p.k = cases[i].k, p.batch = 1;
+        p.lda = cases[i].transa == MGPU_OP_T ? p.k : p.m;
+        p.ldb = cases[i].transb == MGPU_OP_N ? p.k : p.n;
+        p.ldc = p.m;
+        struct mgpu_gemm_plan plan = {0};
+        mgpu_status s = MGPU_STATUS_SUCCESS;
+        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)p.m,
+              (long long)p.n, (long long)p.k, mgpu_status_string(s));
+        const struct mgpu_variant *v = &mgpu_variants[plan.variant];
+        const int wave = v->gemm.tile_m == 224;
+        CHECK(v->gemm.tile_m == cases[i].tile_m && v->gemm.tile_n == cases[i].tile_n &&
+                  v->gemm.cluster_n == cases[i].cluster && plan.tail_tiles == cases[i].tail && plan.splits == 1 &&
+                  strstr(v->name, "_pp_") == NULL &&
+                  (!wave || (strcmp(plan.shape_class, "large, whole-wave tiles") == 0 &&
+                             v->gemm.shape_class ==
+                                 (cases[i].cluster == 2 ? MGPU_GEMM_WAVE_CLUSTER : MGPU_GEMM_WAVE) &&
+                             plan.grid == caps->sm_count)),
+              "wave case %u %lldx%lldx%lld: got %s (%s, tail %d), want %dx%d c%d tail %d", i, (long long)p.m,
+              (long long)p.n, (long long)p.k, v->name, plan.shape_class, plan.tail_tiles, cases[i].tile_m,
+              cases[i].tile_n, cases[i].cluster, cases[i].tail);
+    }
+    /* f16 alike */
+    struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
+    p.m = p.n = p.k = p.lda = p.ldb = p.ldc = 5000;
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    const struct mgpu_variant *v = pick(&p, caps, NULL, &s);
+    CHECK(v && strcmp(v->name, "mgpu_gemm_sm90_ws_f16_tn_224x128x64_s4_c2") == 0, "f16 5000^3: got %s",
+          v ? v->name : "none");
+    /* the tail forced on: the plan so far (256 x 128 clusters, 4 tail units) */
+    const struct mgpu_gemm_force tail_on = {.tail_split = 1};
+    struct mgpu_gemm_plan plan = plan_forced(5000, 5000, 5000, 1, caps, &tail_on);
+    CHECK(mgpu_variants[plan.variant].gemm.tile_m == 256 && plan.tail_tiles == 4,
+          "5000^3 tail forced: got %s, tail %d", mgpu_variants[plan.variant].name, plan.tail_tiles);
+    /* forced ping-pong: the ping-pong clusters */
+    const struct mgpu_gemm_force pingpong = {.schedule = MGPU_SCHEDULE_PINGPONG};
+    plan = plan_forced(5000, 5000, 5000, 1, caps, &pingpong);
+    CHECK(mgpu_variants[plan.variant].gemm.shape_class == MGPU_GEMM_LARGE_PINGPONG_CLUSTER,
+          "5000^3 ping-pong forced: got %s", mgpu_variants[plan.variant].name);
+    /* forced by name where the planner sends elsewhere; the split-K tail on it (1184 units: 62 past 17 waves of 66) */
+    const struct mgpu_gemm_force named = {.variant = "mgpu_gemm_sm90_ws_bf16_tn_224x128x64_s4_c2", .tail_split = 1};
+    plan = plan_forced(8192, 8192, 8192, 1, caps, &named);
+    CHECK(plan.forced && strcmp(mgpu_variants[plan.variant].name, named.variant) == 0 && plan.tail_tiles == 62 &&
+              plan.workspace_bytes == (size_t)(62 + 66 - 1) * 2 * 224 * 128 * 4,
+          "forced 224 x 128: got %s, tail %d, workspace %zu", mgpu_variants[plan.variant].name, plan.tail_tiles,
+          plan.workspace_bytes);
 }
 
 /* Programmatic dependent launch of the sm_90a persistent kernel
@@ -1272,6 +1355,7 @@ int main(void)
         check_programmatic(&hopper);
         check_tail_split(&hopper);
         check_mid_rows(&hopper);
+        check_wave_rows(&hopper);
         check_small_m_plans(&hopper);
         check_selection_memo(&hopper);
         check_fp8(&hopper);

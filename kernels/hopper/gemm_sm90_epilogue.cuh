@@ -259,6 +259,23 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[kBM / 2], int j0,
     }
 }
 
+/* The epilogue of kFrags fragments from j0 (rows row0 + 8 j0 ..), in
+ * registers: apply_chunk, or alpha alone (`general` false: no C, nothing
+ * fused). For tiles that are not whole TMA boxes (store_tile). */
+template <int kBM, int kFrags, class OutT, bool kTileBias>
+__device__ __forceinline__ void finish_frags(float (&acc)[kBM / 2], int j0, bool general, const mgpu_gemm_args &args,
+                                             const GemmEpilogue &ep, const OutT *c, int row0, int col0,
+                                             const float (&col_b)[2], const TileRowBias<kBM> &rb)
+{
+    if (general) {
+        apply_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, row0 + 8 * j0, 8 * j0, col0, col_b, rb);
+    } else {
+#pragma unroll
+        for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
+            acc[i] *= ep.alpha;
+    }
+}
+
 /* Writes a consumer warpgroup's tile of D (`out` is its batch index in the C
  * tensor map or in C; `ep` has its bias pointed at the tile's batch). The
  * accumulators are overwritten. kTileBias: a per-row bias is read once for
@@ -272,11 +289,19 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
 {
     constexpr int kElemBytes = sizeof(OutT);
     constexpr int kChunkRows = kEpiRowBytes / kElemBytes; /* D rows per chunk */
-    constexpr int kChunks = kBM / kChunkRows;
+    /* A tile_m that is not a whole number of boxes (224 rows of 16-bit D:
+     * 3.5 boxes) ends with a box that overlaps the one before it
+     * (kLastRow0 = tile_m - one box): the overlap's fragments, already
+     * finished by the previous chunk, are staged again and their bytes
+     * stored a second time unchanged; the epilogue applies to the new
+     * fragments only, so C (which may be D itself) is read once per
+     * element, before any store of it. */
+    constexpr int kChunks = (kBM + kChunkRows - 1) / kChunkRows;
     constexpr int kFragsPerChunk = kChunkRows / 8; /* i/4 groups of 8 rows */
+    constexpr int kLastRow0 = kBM - kChunkRows;     /* first row of the last box within the tile */
     constexpr int kChunkElems = kEpiCols * kChunkRows;
     constexpr int kThreads = 128;
-    static_assert(kBM % kChunkRows == 0, "tile rows must be whole TMA boxes");
+    static_assert(kBM % 8 == 0 && kBM >= kChunkRows, "tile rows: whole fragments, at least one TMA box");
     static_assert(kBufs == 1 || kBufs == 2, "one or two epilogue buffers");
     const int t = threadIdx.x % kThreads, w = t / 32, l = t % 32;
     const bool leader = t == 0;
@@ -303,22 +328,34 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
 
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
-        const int chunk_row0 = row0 + ch * kChunkRows;
-        if (chunk_row0 >= args.m)
+        /* the chunk's box: rows chunk_row0 .. of D (the last one from kLastRow0 where the tile is not
+         * whole boxes) */
+        const int chunk_row0 =
+            row0 + (kBM % kChunkRows == 0 || ch * kChunkRows < kLastRow0 ? ch * kChunkRows : kLastRow0);
+        if ((kBM % kChunkRows == 0 ? chunk_row0 : row0 + ch * kChunkRows) >= args.m)
             break; /* uniform: the rest of the tile lies below m */
-        if (general) {
-            apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
-                                                              ch * kChunkRows, col0, col_b, rb);
-        } else { /* alpha * acc: no C, nothing fused */
+        if constexpr (kBM % kChunkRows == 0) {
+            if (general) {
+                apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
+                                                                  ch * kChunkRows, col0, col_b, rb);
+            } else { /* alpha * acc: no C, nothing fused */
 #pragma unroll
-            for (int i = 4 * ch * kFragsPerChunk; i < 4 * (ch + 1) * kFragsPerChunk; ++i)
-                acc[i] *= ep.alpha;
+                for (int i = 4 * ch * kFragsPerChunk; i < 4 * (ch + 1) * kFragsPerChunk; ++i)
+                    acc[i] *= ep.alpha;
+            }
+        } else if (ch < kChunks - 1) {
+            finish_frags<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, general, args, ep, c, row0,
+                                                               col0, col_b, rb);
+        } else { /* the last box: only the fragments past the one before it */
+            finish_frags<kBM, (kBM % kChunkRows) / 8, OutT, kTileBias>(acc, ch * kFragsPerChunk, general, args, ep, c,
+                                                                      row0, col0, col_b, rb);
         }
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)
             tma_store_wait_read<kBufs - 1>(); /* this buffer's last store has read it */
         named_barrier_sync(barrier_id, 128);
-        stage_chunk<kBM, kFragsPerChunk, OutT>(acc, ch * kFragsPerChunk, s);
+        stage_chunk<kBM, kFragsPerChunk, OutT>(acc, (kBM % kChunkRows == 0 ? ch * kChunkRows : chunk_row0 - row0) / 8,
+                                               s);
         if (!direct) {
             fence_smem_to_async();
             named_barrier_sync(barrier_id, 128);

@@ -135,7 +135,7 @@ struct PersistentGemmConfig {
     static constexpr bool kFp8 = kIsFp8<TA>;
     static constexpr bool kAKMajor = kAKMajor_;
     static constexpr bool kBKMajor = kBKMajor_;
-    static constexpr int kBM = kBM_; /* D rows per tile: the wgmma N */
+    static constexpr int kBM = kBM_; /* D rows per tile: the wgmma N (16-bit: any multiple of 16 up to 256) */
     static constexpr int kBN = kBN_; /* D columns per tile: 64 per consumer warpgroup (1 to 3 of them) */
     static constexpr int kRowBytes = 128; /* one 128-byte swizzle row of K per k-tile */
     static constexpr int kBK = kRowBytes / static_cast<int>(sizeof(TA)); /* elements: 64 (16-bit), 128 (fp8) */
@@ -196,12 +196,16 @@ struct PersistentGemmConfig {
                   "two consumer warpgroups of m64 (384 threads), one (256 threads, cooperative only) or three "
                   "(512 threads: 16-bit cooperative 192 x 192 tiles)");
     static_assert(!kPingPong || (!kFp8 && kBM == 128), "ping-pong: 16-bit 128 x 128 tiles per warpgroup");
-    static_assert(kFp8 ? (kBM == 128 || kBM == 192) : (kBM == 64 || kBM == 128 || kBM == 192 || kBM == 256),
-                  "tile_m must be a wgmma N: 64, 128, 192 or 256 (16-bit); 128 or 192 (fp8: two register sets)");
+    static_assert(kFp8 ? (kBM == 128 || kBM == 192)
+                       : (kBM >= 64 && kBM <= 256 && kBM % 16 == 0 && (kBM % 64 == 0 || (kBN == 128 && !kPingPong))),
+                  "tile_m must be a wgmma N: 64..256, a multiple of 16 (16-bit; other than 64, 128, 192, 256 only "
+                  "for the cooperative 128-column tiles, and the wgmma shape instantiated in wgmma.cuh); 128 or 192 "
+                  "(fp8: two register sets)");
     static_assert(kSchedule_ == kScheduleCooperative || kSchedule_ == kSchedulePingPong, "schedule");
     static_assert(kPromoteKTiles >= 1, "promote at least every k-tile");
     static_assert(kStages >= 4, "at least four stages");
     static_assert(kClusterN == 1 || kClusterN == 2, "clusters of one or two CTAs");
+    static_assert(kAKMajor || kBM % 64 == 0, "M-major A is loaded in 64-row chunks: tile_m a multiple of 64");
     static_assert(kAKMajor ? kAPartRows % 8 == 0 : kAPartRows % 64 == 0,
                   "each CTA of a cluster loads whole swizzle atoms (K-major) or 64-row chunks (M-major) of A");
     static_assert(kSmemBytes + 2 * kStages * 8 <= 227 * 1024, "shared memory over the 227 KB per-block limit");

@@ -66,7 +66,8 @@ __device__ __forceinline__ bool combine_splits(float (&acc)[Cfg::kBM / 2], const
 {
     constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
     constexpr int64_t kSlotFloats = 128 * Cfg::kBM / 2;
-    constexpr int kLoadBatch = 8; /* float4 loads in flight per thread */
+    /* float4 loads in flight per thread: 8, or 4 where tile_m is not a multiple of 64 (224 rows) */
+    constexpr int kLoadBatch = kQuads % 8 == 0 ? 8 : 4;
     static_assert(kQuads % kLoadBatch == 0, "whole load batches");
     const int tid = threadIdx.x % 128;
     const int64_t tiles_n = static_cast<int64_t>(sched.cols) * sched.cluster_n;

@@ -152,7 +152,8 @@ __device__ __forceinline__ bool combine_tail(float (&acc)[Cfg::kBM / 2], const m
         return true; /* the whole tile lies in this CTA's range */
     constexpr int kQuads = Cfg::kBM / 8; /* float4s per thread */
     constexpr int64_t kSlotQuads = 128 * kQuads;
-    constexpr int kLoadBatch = 8;
+    /* float4 loads in flight per thread: 8, or 4 where tile_m is not a multiple of 64 (224 rows) */
+    constexpr int kLoadBatch = kQuads % 8 == 0 ? 8 : 4;
     static_assert(kQuads % kLoadBatch == 0, "whole load batches");
     /* the runtime's workspace and counters (gemm_plan.c) are laid out for these */
     static_assert(Cfg::kBN == 128 && Cfg::kConsumers == 2, "slots of tile_m x 128 floats, two consumers");

@@ -6,7 +6,7 @@
  *   wgmma_ss<T, kTnspA, kTnspB[, kScaleA]>(d, desc_a, desc_b, scale_d)
  *       m64nNk16, T = f16 / bf16, A and B from shared memory, each K-major (0)
  *       or MN-major (1, the transpose bit); N in {16, 32, 64, 80, 96, 112,
- *       128, 192, 256}; kScaleA = -1 subtracts A B (the instruction's
+ *       128, 192, 224, 256}; kScaleA = -1 subtracts A B (the instruction's
  *       imm-scale-a), 1 (the default) adds it.
  *   wgmma_rs<T, kTnspB>(d, a, desc_b, scale_d)                m64nNk16, T = f16 / bf16,
  *       A from registers (4 x 32 bits per thread), B from shared memory;
@@ -305,7 +305,7 @@ constexpr bool kIsE4m3 = std::is_same_v<T, __nv_fp8_e4m3>;
 
 /* ---- the shapes -------------------------------------------------------------
  * SS 16-bit: attention S = Q K^T (N = key block 80, 112, 128) and its
- * backward's products; the 16-bit GEMM (N = tile_m 64, 128, 256).
+ * backward's products; the 16-bit GEMM (N = tile_m 64, 128, 192, 224, 256).
  * RS 16-bit: attention O += P V (N = head dim) and its backward's products.
  * SS fp8: the fp8 GEMM (N = tile_m 128, 192), fp8 attention S = Q K^T (N = key block 128).
  * RS fp8: fp8 attention O += P V (N = head dim 128). */
@@ -317,6 +317,7 @@ MGPU_WGMMA_SS(96, 48)
 MGPU_WGMMA_SS(112, 56)
 MGPU_WGMMA_SS(128, 64)
 MGPU_WGMMA_SS(192, 96)
+MGPU_WGMMA_SS(224, 112)
 MGPU_WGMMA_SS(256, 128)
 
 MGPU_WGMMA_RS(16, 8)

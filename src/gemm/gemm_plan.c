@@ -47,6 +47,13 @@
  *                            three consumer warpgroups) where the busiest
  *                            CTA's work is at most 17/16 of theirs
  *                            (wide_wanted; not with MGPU_FORCE_TAIL_SPLIT=1);
+ *                            16-bit, one batch entry, beyond one wave, any
+ *                            of these -> MGPU_GEMM_WAVE[_CLUSTER] (tiles of
+ *                            other wgmma N, e.g. 224 x 128, the same cluster
+ *                            choice) where whole waves of them give the
+ *                            busiest CTA at most 15/16 of the plan's work,
+ *                            weighted by operand bytes per product
+ *                            (wave_rows_wanted);
  *   large, 16-bit, MGPU_FORCE_SCHEDULE=pingpong
  *                         -> the same on the ping-pong rows
  *                            (MGPU_GEMM_LARGE_PINGPONG[_CLUSTER]: a 128 x 128
@@ -540,6 +547,7 @@ struct gemm_fit {
     int narrow;            /* small m on the 64-column tile (narrow_wanted) */
     int half_rows;         /* 128-row tiles for their fewer waves (half_rows_wanted) */
     int mid_rows;          /* 192-row tiles for their fuller waves (mid_rows_wanted) */
+    int wave_rows;         /* want == MGPU_GEMM_WAVE[_CLUSTER]: the tile_m of that row (wave_rows_wanted) */
 };
 
 /* 0: v cannot compute the problem; else its preference: the persistent
@@ -579,6 +587,8 @@ static int gemm_fits(const struct mgpu_variant *v, const void *ctx)
             return 0;
         if (v->gemm.tile_n == NARROW_TILE_N) /* only where narrow_wanted chose it, else forcible only */
             return f->narrow && v->gemm.shape_class == f->want ? 5 : 1;
+        if (v->gemm.shape_class == MGPU_GEMM_WAVE || v->gemm.shape_class == MGPU_GEMM_WAVE_CLUSTER)
+            return v->gemm.shape_class == f->want && v->gemm.tile_m == f->wave_rows ? 4 : 1;
         if (v->gemm.shape_class == f->want)
             return 4;
         return v->gemm.shape_class == MGPU_GEMM_LARGE ? 3 : 1;
@@ -965,6 +975,84 @@ static void wide_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_dev
     f->mid_rows = 0;
 }
 
+/* 16-bit problems of one batch entry beyond one wave, on the cooperative
+ * 256 x 128, 192 x 128, 128 x 128 (for their waves) or 192 x 192 tiles so
+ * far: the rows of other wgmma N (MGPU_GEMM_WAVE, WAVE_CLUSTER with the same
+ * cluster choice; gen/variants.c, SM90_WS_WAVE) whose waves leave fewer SMs
+ * idle. Each is scored by its busiest CTA's work, tile area x k-tiles over
+ * whole waves (the split-K tail left out on both sides: where the plan
+ * takes it, it measured 1-2 % where this count promises 13 %: 5000^3,
+ * docs/decisions/053-gemm-large-behind.md), times a penalty for the
+ * operand bytes a tile moves per product, (tm + tn) / (tm tn), against the
+ * 256 x 128 tile's: a quarter of the excess (a 192 x 128 tile, 11 % more
+ * bytes, ran as fast per product within 1-2 % at 8192^3: decision 040; the
+ * 192 x 192 one, 11 % fewer, 2-9 % faster: decision 046). The best row is
+ * taken when its score is at most WAVE_SHARE_NUM / WAVE_SHARE_DEN of the
+ * plan's; not where MGPU_FORCE_TAIL_SPLIT=1 asks for the tail (the plan so
+ * far keeps it, as measured in decision 038). 5000^3 on 132 SMs: 400 cluster units of 256 x 256 in 7 waves of
+ * 66 (6.06) against 460 of 224 x 256 in 7 (6.97): 0.89. */
+#define WAVE_BY_DEFAULT 1
+#define WAVE_SHARE_NUM 15
+#define WAVE_SHARE_DEN 16
+
+/* The busiest CTA's work on v in tile area x k-tiles over whole waves (no
+ * tail), weighted by its operand bytes per product; < 0 for one wave. */
+static double wave_score(const struct mgpu_gemm_problem *p, const struct mgpu_variant *v, int64_t sms, int64_t ctas)
+{
+    static const struct mgpu_gemm_force no_tail = {.tail_split = -1};
+    const int64_t tm = v->gemm.tile_m, tn = v->gemm.tile_n;
+    const int64_t rows = busiest_work(p, v, &no_tail, sms, tm, tn, ctas);
+    if (rows < 0)
+        return -1.0;
+    /* bytes per product against the 256 x 128 tile's, (tm + tn) / (tm tn) / ((256 + 128) / (256 x 128)) */
+    const double bytes = (double)(tm + tn) * 256.0 * 128.0 / ((double)tm * (double)tn * (256.0 + 128.0));
+    return (double)rows * (double)tn * (3.0 + bytes) / 4.0;
+}
+
+static void wave_rows_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps,
+                             const struct mgpu_gemm_force *force, struct gemm_fit *f)
+{
+    if (!WAVE_BY_DEFAULT || (force && force->tail_split > 0) || mgpu_dtype_is_fp8(p->a_dtype) || p->batch != 1 ||
+        p->m <= SMALL_M || f->few_tiles)
+        return;
+    const int cluster = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER ||
+                        f->want == MGPU_GEMM_WIDE_192_CLUSTER;
+    const enum mgpu_gemm_shape_class now_class = f->half_rows ? MGPU_GEMM_SMALL_M : f->want;
+    if (!cluster && now_class != MGPU_GEMM_LARGE && now_class != MGPU_GEMM_LARGE_192 &&
+        now_class != MGPU_GEMM_WIDE_192 && now_class != MGPU_GEMM_SMALL_M)
+        return;
+    const struct mgpu_variant *now_row = class_row(p, caps, now_class);
+    if (!now_row)
+        return;
+    const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
+    const int64_t ctas = cluster ? 2 : 1;
+    const double now = wave_score(p, now_row, sms, ctas);
+    if (now < 0)
+        return; /* one wave: the wave count is no guide (013) */
+    const enum mgpu_gemm_shape_class wave_class = cluster ? MGPU_GEMM_WAVE_CLUSTER : MGPU_GEMM_WAVE;
+    const struct mgpu_variant *best = NULL;
+    double best_score = now * WAVE_SHARE_NUM / WAVE_SHARE_DEN;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (v->kind != MGPU_KIND_GEMM_SM90_PERSISTENT || v->gemm.shape_class != wave_class ||
+            v->cc_major != caps->cc_major || v->cc_minor != caps->cc_minor || v->dtype != p->a_dtype ||
+            v->gemm.b_dtype != p->b_dtype || v->gemm.a_kmajor != (p->transa == MGPU_OP_T) ||
+            v->gemm.b_kmajor != (p->transb == MGPU_OP_N))
+            continue;
+        const double score = wave_score(p, v, sms, ctas);
+        if (score >= 0 && score <= best_score) {
+            best = v;
+            best_score = score;
+        }
+    }
+    if (!best)
+        return;
+    f->want = wave_class;
+    f->wave_rows = best->gemm.tile_m;
+    f->half_rows = 0;
+    f->mid_rows = 0;
+}
+
 /* The persistent shape class the heuristic wants for p. */
 static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps, struct gemm_fit *f)
 {
@@ -1019,7 +1107,8 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
                             struct gemm_fit *f)
 {
     /* a large problem on 128 x 128 tiles for their waves (half_rows_wanted) counts as large here */
-    const int wide = f->want == MGPU_GEMM_WIDE_192 || f->want == MGPU_GEMM_WIDE_192_CLUSTER;
+    const int wide = f->want == MGPU_GEMM_WIDE_192 || f->want == MGPU_GEMM_WIDE_192_CLUSTER ||
+                     f->want == MGPU_GEMM_WAVE || f->want == MGPU_GEMM_WAVE_CLUSTER;
     if (f->want != MGPU_GEMM_LARGE && f->want != MGPU_GEMM_LARGE_CLUSTER && !f->mid_rows && !wide &&
         !(f->half_rows && p->m > SMALL_M))
         return;
@@ -1037,7 +1126,7 @@ static void choose_schedule(const struct mgpu_gemm_problem *p, const struct mgpu
         schedule == MGPU_SCHEDULE_PINGPONG || (schedule == MGPU_SCHEDULE_DEFAULT && PINGPONG_BY_DEFAULT);
     if (pingpong)
         f->want = f->want == MGPU_GEMM_LARGE_CLUSTER || f->want == MGPU_GEMM_LARGE_192_CLUSTER ||
-                          f->want == MGPU_GEMM_WIDE_192_CLUSTER
+                          f->want == MGPU_GEMM_WIDE_192_CLUSTER || f->want == MGPU_GEMM_WAVE_CLUSTER
                       ? MGPU_GEMM_LARGE_PINGPONG_CLUSTER
                       : MGPU_GEMM_LARGE_PINGPONG;
 }
@@ -1584,7 +1673,7 @@ struct selection_memo {
     struct selection_key key;
     int variant;
     enum mgpu_gemm_shape_class want;
-    int tma, decode_rows, decode_cols, decode_stages, few_tiles, narrow, half_rows, mid_rows;
+    int tma, decode_rows, decode_cols, decode_stages, few_tiles, narrow, half_rows, mid_rows, wave_rows;
 };
 static _Thread_local struct selection_memo selection_memo[SELECTION_MEMO];
 static _Thread_local int selection_memo_next;
@@ -1639,6 +1728,7 @@ static int selection_recall(const struct selection_key *key, struct gemm_fit *fi
             fit->narrow = e->narrow;
             fit->half_rows = e->half_rows;
             fit->mid_rows = e->mid_rows;
+            fit->wave_rows = e->wave_rows;
             return e->variant;
         }
     }
@@ -1661,6 +1751,7 @@ static void selection_keep(const struct selection_key *key, const struct gemm_fi
     e->narrow = fit->narrow;
     e->half_rows = fit->half_rows;
     e->mid_rows = fit->mid_rows;
+    e->wave_rows = fit->wave_rows;
 }
 
 int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_device_caps *caps,
@@ -1697,6 +1788,8 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
         fit.tma = mgpu_gemm_tma_eligible(p);
         wanted_shape(p, caps, &fit);
         wide_wanted(p, caps, force, &fit);
+        if (caps->cc_major == 9 && caps->cc_minor == 0)
+            wave_rows_wanted(p, caps, force, &fit);
         if (caps->cc_major == 9 && caps->cc_minor == 0)
             choose_schedule(p, force, &fit);
         variant = mgpu_registry_lookup(&lookup, &plan->forced, status);
@@ -1737,6 +1830,9 @@ int mgpu_plan_gemm(const struct mgpu_gemm_problem *problem, const struct mgpu_de
                                     ? "large, 192 x 192 tiles"
                                 : fit.mid_rows      ? (plan->tail_tiles > 0 ? "large, 192-row tiles, split-K tail"
                                                                             : "large, 192-row tiles")
+                                : fit.want == MGPU_GEMM_WAVE || fit.want == MGPU_GEMM_WAVE_CLUSTER
+                                    ? (plan->tail_tiles > 0 ? "large, whole-wave tiles, split-K tail"
+                                                            : "large, whole-wave tiles")
                                 : pp                ? "large, ping-pong"
                                 : plan->tail_tiles > 0 ? "large, split-K tail"
                                                     : "large";
