@@ -199,7 +199,7 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
 {
     const struct mgpu_variant *m = &mgpu_variants[plan->main], *pre = &mgpu_variants[plan->pre],
                               *post = &mgpu_variants[plan->post];
-    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0, 0, 0};
+    struct mgpu_attention_bwd_tile tile = {0, 0, 0, 0, 0, 0, 0};
     CHECK(mgpu_attention_bwd_tile(head_dim, &tile) == 0, "ABI tile for d=%d", head_dim);
     CHECK(m->kind == kind && m->dtype == (int)dt && m->attention.head_dim == head_dim && m->cc_major == caps->cc_major &&
               m->cc_minor == caps->cc_minor && m->threads == MGPU_ATTENTION_BWD_THREADS,
@@ -428,10 +428,7 @@ static void test_plan(void)
     CHECK(plan.tile.block_m == 64 && plan.tile.block_n == 128, "d=128 tile 64x128");
     CHECK(plan.main_grid == 12 * 16 * 2, "main grid %u: ceil(1500 / 128) * 16 heads * 2", plan.main_grid);
     CHECK(plan.pre_grid == 16 * 16 * 2, "pre grid %u: ceil(1000 / 64) * 16 * 2", plan.pre_grid);
-    /* sm_90a at head dim 128: the main kernel converts dQ, the postprocess sums the GQA key tiles only */
-    CHECK(a->dq_in_main == (plan_device() == &hopper), "dq_in_main %d", a->dq_in_main);
-    CHECK(plan.post_grid == (a->dq_in_main ? 0 : 16 * 16 * 2) + 12 * 4 * 2,
-          "post grid %u: query tiles (unless dq_in_main) + GQA key tiles", plan.post_grid);
+    CHECK(plan.post_grid == 16 * 16 * 2 + 12 * 4 * 2, "post grid %u: query tiles + GQA key tiles", plan.post_grid);
     CHECK(a->n_blocks == 12 && a->group_size == 4 && a->causal == 1 && a->window_left == 256 &&
               a->window_right == -1 && a->softcap == 30.0f && a->deterministic == 0,
           "args");
@@ -469,10 +466,8 @@ static void test_plan(void)
     CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
     CHECK(plan.tile.block_n == (d.head_dim == 256 ? 64 : 128) &&
               plan.main_grid == (unsigned)(1500 + plan.tile.block_n - 1) / plan.tile.block_n * 16 * 2 &&
-              plan.post_grid == (plan.args.dq_in_main ? 0 : plan.pre_grid) &&
-              plan.args.dq_in_main == (plan_device() == &hopper && d.head_dim == 128),
-          "d=%lld MHA grids %u %u %u (dq_in_main %d: no postprocess)", (long long)d.head_dim, plan.main_grid,
-          plan.pre_grid, plan.post_grid, plan.args.dq_in_main);
+              plan.post_grid == plan.pre_grid,
+          "d=%lld MHA grids %u %u %u", (long long)d.head_dim, plan.main_grid, plan.pre_grid, plan.post_grid);
     CHECK(plan.workspace_bytes == expected_workspace(2, 16, 16, 1000, 1500, d.head_dim, 0, 0, 0),
           "MHA workspace %zu", plan.workspace_bytes);
     mgpu_attention_bwd_place_scratch(&plan, 0x100000);
@@ -554,13 +549,11 @@ static void test_dq_fragment_order(void)
     static const int dims[] = {64, 96, 128, 192, 256};
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const int d = dims[di];
-        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0};
         CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
         CHECK(t.block_m == 64 && t.dq_cols0 % 8 == 0 && t.dq_cols0 > 0 && t.dq_cols0 < d, "d%d: dq_cols0 %d", d,
               t.dq_cols0);
         CHECK(t.dq_buffers == (d <= 128 ? 2 : 0), "d%d: dq_buffers %d", d, t.dq_buffers);
-        CHECK(t.dq_convert == (d == 64 || d == 128) && (!t.dq_convert || t.dq_buffers > 0), "d%d: dq_convert %d", d,
-              t.dq_convert);
         /* tmap_dq's box width divides both consumers' column ranges (split_dim only) */
         CHECK(d <= 128 ? t.dq_box_cols == 0
                        : t.dq_box_cols % 32 == 0 && t.dq_cols0 % t.dq_box_cols == 0 &&
@@ -608,7 +601,7 @@ static void test_sm100_cta_map(void)
     enum { HEADS = 3, MAX_KEYS = 128 * 9 };
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const int d = dims[di];
-        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_bwd_tile t = {0, 0, 0, 0, 0, 0, 0};
         CHECK(mgpu_attention_bwd_tile(d, &t) == 0, "tile of head dim %d", d);
         const int slices = mgpu_attention_bwd_sm100_slices(d);
         const int keys_per_cta = 128, slice_cols = d > 128 ? 128 : d;
@@ -688,58 +681,9 @@ static void test_sm90_cta_map(void)
     }
 }
 
-/* mgpu_attention_bwd_q_block_keys against the CTAs' side (the sm_90a
- * kernel's attn_bwd_work_at): for every query block, the key blocks whose
- * CTAs walk it are exactly those of its keys [lo, hi), and none when the
- * interval is empty (the main kernel then counts the adds that make a
- * dq_accum tile final, the preprocess writes dQ = 0 for the empty ones). */
-static void test_q_block_keys(void)
-{
-    static const int seq[][2] = {{1, 1}, {7, 300}, {300, 7}, {129, 1000}, {1000, 129}, {640, 640}, {65, 63}};
-    static const int windows[][2] = {{-1, -1}, {0, 0}, {5, -1}, {-1, 3}, {200, 100}, {64, 0}, {1000, 1000}};
-    const int block_m = 64;
-    for (int bn = 0; bn < 2; bn++) {
-        const int block_n = bn ? 64 : 128;
-        for (size_t si = 0; si < sizeof seq / sizeof seq[0]; si++) {
-            for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
-                for (int causal = 0; causal < 2; causal++) {
-                    const int sq = seq[si][0], sk = seq[si][1], wl = windows[wi][0];
-                    const int wr_arg = windows[wi][1];
-                    const int wr = causal ? 0 : wr_arg, diag = sk - sq;
-                    const int m_blocks = (sq + block_m - 1) / block_m, n_blocks = (sk + block_n - 1) / block_n;
-                    for (int m = 0; m < m_blocks; m++) {
-                        int lo, hi, first = -1, last = -1, holes = 0;
-                        mgpu_attention_bwd_q_block_keys(sq, sk, wl, wr_arg, causal, block_m, m, &lo, &hi);
-                        for (int n = 0; n < n_blocks; n++) {
-                            const int k0 = n * block_n, k1 = k0 + block_n < sk ? k0 + block_n : sk;
-                            int row_lo = wr >= 0 ? k0 - diag - wr : 0;
-                            int row_hi = wl >= 0 ? k1 - 1 - diag + wl : sq - 1;
-                            row_lo = row_lo < 0 ? 0 : row_lo;
-                            row_hi = row_hi > sq - 1 ? sq - 1 : row_hi;
-                            const int walks = k0 < k1 && row_lo <= row_hi && row_lo / block_m <= m &&
-                                              m <= row_hi / block_m;
-                            if (walks) {
-                                holes += last >= 0 && last != n - 1;
-                                first = first < 0 ? n : first;
-                                last = n;
-                            }
-                        }
-                        CHECK(holes == 0 && (first < 0 ? hi <= lo
-                                                       : hi > lo && lo / block_n == first && (hi - 1) / block_n == last),
-                              "sq %d sk %d window (%d, %d) causal %d block_n %d, query block %d: keys [%d, %d), "
-                              "key blocks walking it %d..%d",
-                              sq, sk, wl, wr_arg, causal, block_n, m, lo, hi, first, last);
-                    }
-                }
-            }
-        }
-    }
-}
-
 int main(void)
 {
     test_dq_fragment_order();
-    test_q_block_keys();
     test_sm100_cta_map();
     test_sm90_cta_map();
     test_validation();

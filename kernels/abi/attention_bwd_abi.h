@@ -43,15 +43,6 @@
  *    into dk_accum / dv_accum (fp32).
  * 3. postprocess: dQ = softmax_scale * dq_accum -> 16-bit dq (with dq strides);
  *    group_size > 1: dK = dk_accum, dV = dv_accum -> 16-bit dk / dv.
- *    dq_in_main != 0 (the sm_90a kernel where the tile's dq_convert is 1): the main kernel
- *    converts dQ itself and the postprocess takes only the GQA key tiles (no
- *    launch at all when group_size == 1): the CTA whose add into a query
- *    block's dq_accum tile is the last one converts that tile (same math, so
- *    the same bits). Last: deterministic, the block's last turn; otherwise
- *    dq_semaphore counts the adds (an acq_rel atomic once the CTA's add is
- *    complete) and the CTA that brings it to the number of key blocks that
- *    see the block converts. Query blocks that no key sees get dQ = 0 from
- *    the preprocess (mgpu_attention_bwd_q_block_keys).
  *
  * ---- Scratch (the handle's workspace; see mgpu_attention_bwd_scratch_layout) ---
  *
@@ -185,8 +176,7 @@
  * columns of consumer 0 (consumer 1 has the rest). dq_box_cols: columns of
  * one box of tmap_dq (split_dim only, else 0): a width that divides both
  * consumers' column ranges (each consumer warp adds its 16 rows in
- * columns / dq_box_cols boxes). dq_convert: the sm_90a kernel can convert
- * dQ itself (dq_in_main; 1 at head dims 64 and 128).
+ * columns / dq_box_cols boxes).
  */
 struct mgpu_attention_bwd_tile {
     int block_m;
@@ -196,7 +186,6 @@ struct mgpu_attention_bwd_tile {
     int dq_buffers;
     int dq_cols0;
     int dq_box_cols;
-    int dq_convert;
 };
 
 /* 0 on success, -1 for a head dim without kernels. */
@@ -211,7 +200,6 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
     t->dq_buffers = head_dim <= 128 ? 2 : 0;
     t->dq_cols0 = head_dim <= 64 ? head_dim / 2 : (head_dim / 2 + 63) / 64 * 64;
     t->dq_box_cols = !t->split_dim ? 0 : 2 * t->dq_cols0 == head_dim ? t->dq_cols0 : 64;
-    t->dq_convert = head_dim == 64 || head_dim == 128;
     return 0;
 }
 
@@ -253,32 +241,6 @@ MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_dq_offset(const struct mgpu_att
     const int cc = c - c0;
     const int thread = 32 * (r / 16) + 4 * (r % 8) + (cc % 8) / 2;
     return (int64_t)t->block_m * c0 + (128 * (cc / 8) + thread) * 4 + 2 * ((r % 16) / 8) + (cc % 2);
-}
-
-/*
- * The keys that query block m_block (rows [m_block * block_m, + block_m) of a
- * sequence of seqlen_q queries and seqlen_k keys) sees under the mask of the
- * forward ABI (causal bottom-right aligned, folded into the right window):
- * [*key_lo, *key_hi). Each row sees an interval of keys whose ends grow with
- * the row, so the block's keys are one interval too, from its first row's
- * start to its last row's end; empty (*key_hi <= *key_lo) when no row sees
- * a key.
- */
-MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_q_block_keys(int seqlen_q, int seqlen_k, int window_left,
-                                                           int window_right, int causal, int block_m, int m_block,
-                                                           int *key_lo, int *key_hi)
-{
-    const int diag = seqlen_k - seqlen_q;
-    const int first = m_block * block_m;
-    const int last = (first + block_m < seqlen_q ? first + block_m : seqlen_q) - 1;
-    if (causal)
-        window_right = 0; /* min(window_right, 0), or 0 when unbounded */
-    int lo = window_left < 0 ? 0 : first + diag - window_left;
-    int hi = seqlen_k;
-    if (window_right >= 0 && last + diag + window_right + 1 < hi)
-        hi = last + diag + window_right + 1;
-    *key_lo = lo < 0 ? 0 : lo;
-    *key_hi = hi;
 }
 
 /*
@@ -428,8 +390,6 @@ struct mgpu_attention_bwd_args {
     int32_t deterministic;    /* 0 or 1, see above */
     int32_t n_blocks;         /* ceil(seqlen_k / block_n): key blocks per (head, sequence) in the grid */
     int32_t pair_group;       /* G of the sm_90a main kernel's grid order (see Launch), >= 1 */
-    int32_t dq_in_main;       /* 1: the main kernel converts dQ (see the three launches), 0: the postprocess */
-    int32_t reserved0;        /* 0 */
     /* Inputs read by the preprocess (O, dO, LSE) and outputs (dQ, dK, dV). */
     int64_t o_batch_stride, o_seq_stride, o_head_stride;
     int64_t do_batch_stride, do_seq_stride, do_head_stride;

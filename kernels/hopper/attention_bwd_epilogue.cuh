@@ -8,8 +8,6 @@
  *     256) through the stage's freed Q / dO column blocks and tensor bulk
  *     reductions (tmap_dq, 16-row boxes of 128 / 64 columns, one or two per
  *     consumer warp) by the split dims' dQ writer.
- *   - dq_in_main: the CTA whose add into a query block's dq_accum tile is the
- *     last one converts the tile into the caller's dQ (the dQ converters).
  *   - dK, dV of the key block at the end: 16-bit stores clipped to seqlen_k
  *     (group_size == 1) or fp32 vector reductions into dk_accum / dv_accum
  *     (GQA: every query head of the group adds its part).
@@ -54,13 +52,6 @@ __device__ __forceinline__ int ld_acquire_s32(const int *addr)
 __device__ __forceinline__ void st_release_s32(int *addr, int v)
 {
     asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(addr), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ int atom_add_acq_rel_s32(int *addr, int v)
-{
-    int old;
-    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(addr), "r"(v) : "memory");
-    return old;
 }
 
 /* Consumer thread 0 (of both consumers) waits for `turn`; all 256 consumer
@@ -311,17 +302,6 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
         mbar_arrive(&smem.dq_full[b]);
 }
 
-/* The writer hands query block m (-1: the end) to the converters, in ring
- * slot j % kConvSlots once they are done with its previous use. */
-template <class Cfg>
-__device__ __forceinline__ void attn_bwd_post_conversion(typename Cfg::SharedStorage &smem, int j, int m)
-{
-    const int slot = j % Cfg::kConvSlots;
-    mbar_wait(&smem.conv_empty[slot], ((j / Cfg::kConvSlots) & 1) ^ 1);
-    smem.conv_m[slot] = m;
-    mbar_arrive(&smem.conv_full[slot]);
-}
-
 /*
  * The dQ writer (one thread of warpgroup 0): per query block, in the
  * consumers' order, waits for the block's buffer, adds the whole tile into
@@ -329,17 +309,11 @@ __device__ __forceinline__ void attn_bwd_post_conversion(typename Cfg::SharedSto
  * has read it. Deterministic: before adding, waits (while the consumers go
  * on) until dq_semaphore equals this key block's turn; after freeing the
  * buffer, waits for the adds to complete and hands the turn on.
- * dq_in_main (kDqConvert): it also waits for the adds to complete when not
- * deterministic and counts them in dq_semaphore (atom.add.acq_rel.gpu after
- * the bulk group's completion and a proxy fence, as the turn's release);
- * the block's last add (the last turn, or the count reaching the number of
- * key blocks that see the block) hands it to the converters.
  */
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
                                                    typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
-    int posted = 0; /* blocks handed to the converters */
     for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
         const int b = i % Cfg::kDqBuffers;
         float *dst = reinterpret_cast<float *>(a.dq_accum) +
@@ -359,103 +333,16 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
          * the consumers refill it while the adds complete. */
         ptx::cp_async_bulk_wait_group_read(ptx::n32_t<0>{});
         mbar_arrive(&smem.dq_empty[b]);
-        if (a.deterministic || (Cfg::kDqConvert && a.dq_in_main)) {
+        if (a.deterministic) {
             /* The reduction's writes are complete, ordered before this
              * thread's generic-proxy accesses, then released at GPU scope by
-             * the store itself (st.release, as in ordered_release) or the
-             * atomic. */
+             * the store itself (st.release, as in ordered_release). */
             ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
             fence_global_async_proxy();
-            /* the block's adds are turns 0 .. last_turn (one per key block that sees it) */
-            const int last_turn = attn_bwd_last_n_block<Cfg>(w, m) - (w.n_block - turn);
-            bool last;
-            if (a.deterministic) {
-                st_release_s32(sem, turn + 1);
-                last = turn == last_turn;
-            } else {
-                /* acq_rel: the adds of the CTAs counted before are visible
-                 * to this thread, and through conv_full to the converters */
-                last = atom_add_acq_rel_s32(sem, 1) == last_turn;
-            }
-            if (Cfg::kDqConvert && a.dq_in_main && last)
-                attn_bwd_post_conversion<Cfg>(smem, posted++, m);
+            st_release_s32(sem, turn + 1);
         }
     }
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
-    if (Cfg::kDqConvert && a.dq_in_main)
-        attn_bwd_post_conversion<Cfg>(smem, posted, -1);
-}
-
-/*
- * The dQ converters (warps 2 and 3 of warpgroup 0, dq_in_main): for each
- * query block the writer hands them, dQ = softmax_scale * dq_accum of the
- * finished tile, rounded to T, into the caller's dq: the postprocess's
- * convert_dq, the same loads, products and rounding, so the same bits. The
- * tile's adds are complete and visible (the writer's acquire, then the
- * slot's mbarrier); the loads go to L2 (ld.global.cg), where the tile was
- * just reduced.
- */
-template <class Cfg>
-__device__ __forceinline__ void attn_bwd_dq_converter(const mgpu_attention_bwd_args &a,
-                                                      typename Cfg::SharedStorage &smem)
-{
-    using T = typename Cfg::T;
-    constexpr int kVecs = Cfg::kHeadDim / attn_bwd::kVec;
-    struct mgpu_attention_bwd_tile tile;
-    mgpu_attention_bwd_tile(Cfg::kHeadDim, &tile);
-    const int ct = static_cast<int>(threadIdx.x) - (Cfg::kWarpgroupThreads - Cfg::kConvThreads);
-    /* The CTA's first dq_accum tile and dq row, from an opaque block index
-     * (the other roles' copy of these values, kept live into the converters'
-     * 24 registers, spilled), through shared memory (the same in registers
-     * across the loop spilled as well). */
-    if (ct == 0) {
-        int cta, n_block, pair;
-        asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(cta));
-        mgpu_attention_bwd_sm90_cta(cta, a.n_blocks, a.batch * a.heads_q, a.pair_group, &n_block, &pair);
-        const int head_q = pair % a.heads_q, batch = pair / a.heads_q;
-        int seqlen_q = a.seqlen_q;
-        int64_t q_first = 0, dq_off = static_cast<int64_t>(batch) * a.dq_batch_stride;
-        if (a.cu_seqlens_q != 0) {
-            const int32_t *cu_q = reinterpret_cast<const int32_t *>(a.cu_seqlens_q);
-            q_first = cu_q[batch];
-            seqlen_q = cu_q[batch + 1] - static_cast<int>(q_first);
-            dq_off = 0;
-        }
-        smem.conv_src = a.dq_accum + static_cast<uint64_t>(mgpu_attention_bwd_row0(
-                                         batch, head_q, a.heads_q, Cfg::kBlockM, a.q_rows_padded,
-                                         reinterpret_cast<const int32_t *>(a.cu_seqlens_q))) *
-                                         Cfg::kHeadDim * 4;
-        smem.conv_dst = reinterpret_cast<uint64_t>(reinterpret_cast<T *>(a.dq) + dq_off + q_first * a.dq_seq_stride +
-                                                   static_cast<int64_t>(head_q) * a.dq_head_stride);
-        smem.conv_seqlen_q = seqlen_q;
-    }
-    bwd_barrier_sync(kBwdBarrierConv, Cfg::kConvThreads);
-    for (int j = 0;; ++j) {
-        const int slot = j % Cfg::kConvSlots;
-        mbar_wait(&smem.conv_full[slot], (j / Cfg::kConvSlots) & 1);
-        const int m = *reinterpret_cast<volatile int *>(&smem.conv_m[slot]);
-        if (m < 0)
-            return;
-        const int tile_first = m * Cfg::kBlockM;
-        const int rows = min(Cfg::kBlockM, smem.conv_seqlen_q - tile_first);
-        const float *src_tile = reinterpret_cast<const float *>(smem.conv_src) +
-                                static_cast<int64_t>(tile_first) * Cfg::kHeadDim;
-        T *dst_tile = reinterpret_cast<T *>(smem.conv_dst) + static_cast<int64_t>(tile_first) * a.dq_seq_stride;
-#pragma unroll 1
-        for (int e = ct; e < rows * kVecs; e += Cfg::kConvThreads) {
-            const int r = e / kVecs, c = e % kVecs;
-            const float *src = src_tile + mgpu_attention_bwd_dq_offset(&tile, Cfg::kHeadDim, r, c * attn_bwd::kVec);
-            const float2 v0 = __ldcg(reinterpret_cast<const float2 *>(src));
-            const float2 v1 = __ldcg(reinterpret_cast<const float2 *>(src + 4));
-            const float2 v2 = __ldcg(reinterpret_cast<const float2 *>(src + 8));
-            const float2 v3 = __ldcg(reinterpret_cast<const float2 *>(src + 12));
-            *reinterpret_cast<uint4 *>(dst_tile + r * a.dq_seq_stride + c * attn_bwd::kVec) = attn_bwd::pack8<T>(
-                make_float4(v0.x, v0.y, v1.x, v1.y), make_float4(v2.x, v2.y, v3.x, v3.y), a.softmax_scale);
-        }
-        __syncwarp();
-        if (ct % 32 == 0)
-            mbar_arrive(&smem.conv_empty[slot]);
-    }
 }
 
 /*

@@ -10,11 +10,8 @@
  *                All CTAs together also zero the flat scratch region from
  *                dq_accum to the end (dq_accum, dq_semaphore and, for GQA,
  *                dk_accum, dv_accum, dkv_semaphore lie there back to back).
- *                dq_in_main: dQ = 0 for the query tiles that no key sees
- *                (the main kernel converts the others).
- *   postprocess  one CTA per query tile (none when dq_in_main): dQ =
- *                softmax_scale * dq_accum, rounded to T, stored in the
- *                caller's strides; for GQA
+ *   postprocess  one CTA per query tile: dQ = softmax_scale * dq_accum,
+ *                rounded to T, stored in the caller's strides; for GQA
  *                (group_size > 1) then one CTA per key tile of each KV head:
  *                dK = dk_accum, dV = dv_accum (the main kernel added the
  *                group's query heads into them), rounded to T.
@@ -154,30 +151,6 @@ __device__ __forceinline__ uint64_t scratch_zero_end(const mgpu_attention_bwd_ar
     return (end + 15) / 16 * 16;
 }
 
-/* dq_in_main: the main kernel converts the dQ tiles it adds into; a query
- * tile that no key sees (a mask or a sequence without keys) gets no add, so
- * its dQ = 0 is written here. */
-template <typename T>
-__device__ __forceinline__ void zero_unseen_dq(const mgpu_attention_bwd_args &a, const SeqRows &s, int b, int h, int mb,
-                                               int block_m)
-{
-    const int seqlen_k = (int)seq_rows(a.cu_seqlens_k, b, a.seqlen_k).len;
-    int key_lo, key_hi;
-    mgpu_attention_bwd_q_block_keys((int)s.len, seqlen_k, a.window_left, a.window_right, a.causal, block_m, mb,
-                                    &key_lo, &key_hi);
-    if (key_hi > key_lo)
-        return;
-    const int64_t tile_first = (int64_t)mb * block_m;
-    const int64_t rows = min((int64_t)block_m, s.len - tile_first);
-    const int vecs = a.head_dim / kVec;
-    T *dq = reinterpret_cast<T *>(a.dq);
-    for (int64_t e = threadIdx.x; e < rows * vecs; e += kThreads) {
-        const int64_t row = s.first + tile_first + e / vecs;
-        *reinterpret_cast<uint4 *>(dq + s.batch_index * a.dq_batch_stride + row * a.dq_seq_stride +
-                                   h * a.dq_head_stride + (e % vecs) * kVec) = make_uint4(0, 0, 0, 0);
-    }
-}
-
 template <typename T>
 __device__ void preprocess(const mgpu_attention_bwd_args &a)
 {
@@ -195,8 +168,6 @@ __device__ void preprocess(const mgpu_attention_bwd_args &a)
     const int64_t row0 = mgpu_attention_bwd_row0(b, h, a.heads_q, t.block_m, a.q_rows_padded,
                                                  reinterpret_cast<const int32_t *>(a.cu_seqlens_q)) +
                          tile_first;
-    if (a.dq_in_main)
-        zero_unseen_dq<T>(a, s, b, h, mb, t.block_m);
     const T *o = reinterpret_cast<const T *>(a.o);
     const T *dout = reinterpret_cast<const T *>(a.dout);
     float *dpsum = reinterpret_cast<float *>(a.dpsum);
@@ -295,11 +266,10 @@ __device__ void convert_dkv(const mgpu_attention_bwd_args &a, const struct mgpu_
     }
 }
 
-/* Work items of the postprocess: query tiles (none when the main kernel
- * converts dQ), then (GQA) key tiles. */
+/* Work items of the postprocess: query tiles, then (GQA) key tiles. */
 __host__ __device__ __forceinline__ int64_t postprocess_q_items(const mgpu_attention_bwd_args &a, int block_m)
 {
-    return a.dq_in_main ? 0 : (int64_t)((a.seqlen_q + block_m - 1) / block_m) * a.heads_q * a.batch;
+    return (int64_t)((a.seqlen_q + block_m - 1) / block_m) * a.heads_q * a.batch;
 }
 
 template <typename T>

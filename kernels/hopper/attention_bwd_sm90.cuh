@@ -14,13 +14,7 @@
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
  *     each query block's dQ tile from a shared buffer into dq_accum; in
- *     deterministic mode it waits for the block's turn. With dq_in_main it
- *     then finds out whether the add was the block's last one (the last
- *     turn, or else an acq_rel count in dq_semaphore once the add is
- *     complete) and if so hands the block to warps 2 and 3, the dQ
- *     converters (conv_full / conv_empty, a ring of kConvSlots), which read
- *     the finished fp32 tile back and store dQ in the caller's dtype while
- *     the loop goes on. Head dims 192, 256:
+ *     deterministic mode it waits for the block's turn. Head dims 192, 256:
  *     the tensor reductions of the dQ boxes the consumers staged in stage s
  *     (dq_full[s]; deterministic: after the block's turn), then it releases
  *     q_empty[s] / do_empty[s] (their one arrival) once they have read them.
@@ -82,7 +76,6 @@
 #include <type_traits>
 
 #include "abi/attention_bwd_abi.h"
-#include "hopper/attention_bwd_prepost.cuh" /* pack8: the postprocess's dQ rounding */
 #include "common/async_copy.cuh"
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
@@ -164,12 +157,6 @@ struct AttnBwdConfig {
     static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
     static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
     static constexpr int kPolyExp2Every = AttnBwdTile<kHeadDim>::kPolyExp2Every;
-    /* dq_in_main (kDqWriter only): warps 2 and 3 of warpgroup 0 convert the
-     * dq_accum tiles whose last add was this CTA's (attn_bwd_dq_converter). */
-    static constexpr int kConvWarps = 2;
-    static constexpr int kConvThreads = 32 * kConvWarps;
-    static constexpr bool kDqConvert = AttnBwdTile<kHeadDim>::kDqConvert;
-    static constexpr int kConvSlots = kDqConvert ? 8 : 1;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];
@@ -190,14 +177,6 @@ struct AttnBwdConfig {
         uint64_t q_empty[kStages];
         uint64_t do_full[kStages];
         uint64_t do_empty[kStages];
-        /* dq_in_main: the writer hands the query blocks whose dQ this CTA
-         * converts to the converter warps through a ring of kConvSlots */
-        uint64_t conv_full[kConvSlots];  /* conv_m[j] holds a block (1 arrival: the writer) */
-        uint64_t conv_empty[kConvSlots]; /* the converters are done with it (kConvWarps arrivals) */
-        uint64_t conv_src;               /* dq_accum tile of query block 0 of the CTA's (sequence, head) */
-        uint64_t conv_dst;               /* its dq row 0 */
-        int conv_seqlen_q;
-        int conv_m[kConvSlots];          /* query block, or -1: no more */
     };
     /* Every wgmma / TMA operand starts on a 1024-byte swizzle atom (the
      * 128-byte swizzle is a function of the shared-memory address). */
@@ -214,7 +193,6 @@ struct AttnBwdConfig {
 enum AttnBwdBarrier : int {
     kBwdBarrierDs = 1,      /* both consumers' dS^T (and P^T) of a block are in shared memory */
     kBwdBarrierOrdered = 2, /* deterministic adds: the turn was taken / the adds are done */
-    kBwdBarrierConv = 3,    /* the dQ converters' shared values are written */
 };
 
 /* One CTA's work: one key block of one query head of one sequence. */
@@ -306,15 +284,6 @@ __device__ __forceinline__ int attn_bwd_first_n_block(const AttnBwdWork &w, int 
     return max(0, w.mask.key_begin(m_block * Cfg::kBlockM)) / Cfg::kBlockN;
 }
 
-/* The last key block that query block m sees (m is in this CTA's range, so
- * it sees one). */
-template <class Cfg>
-__device__ __forceinline__ int attn_bwd_last_n_block(const AttnBwdWork &w, int m_block)
-{
-    const int last_row = min((m_block + 1) * Cfg::kBlockM, w.mask.seqlen_k - w.mask.diag) - 1;
-    return (w.mask.key_end(last_row) - 1) / Cfg::kBlockN;
-}
-
 } // namespace sm90
 } // namespace mgpu
 
@@ -350,12 +319,6 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
                 mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
                 mbar_init(&smem.dq_empty[b], 1);
             }
-            if constexpr (Cfg::kDqConvert) {
-                for (int j = 0; j < Cfg::kConvSlots; ++j) {
-                    mbar_init(&smem.conv_full[j], 1);
-                    mbar_init(&smem.conv_empty[j], Cfg::kConvWarps);
-                }
-            }
         }
         /* kSplitDim: the split dims' dQ writer alone releases the stages */
         constexpr uint32_t stage_arrivals = Cfg::kSplitDim ? 1 : Cfg::kConsumerWarps;
@@ -379,9 +342,6 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         } else if constexpr (Cfg::kDqWriter) {
             if (threadIdx.x == 32)
                 attn_bwd_dq_writer<Cfg>(p.args, smem, w);
-            else if (Cfg::kDqConvert && threadIdx.x >= Cfg::kWarpgroupThreads - Cfg::kConvThreads &&
-                     p.args.dq_in_main)
-                attn_bwd_dq_converter<Cfg>(p.args, smem);
         } else {
             if (threadIdx.x == 32)
                 attn_bwd_dq_split_writer<Cfg>(p.args, &p.tmap_dq, smem, w);

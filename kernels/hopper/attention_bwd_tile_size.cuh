@@ -31,11 +31,6 @@ struct AttnBwdTile {
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
-    /* The ABI's dq_convert: the dQ writer's CTAs convert the dQ tiles whose
-     * last add is theirs (dq_in_main), head dims 64 and 128. Head dim 96
-     * keeps the postprocess: with the converter warps its consumers spilled. */
-    static constexpr bool kDqConvert = kHeadDim == 64 || kHeadDim == 128;
-    static_assert(!kDqConvert || kDqBuffers > 0, "the dQ writer finds the last add");
     /* Head dims 64 and 128: each query block's lse_log2 values are loaded
      * into registers before dP^T is issued (the others read them where P^T
      * uses them). */

@@ -6,9 +6,7 @@
  * and queue the three kernels of kernels/abi/attention_bwd_abi.h on the
  * handle's stream: preprocess (D = rowsum(dO * O), LSE * log2(e), scratch
  * zeroed), main (dQ accumulated in fp32, dK and dV), postprocess (dQ, and
- * for GQA dK and dV, in the caller's dtype; the sm_90a kernel of head dims
- * <= 128 converts dQ itself, and without GQA the postprocess is not
- * launched). Nothing is allocated or
+ * for GQA dK and dV, in the caller's dtype). Nothing is allocated or
  * synchronised; every check that can fail runs before the first launch.
  */
 #include <string.h>
@@ -98,7 +96,7 @@ mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_des
      * problem leaves nothing half done. */
     CUfunction fn;
     const int variants[3] = {plan.pre, plan.main, plan.post};
-    for (int i = 0; i < (plan.post_grid > 0 ? 3 : 2); i++) {
+    for (int i = 0; i < 3; i++) {
         s = mgpu_kernel_function(handle, d, variants[i], &fn);
         if (s != MGPU_STATUS_SUCCESS)
             return s;
@@ -109,7 +107,7 @@ mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_des
     s = mgpu_launch(handle, d, plan.pre, plan.pre_grid, 1, 1, helper_params);
     if (s == MGPU_STATUS_SUCCESS)
         s = mgpu_launch(handle, d, plan.main, plan.main_grid, 1, 1, main_params);
-    if (s == MGPU_STATUS_SUCCESS && plan.post_grid > 0) /* 0: the main kernel converted dQ, no GQA sums */
+    if (s == MGPU_STATUS_SUCCESS)
         s = mgpu_launch(handle, d, plan.post, plan.post_grid, 1, 1, helper_params);
     return s;
 }

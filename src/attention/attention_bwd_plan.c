@@ -279,13 +279,9 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
                             t->block_m, t->block_n, t->block_n);
         return -1;
     }
-    /* The sm_90a kernel converts dQ itself where the tile says so
-     * (kernels/abi/attention_bwd_abi.h, dq_convert / dq_in_main): the
-     * postprocess then has the GQA key tiles only, or nothing to do. */
-    const int dq_in_main = v->kind == MGPU_KIND_ATTENTION_BWD_SM90 && t->dq_convert;
     const int64_t pre_ctas = m_blocks * p->heads_q * p->batch;
     const int64_t main_ctas = main_blocks * p->heads_q * p->batch;
-    const int64_t post_ctas = (dq_in_main ? 0 : pre_ctas) + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0);
+    const int64_t post_ctas = pre_ctas + (group > 1 ? n_blocks * p->heads_kv * p->batch : 0);
     plan->pre_grid = (unsigned)pre_ctas;
     plan->main_grid = (unsigned)main_ctas;
     plan->post_grid = (unsigned)post_ctas;
@@ -304,7 +300,6 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     plan->workspace_bytes = (size_t)plan->scratch.total;
 
     fill_args(bp, t, &plan->args);
-    plan->args.dq_in_main = dq_in_main;
     plan->args.pair_group = choose_pair_group(bp, caps, n_blocks, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
     mgpu_attention_map_shape(&plan->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, t->block_m);
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
