@@ -335,8 +335,10 @@ struct mgpu_attention_fwd_args {
  * the same way: the same sums in the same order. A warp loads the partial O
  * of 8 of its splits at a time, so a warp of up to 16 splits
  * (MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP, which the runtime gives
- * calls of 9 to 16 splits whose 8-row tiles then merge in one pass of 8
- * warps) loads them in two rounds. */
+ * calls of 9 to 16 splits whose tiles of 5 to 8 rows would take a combine
+ * that cannot start early, so that they merge in one pass of 8 warps; every
+ * call of 9 to 16 splits under MGPU_ATTENTION_MERGE16=1) loads them in two
+ * rounds. */
 #define MGPU_ATTENTION_FWD_COMBINE_THREADS 256
 #define MGPU_ATTENTION_FWD_COMBINE_WARPS (MGPU_ATTENTION_FWD_COMBINE_THREADS / 32)
 #define MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP 8

@@ -289,6 +289,8 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
     /* The tile's rows that hold queries: a prefix (rows are query-major). */
     const int rows = min(w.tile_rows, (w.seqlen_q - w.q_row0) * w.row_div);
     const int warps_per_row = mgpu_attention_fwd_merge_warps(a.num_splits, a.merge_splits_per_warp);
+    /* At least 1: the planner merges in the kernel only where a row's merge
+     * warps fit this entry's warps (src/attention/attention_plan.c). */
     const int rows_per_pass = kThreads / 32 / warps_per_row;
     const int warp = thread / 32, lane = thread % 32;
     const int64_t first = static_cast<int64_t>(w.batch) * a.lse_batch_stride +

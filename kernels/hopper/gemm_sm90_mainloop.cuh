@@ -151,12 +151,29 @@ __device__ __forceinline__ void issue_ktile(float (&d)[Cfg::kBM / 2], uint32_t a
 }
 
 /* The descriptor low words (wgmma_desc_lo) of one k-tile's batch: the A tile
- * of a stage and this consumer's slice of its B tile. consume carries them
- * from stage to stage, so that a k-tile's descriptors are in registers before
- * the wait for its data. */
+ * of a stage and this consumer's slice of its B tile. consume and consume_fp8
+ * carry them from stage to stage, so that a k-tile's descriptors are in
+ * registers before the wait for its data. */
 struct DescLo {
     uint32_t a, b;
 };
+
+/* The next stage of the ring: its index, its round's parity, and the low
+ * words moved on by one tile (back to the first stage's at the wrap). */
+template <class Cfg>
+__device__ __forceinline__ void next_stage(int &stage, uint32_t &phase, DescLo &lo)
+{
+    constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
+    if (++stage == Cfg::kStages) {
+        stage = 0;
+        phase ^= 1;
+        lo.a -= (Cfg::kStages - 1) * kALoStage;
+        lo.b -= (Cfg::kStages - 1) * kBLoStage;
+    } else {
+        lo.a += kALoStage;
+        lo.b += kBLoStage;
+    }
+}
 
 template <class Cfg>
 __device__ __forceinline__ DescLo desc_lo(uint32_t a_tiles, uint32_t b_tiles, int consumer, int stage)
@@ -189,19 +206,6 @@ __device__ __forceinline__ void issue_ktile_lo(float (&d)[Cfg::kBM / 2], const D
     wgmma_fence_operands(d);
 }
 
-/* fp8 k-tile batches (consume_fp8) from descriptor low words (wgmma_desc_lo):
- * those of the A tile and of this consumer's B slice in the unit's first
- * stage are worked out once per unit (the consumer index broadcast from lane
- * 0), consume_fp8 moves them on by one stage per k-tile, and a batch adds 32
- * bytes (two 16-byte units) per k-step and joins the constant high word. The
- * compiler keeps the low words in general registers (two moves into uniform
- * registers per wgmma), but no address arithmetic is left between the wait
- * for one chain and the next chain's first wgmma:
- * docs/decisions/034-fp8-gemm-promotion-schedules.md. */
-struct Fp8DescLo {
-    uint32_t a, b;
-};
-
 /* The dynamic shared memory of the persistent kernel, and the address of its
  * first A tile: the base rounded up to 1024 bytes (128-byte swizzled tiles;
  * kSmemBytes has the slack), then kStages A tiles, kStages B tiles and the
@@ -213,8 +217,17 @@ __device__ __forceinline__ uint32_t gemm_tiles_u32()
     return (smem_u32(mgpu_gemm_ws_smem) + 1023u) & ~1023u;
 }
 
+/* fp8 k-tile batches (consume_fp8) from descriptor low words (wgmma_desc_lo):
+ * those of the A tile and of this consumer's B slice in the unit's first
+ * stage are worked out once per unit (the consumer index broadcast from lane
+ * 0), consume_fp8 moves them on by one stage per k-tile, and a batch adds 32
+ * bytes (two 16-byte units) per k-step and joins the constant high word. The
+ * compiler keeps the low words in general registers (two moves into uniform
+ * registers per wgmma), but no address arithmetic is left between the wait
+ * for one chain and the next chain's first wgmma:
+ * docs/decisions/034-fp8-gemm-promotion-schedules.md. */
 template <class Cfg>
-__device__ __forceinline__ Fp8DescLo fp8_desc_lo(int consumer, int stage)
+__device__ __forceinline__ DescLo fp8_desc_lo(int consumer, int stage)
 {
     static_assert(Cfg::kFp8 && Cfg::kAKMajor && Cfg::kBKMajor, "fp8 operands, both K-major");
     /* The operand tiles' shared-memory addresses from the dynamic shared
@@ -227,7 +240,7 @@ __device__ __forceinline__ Fp8DescLo fp8_desc_lo(int consumer, int stage)
 }
 
 template <class Cfg>
-__device__ __forceinline__ void issue_ktile_fp8(float (&d)[Cfg::kBM / 2], const Fp8DescLo &lo)
+__device__ __forceinline__ void issue_ktile_fp8(float (&d)[Cfg::kBM / 2], const DescLo &lo)
 {
     using TA = typename Cfg::ElementA;
     using TB = typename Cfg::ElementB;
@@ -290,7 +303,6 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
          * empty asm keeps the words formed before the wait (the compiler
          * cannot re-derive them from the stage after it); nvcc 13.0 emits
          * the same SASS without it. */
-        constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
         DescLo lo = desc_lo<Cfg>(a_tiles, b_tiles, consumer, stage);
         for (int kt = kt0; kt < kt1; ++kt) {
             asm volatile("" : "+r"(lo.a), "+r"(lo.b));
@@ -303,15 +315,7 @@ __device__ __forceinline__ void consume(float (&acc)[Cfg::kBM / 2], uint32_t a_t
             if (kt > kt0 && signals)
                 release_stage<Cfg>(empty, prev_stage);
             prev_stage = stage;
-            if (++stage == Cfg::kStages) {
-                stage = 0;
-                phase ^= 1;
-                lo.a -= (Cfg::kStages - 1) * kALoStage;
-                lo.b -= (Cfg::kStages - 1) * kBLoStage;
-            } else {
-                lo.a += kALoStage;
-                lo.b += kBLoStage;
-            }
+            next_stage<Cfg>(stage, phase, lo);
         }
     }
     before_drain();
@@ -335,12 +339,11 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
                                             int &stage, uint32_t &phase)
 {
     static_assert(Cfg::kPromoteKTiles == 1, "a promotion after every k-tile's chain");
-    constexpr uint32_t kALoStage = Cfg::kATileBytes >> 4, kBLoStage = Cfg::kBTileBytes >> 4;
     const bool signals = (threadIdx.x % 32) == 0;
     const int n = kt1 - kt0;
     int s = stage;
     uint32_t ph = phase;
-    Fp8DescLo lo = fp8_desc_lo<Cfg>(__shfl_sync(0xffffffffu, consumer, 0), s);
+    DescLo lo = fp8_desc_lo<Cfg>(__shfl_sync(0xffffffffu, consumer, 0), s);
 
 #pragma unroll
     for (int i = 0; i < Cfg::kBM / 2; ++i)
@@ -356,15 +359,7 @@ __device__ __forceinline__ void consume_fp8(float (&acc)[Cfg::kBM / 2], float (&
         if (i > 0 && signals)
             release_stage<Cfg>(empty, issued);
         issued = s;
-        if (++s == Cfg::kStages) {
-            s = 0;
-            ph ^= 1;
-            lo.a -= (Cfg::kStages - 1) * kALoStage;
-            lo.b -= (Cfg::kStages - 1) * kBLoStage;
-        } else {
-            lo.a += kALoStage;
-            lo.b += kBLoStage;
-        }
+        next_stage<Cfg>(s, ph, lo);
         if (i + 1 < n)
             mbar_wait(&full[s], ph);
         wgmma_wait_group<0>();

@@ -28,8 +28,8 @@
  *       wait full[s] parity p; 4 x wgmma m64 n(tile_m) k16 (B slice x A tile),
  *       the unit's first one overwriting acc (scale-d 0: no zeroing); commit
  *       (the batch's descriptor low words are carried from the previous
- *       k-tile, so no address arithmetic lies between the wait and the first
- *       wgmma)
+ *       k-tile: between the wait and the first wgmma only the fences, the
+ *       words' moves into uniform registers and their join remain)
  *       wait_group 1 -> the previous k-tile's stage is free: its warps arrive on empty
  *     after the last k-tile's batch is issued, the next unit's tile and
  *     k-tiles are worked out (integer divisions) while the tensor cores
