@@ -165,6 +165,22 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
     return plan_forced(m, n, k, batch, caps, &force);
 }
 
+/* The plan of a packed bf16 problem (no batch) in the given layout. */
+static struct mgpu_gemm_plan plan_layout(int transa, int transb, int64_t m, int64_t n, int64_t k,
+                                         const struct mgpu_device_caps *caps)
+{
+    struct mgpu_gemm_problem p = problem(transa, transb, MGPU_DTYPE_BF16);
+    p.m = m, p.n = n, p.k = k, p.batch = 1;
+    p.lda = transa == MGPU_OP_T ? k : m;
+    p.ldb = transb == MGPU_OP_N ? k : n;
+    p.ldc = m;
+    struct mgpu_gemm_plan plan = {0};
+    mgpu_status s = MGPU_STATUS_SUCCESS;
+    CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)m, (long long)n,
+          (long long)k, mgpu_status_string(s));
+    return plan;
+}
+
 /* The split-K tail (src/gemm/gemm_plan.c, tail_split_tiles): the units
  * beyond the last full wave shared out along K where that cuts the busiest
  * CTA's k-tiles by a tenth or more, a tile has 60 k-tiles or more and the
@@ -462,15 +478,8 @@ static void check_mid_rows(const struct mgpu_device_caps *caps)
         {MGPU_OP_T, MGPU_OP_N, 2000, 2000, 2000, 256, 1, 0}, /* one wave: few tiles */
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct mgpu_gemm_problem p = problem(cases[i].transa, cases[i].transb, MGPU_DTYPE_BF16);
-        p.m = cases[i].m, p.n = cases[i].n, p.k = cases[i].k, p.batch = 1;
-        p.lda = cases[i].transa == MGPU_OP_T ? p.k : p.m;
-        p.ldb = cases[i].transb == MGPU_OP_N ? p.k : p.n;
-        p.ldc = p.m;
-        struct mgpu_gemm_plan plan = {0};
-        mgpu_status s = MGPU_STATUS_SUCCESS;
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)p.m,
-              (long long)p.n, (long long)p.k, mgpu_status_string(s));
+        const struct mgpu_gemm_plan plan =
+            plan_layout(cases[i].transa, cases[i].transb, cases[i].m, cases[i].n, cases[i].k, caps);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
         const int mid = cases[i].tile_m == 192 && !cases[i].wide;
         CHECK(v->gemm.tile_m == cases[i].tile_m && v->gemm.cluster_n == cases[i].cluster &&
@@ -482,12 +491,12 @@ static void check_mid_rows(const struct mgpu_device_caps *caps)
                   (!cases[i].wide || (strcmp(plan.shape_class, "large, 192 x 192 tiles") == 0 &&
                                       v->gemm.shape_class == (cases[i].cluster == 2 ? MGPU_GEMM_WIDE_192_CLUSTER
                                                                                     : MGPU_GEMM_WIDE_192))),
-              "case %u %lldx%lldx%lld: got %s (%s), want tile_m %d, cluster %d", i, (long long)p.m, (long long)p.n,
-              (long long)p.k, v->name, plan.shape_class, cases[i].tile_m, cases[i].cluster);
+              "case %u %lldx%lldx%lld: got %s (%s), want tile_m %d, cluster %d", i, (long long)cases[i].m,
+              (long long)cases[i].n, (long long)cases[i].k, v->name, plan.shape_class, cases[i].tile_m, cases[i].cluster);
         if (v->gemm.tile_m == 192)
             CHECK(plan.band >= 1 && plan.grid == caps->sm_count && plan.args.tail_split == 0,
-                  "%lldx%lldx%lld: band %d grid %lld tail %d", (long long)p.m, (long long)p.n, (long long)p.k,
-                  plan.band, (long long)plan.grid, plan.args.tail_split);
+                  "%lldx%lldx%lld: band %d grid %lld tail %d", (long long)cases[i].m, (long long)cases[i].n,
+                  (long long)cases[i].k, plan.band, (long long)plan.grid, plan.args.tail_split);
     }
     /* f16 alike; fp8 keeps its own 192-row LARGE rows */
     struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_F16);
@@ -543,15 +552,8 @@ static void check_wave_rows(const struct mgpu_device_caps *caps)
         {MGPU_OP_N, MGPU_OP_N, 5000, 5000, 5000, 256, 128, 2, 4},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct mgpu_gemm_problem p = problem(cases[i].transa, cases[i].transb, MGPU_DTYPE_BF16);
-        p.m = cases[i].m, p.n = cases[i].n, p.k = cases[i].k, p.batch = 1;
-        p.lda = cases[i].transa == MGPU_OP_T ? p.k : p.m;
-        p.ldb = cases[i].transb == MGPU_OP_N ? p.k : p.n;
-        p.ldc = p.m;
-        struct mgpu_gemm_plan plan = {0};
-        mgpu_status s = MGPU_STATUS_SUCCESS;
-        CHECK(mgpu_plan_gemm(&p, caps, NULL, &ample, &plan, &s) == 0, "%lldx%lldx%lld: %s", (long long)p.m,
-              (long long)p.n, (long long)p.k, mgpu_status_string(s));
+        const struct mgpu_gemm_plan plan =
+            plan_layout(cases[i].transa, cases[i].transb, cases[i].m, cases[i].n, cases[i].k, caps);
         const struct mgpu_variant *v = &mgpu_variants[plan.variant];
         const int wave = v->gemm.tile_m == 224;
         CHECK(v->gemm.tile_m == cases[i].tile_m && v->gemm.tile_n == cases[i].tile_n &&
@@ -561,8 +563,8 @@ static void check_wave_rows(const struct mgpu_device_caps *caps)
                              v->gemm.shape_class ==
                                  (cases[i].cluster == 2 ? MGPU_GEMM_WAVE_CLUSTER : MGPU_GEMM_WAVE) &&
                              plan.grid == caps->sm_count)),
-              "wave case %u %lldx%lldx%lld: got %s (%s, tail %d), want %dx%d c%d tail %d", i, (long long)p.m,
-              (long long)p.n, (long long)p.k, v->name, plan.shape_class, plan.tail_tiles, cases[i].tile_m,
+              "wave case %u %lldx%lldx%lld: got %s (%s, tail %d), want %dx%d c%d tail %d", i,
+              (long long)cases[i].m, (long long)cases[i].n, (long long)cases[i].k, v->name, plan.shape_class, plan.tail_tiles, cases[i].tile_m,
               cases[i].tile_n, cases[i].cluster, cases[i].tail);
     }
     /* f16 alike */
