@@ -12,6 +12,7 @@
  * ARCH_MISMATCH. Each architecture's checks run when the build has it.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention_plan.h"
@@ -1585,6 +1586,26 @@ static void test_merge16_plan(void)
               "1 x 8192 forced wide: in kernel %d decode64 %d", plan.merge_in_kernel, plan.decode64);
 }
 
+/* On / off switches read only "0" and "1"; anything else is the planner's
+ * choice (mgpu_env_parse), so that "true" or "on" cannot turn a rule off. */
+static void test_env_switches(void)
+{
+    const struct { const char *value; int want; } cases[] = {
+        {"1", 1}, {"0", -1}, {"", 0}, {"true", 0}, {"on", 0}, {"2", 0}, {"01", 0}, {"10", 0},
+    };
+    struct mgpu_env env;
+    char variant[64];
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("MGPU_ATTENTION_SPLIT_FILL", cases[i].value, 1);
+        mgpu_env_parse(&env, variant, sizeof variant);
+        CHECK(env.attention_split_fill == cases[i].want, "MGPU_ATTENTION_SPLIT_FILL=\"%s\": %d, want %d",
+              cases[i].value, env.attention_split_fill, cases[i].want);
+    }
+    unsetenv("MGPU_ATTENTION_SPLIT_FILL");
+    mgpu_env_parse(&env, variant, sizeof variant);
+    CHECK(env.attention_split_fill == 0, "MGPU_ATTENTION_SPLIT_FILL unset: %d", env.attention_split_fill);
+}
+
 int main(void)
 {
     test_validation();
@@ -1599,6 +1620,7 @@ int main(void)
     test_bench_decode_plans();
     test_split_fill_plan();
     test_merge16_plan();
+    test_env_switches();
     test_selection_sm100();
     test_serving_sm100();
     test_fp8();

@@ -165,7 +165,7 @@ static struct mgpu_gemm_plan plan_of(int64_t m, int64_t n, int64_t k, int64_t ba
     return plan_forced(m, n, k, batch, caps, &force);
 }
 
-/* The plan of a packed bf16 problem (no batch) in the given layout. */
+/* The plan of a dense bf16 problem (ld = rows, no batch) in the given layout. */
 static struct mgpu_gemm_plan plan_layout(int transa, int transb, int64_t m, int64_t n, int64_t k,
                                          const struct mgpu_device_caps *caps)
 {

@@ -480,7 +480,8 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
      * the SMs (one CTA an SM), with at most 16 splits (8 tiles of 16 splits
      * and the combine's CTAs exceed the SMs, so merge_wide_wanted gives one
      * merge warp a row and the tiles merge in one pass of the 128-row entry;
-     * fewer splits keep the combine, launched early), where a split then walks at most
+     * 9 to 15 splits keep the combine where it can start early, 8 or fewer
+     * merge in the kernel in one pass), where a split then walks at most
      * SPLIT_FILL_MAX_KEY_BLOCKS blocks, when that is more splits than the
      * wave rule's: a short CTA waits on its chain (set-up, loads, partials,
      * merge: decisions 031 / 041), so the fewer blocks each walks, the
@@ -712,9 +713,10 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
         out->decode_grid[1] = (unsigned)a->tile_heads;
         out->decode_grid[2] = (unsigned)p->batch;
         out->combine_early = a->num_splits > 1 && !out->merge_in_kernel && (int64_t)out->grid + out->combine_grid <= sms;
-        /* Decode steps without an inference feature (MHA, no split) at head
-         * dims above 64 are launched for programmatic dependent launch as
-         * well: the entry waits for the grid dependency after its tile
+        /* Every decode step at head dims above 64 is launched for
+         * programmatic dependent launch, those without an inference feature
+         * (MHA, no split) as well (the inference calls' rule above gives the
+         * others the same answer): the entry waits for the grid dependency after its tile
          * set-up, so a CTA scheduled early starts loading when the previous
          * kernel ends. Except long loops on a full grid, as above, counted
          * on this grid. H100, GPU time, 32/32 heads d128: 8 x 1024 keys

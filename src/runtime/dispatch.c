@@ -68,11 +68,14 @@ static int env_int(const char *name)
     return v ? atoi(v) : 0;
 }
 
-/* An on / off switch: 1 (set, not "0"), -1 ("0"), 0 (unset or empty: the planner's choice). */
+/* An on / off switch: 1 ("1"), -1 ("0"), 0 (unset, empty or anything else:
+ * the planner's choice, so that "true" or "on" cannot turn a feature off). */
 static int env_switch(const char *name)
 {
     const char *v = getenv(name);
-    return v && v[0] ? (atoi(v) ? 1 : -1) : 0;
+    if (v == NULL || (v[0] != '0' && v[0] != '1') || v[1] != '\0')
+        return 0;
+    return v[0] == '1' ? 1 : -1;
 }
 
 void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size)
