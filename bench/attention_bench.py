@@ -243,6 +243,17 @@ def copy_bandwidth():
     return 2.0 * (1 << 30) / (ms * 1e-3)
 
 
+def decode_inputs(b, sk, hq, hkv, d):
+    """Q (one query row per sequence), K and V of a bf16 decode step, and its O and LSE
+    filled with NaN (so that a row the call does not write shows)."""
+    q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((b, hq, 1), float("nan"), device="cuda", dtype=torch.float32)
+    return q, k, v, o, lse
+
+
 def bench_decode(mk, handle, copy_bw, head_dims=None):
     """Decode rows: mgpu against SDPA cuDNN (and flash); KV bytes/s beside TFLOP/s."""
     rows = []
@@ -253,11 +264,7 @@ def bench_decode(mk, handle, copy_bw, head_dims=None):
         kv_bytes = 2 * b * sk * hkv * d * 2
         if kv_bytes > DECODE_MAX_KV_BYTES:
             continue
-        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        o = torch.full_like(q, float("nan"))
-        lse = torch.full((b, hq, 1), float("nan"), device="cuda", dtype=torch.float32)
+        q, k, v, o, lse = decode_inputs(b, sk, hq, hkv, d)
         row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "kv_bytes": kv_bytes}
         bench_fwd(mk, handle, peers, row, q, k, v, o, lse, False, 4.0 * b * hq * sk * d)
         row["mgpu_graph_ms"] = graph_ms(mk.attention_fwd(q, k, v, o, lse, handle=handle, prepare=True), handle)

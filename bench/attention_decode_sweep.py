@@ -181,11 +181,7 @@ def main():
         if time.time() - t0 > args.budget_s:
             print("budget reached: rows from %dx%d %d/%d d%d on not run" % (b, sk, hq, hkv, d), flush=True)
             break
-        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        o = torch.full_like(q, float("nan"))
-        lse = torch.full((b, hq, 1), float("nan"), device="cuda", dtype=torch.float32)
+        q, k, v, o, lse = ab.decode_inputs(b, sk, hq, hkv, d)
         cudnn = ab.sdpa_call(SDPBackend.CUDNN_ATTENTION, q, k, v, False)
         try:
             ref = cudnn().transpose(1, 2).clone()
