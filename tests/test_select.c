@@ -276,7 +276,9 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* 128 tiles of 64 x 64 */
         {64, 2048, 4096, 1, 64, 1, 4, 1},     /* 32 tiles of 64 x 64 (a quarter wave): 16 of 64 x 128, split 4 */
         {128, 8192, 8192, 1, 64, 1, 1, 2},
-        {128, 4096, 14336, 1, 128, 1, 2, 1},  /* small m, long k: 32 tiles of 128 x 128, split 2 */
+        {128, 4096, 14336, 1, 64, 1, 1, 2},   /* small m, long k: 128 tiles of 64 x 64, no split */
+        {64, 4096, 14336, 1, 64, 1, 1, 1},    /* 64 tiles of 64 x 64 */
+        {128, 8192, 28672, 1, 128, 1, 1, 1},  /* 256 tiles of 64 x 64 (beyond a wave): 128 x 128 */
         {64, 4096, 256, 1, 64, 1, 1, 1},      /* too little K to split */
         /* at most one wave of 256 x 128 tiles: 64-row tiles where they make
          * one wave, else 128-row ones; split-K only with k >= 4096 and at
@@ -335,11 +337,11 @@ static void check_plans(const struct mgpu_device_caps *caps)
         CHECK(!plan.pack_a && !plan.pack_b && plan.pack_variant < 0, "%s: aligned operands packed", v->name);
     }
     /* small m: the 64 x 64 tile (one consumer warpgroup) only where its tiles make more than a
-     * quarter of a wave and at most one, 16-bit TN with k <= 8192; the 64 x 128 tile elsewhere */
+     * quarter of a wave and at most one, 16-bit TN, any k; the 64 x 128 / 128 x 128 tiles elsewhere */
     const struct { int64_t m, n, k, batch; int tile_n; } narrow[] = {
         {64, 4096, 4096, 1, 64},   {128, 4096, 4096, 1, 64},  {64, 8192, 8192, 1, 64},  {100, 4096, 4096, 1, 64},
         {32, 1024, 4096, 4, 64},   {128, 8192, 8192, 1, 128}, {128, 6144, 4096, 1, 128}, {64, 2048, 4096, 1, 128},
-        {128, 4096, 14336, 1, 128}, {256, 256, 256, 1, 128},
+        {128, 4096, 14336, 1, 64}, {64, 8192, 28672, 1, 64}, {128, 8192, 28672, 1, 128}, {256, 256, 256, 1, 128},
     };
     for (unsigned i = 0; i < sizeof narrow / sizeof narrow[0]; i++) {
         const struct mgpu_gemm_plan pn = plan_of(narrow[i].m, narrow[i].n, narrow[i].k, narrow[i].batch, caps, 0);

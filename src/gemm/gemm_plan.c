@@ -13,8 +13,8 @@
  *   m <= 128 ("small m")  -> MGPU_GEMM_SMALL_M (16-bit m <= 64, or k <=
  *                            TINY_TILE_MAX_K: MGPU_GEMM_TINY_M; TN whose
  *                            64 x 64 tiles make more than a quarter of a
- *                            wave and at most one: the 64 x 64 row, no
- *                            split, narrow_wanted; 64 < m, one batch
+ *                            wave and at most one, any k: the 64 x 64 row,
+ *                            no split, narrow_wanted; 64 < m, one batch
  *                            entry, whose 64 x 128 tiles make more than a
  *                            wave: MGPU_GEMM_SMALL_M when that gives the
  *                            busiest CTA no more rows, half_rows_wanted);
@@ -617,11 +617,14 @@ static const struct mgpu_variant *large_variant(const struct mgpu_gemm_problem *
 }
 
 /* Whether small-m p goes to the 64 x 64 tile (NARROW_BY_DEFAULT; more than
- * a quarter of a wave and at most one of its tiles; a row of its dtype and
- * layout on the device). */
+ * a quarter of a wave and at most one of its tiles, whatever k: at
+ * 128 x 4096 x 14336 it ran 0.0538 ms against 0.0604 for the 128 x 128
+ * tiles' two K slices, one process each, H100; a row of its dtype and
+ * layout on the device). To be measured A/B: decision
+ * XXX-gemm-narrow-long-k. */
 static int narrow_wanted(const struct mgpu_gemm_problem *p, const struct mgpu_device_caps *caps)
 {
-    if (!NARROW_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || p->m > SMALL_M || p->k > TINY_TILE_MAX_K)
+    if (!NARROW_BY_DEFAULT || mgpu_dtype_is_fp8(p->a_dtype) || p->m > SMALL_M)
         return 0;
     const int64_t sms = caps->sm_count > 0 ? caps->sm_count : 1;
     /* bounded by validation: m <= 128 here, n * batch <= 2^56 */
@@ -1070,8 +1073,9 @@ static void wanted_shape(const struct mgpu_gemm_problem *p, const struct mgpu_de
     if (decode_wanted(p, caps, f))
         return;
     if (p->m <= SMALL_M) { /* fp8 has no 64-row tile: two accumulator sets per thread need the rows */
-        f->want = !fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K) ? MGPU_GEMM_TINY_M : MGPU_GEMM_SMALL_M;
-        f->narrow = f->want == MGPU_GEMM_TINY_M && narrow_wanted(p, caps);
+        f->narrow = narrow_wanted(p, caps); /* the 64 x 64 row is of the TINY_M class */
+        f->want = f->narrow || (!fp8 && (p->m <= TINY_M_MAX || p->k <= TINY_TILE_MAX_K)) ? MGPU_GEMM_TINY_M
+                                                                                        : MGPU_GEMM_SMALL_M;
         if (f->want == MGPU_GEMM_TINY_M && !f->narrow &&
             half_rows_wanted(p, caps, TINY_TILE_ROWS, 1, 1)) {
             f->want = MGPU_GEMM_SMALL_M;
