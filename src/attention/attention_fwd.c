@@ -103,6 +103,15 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         env->attention_split_fill};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
+    /* Prefill calls at head dim 64: the wide entry where it pays (forced
+     * on by MGPU_ATTENTION_WIDE=1 or by its name, off by =0 or by the
+     * forward variant's name). */
+    const int wide = mgpu_select_attention_fwd_wide(&mgpu_variants[variant], &h->caps);
+    if (wide >= 0) {
+        const int wide_forced = force && strcmp(force, mgpu_variants[wide].name) == 0;
+        mgpu_attention_fwd_plan_wide(p, &mgpu_variants[variant], &h->caps, &choice,
+                                     forced_by_name ? -1 : wide_forced ? 1 : env->attention_wide, &plan);
+    }
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
     struct mgpu_attention_fwd_fp8_vt_args vt;
     unsigned vt_grid[3] = {0, 0, 0};
@@ -110,7 +119,9 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     variant = choose_fp8_vt(h, p, variant, force, &plan, &vt, vt_grid, &transpose);
     const struct mgpu_variant *v = &mgpu_variants[variant];
     int main_variant = variant;
-    if (plan.decode64) {
+    if (plan.wide) {
+        main_variant = wide; /* planned only where it exists */
+    } else if (plan.decode64) {
         main_variant = decode64; /* planned only where it exists */
     } else if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the
