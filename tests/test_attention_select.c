@@ -1589,8 +1589,8 @@ static void test_merge16_plan(void)
 /* On / off switches read only "0" and "1"; anything else is the planner's
  * choice (mgpu_env_parse), so that "true" or "on" cannot turn a rule off. */
 /* The wide entry (192 query rows, three consumer warpgroups): prefill calls
- * at head dim 64 whose queries 192-row tiles pad at most 4 % more than
- * 128-row ones, with its tiles (tile_queries, Q box, grid), never an
+ * at head dim 64 whose queries 192-row tiles pad at most 12.5 % (causal or
+ * windowed: 4 %) more than 128-row ones, with its tiles (tile_queries, Q box, grid), never an
  * inference plan, and its forcing. */
 static void test_wide_plan(void)
 {
@@ -1603,7 +1603,10 @@ static void test_wide_plan(void)
         {4, 4096, 4096, 32, 32, 64, 0, 1, 1, 1},  /* 22 tiles of 192 rows a head: 4224 rows, +3.1 % */
         {4, 4096, 4096, 32, 32, 64, 1, 1, 1, 1},  /* causal: dynamic tiles */
         {8, 8192, 8192, 32, 32, 64, 0, 1, 1, 0},  /* 64 key blocks: one CTA per tile */
-        {16, 1024, 1024, 16, 16, 64, 0, 0, 1, 1}, /* 1152 against 1024 rows: +12.5 % */
+        {16, 1024, 1024, 16, 16, 64, 0, 1, 1, 1}, /* 1152 against 1024 rows: +12.5 % */
+        {16, 1024, 1024, 16, 16, 64, 1, 0, 1, 1}, /* causal: at most +4 % */
+        {16, 256, 256, 32, 32, 64, 0, 0, 1, 1},   /* 384 against 256 rows */
+        {4, 2048, 2048, 32, 32, 64, 1, 1, 1, 1},  /* causal, 2112 against 2048 rows: +3.1 % */
         {4, 4096, 4096, 32, 8, 64, 0, 1, 1, 1},   /* GQA, unpacked */
         {2, 1152, 1152, 12, 12, 64, 0, 1, 1, 1},  /* 1152 rows either way */
         {4, 4096, 4096, 32, 32, 128, 0, 0, 0, 0}, /* head dim 128: no wide entry */

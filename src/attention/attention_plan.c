@@ -818,16 +818,23 @@ static int prefill_plan(const struct mgpu_attention_problem *p, const struct mgp
            !p->block_table;
 }
 
-/* Whether the 192-row tiles pay: query rows padded to whole tiles at most
- * WIDE_MAX_PADDING_PERCENT % more than with 128-row tiles (4096 queries:
- * 4224 against 4096 rows, +3.1 %; 8192: +0.8 %; 1024: 1152 against 1024,
- * +12.5 %, kept on 128). */
-#define WIDE_MAX_PADDING_PERCENT 4
+/* Whether the 192-row tiles pay: the query rows padded to whole tiles at
+ * most this many thousandths more than with 128-row tiles, less where a
+ * mask skips key blocks (causal, windows: each 192-row tile then also runs
+ * more partly masked blocks). H100, bf16, 32 heads, d64, against the 128-row
+ * entry (decision XXX-attention-forward-d64-wide-tile): 4 x 4096 (+3.1 %
+ * rows) 1311 -> 1187 us, causal 689 -> 660; 8 x 8192 (+0.8 %) 10541 ->
+ * 9275, causal 5422 -> 5125; 16 x 1024 (+12.5 %) 351-379 -> 341-350 us,
+ * but causal 236-241 -> 258. */
+#define WIDE_MAX_PADDING_PERMILLE 125
+#define WIDE_MAX_PADDING_PERMILLE_MASKED 40
 static int wide_pays(const struct mgpu_attention_problem *p)
 {
+    const int masked = p->causal || p->window_left >= 0 || p->window_right >= 0;
+    const int64_t limit = masked ? WIDE_MAX_PADDING_PERMILLE_MASKED : WIDE_MAX_PADDING_PERMILLE;
     const int64_t rows_wide = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_WIDE_BLOCK_M);
     const int64_t rows = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M);
-    return rows_wide * 100 <= rows * (100 + WIDE_MAX_PADDING_PERCENT);
+    return rows_wide * 1000 <= rows * (1000 + limit);
 }
 
 void mgpu_attention_fwd_plan_wide(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
