@@ -10,7 +10,7 @@
  *
  * Consumer warpgroup c (64 rows), key blocks i = 0 .. count-1, with the GEMMs of
  * each step issued during its ping-pong turn (bar.sync turn[c] ... bar.arrive
- * turn[1-c]):
+ * turn[1-c]; with three consumer warpgroups turn[(c+1) % 3]):
  *
  *   i = 0:   turn{ S = Q K[0]^T }             wait; free K[0]; softmax(S) -> P
  *   i >= 1:  turn{ S = Q K[i]^T ; O += P V[i-1] }

@@ -23,6 +23,9 @@
  *     (see attention_fwd_mainloop.cuh). Between the two warpgroups, two named
  *     barriers pass a "turn" back and forth so that one warpgroup issues its
  *     GEMMs while the other does its softmax (ping-pong).
+ *   The wide entry (AttnFwdWideConfig, head dim 64, prefill calls only):
+ *     192 query rows, three consumer warpgroups (512 threads), whose turn
+ *     passes round 0 -> 1 -> 2 -> 0 on three named barriers.
  *   Each consumer warp's lane 0 arrives on k_empty / v_empty once its wgmma
  *   reading that stage has completed (8 arrivals per phase).
  *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
