@@ -9,7 +9,9 @@
  * counters, one per work tile, zero between launches). The
  * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
  * value. Calls with one query tile per (sequence, tile head) that the plan
- * gives the decode entry launch it instead, on its three-dimensional grid.
+ * gives the decode entry launch it instead, on its three-dimensional grid;
+ * prefill calls at head dim 64 that the plan gives the wide entry (192 query
+ * rows, three consumer warpgroups) launch that on the 192-row plan's grid.
  * fp8 calls whose V^T fits the workspace: the V pre-pass first, then the
  * V^T twin of the fp8 kernel. mgpu_kv_cache_append: validate, one copy
  * kernel.
