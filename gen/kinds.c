@@ -467,6 +467,28 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::sm90::gemm_small_m_tma<Config@i@>(&map_a, &map_b, args);\n}\n",
         .smem_bytes = gemm_small_m_tma_smem,
     },
+    /* the forward with three consumer warpgroups and 192 query rows (its
+     * configuration's threads and shared memory), prefill calls */
+    [GEN_ATTENTION_FWD_WIDE_SM90] = {
+        .name = "ATTENTION_FWD_WIDE_SM90",
+        .doc = "flash attention forward, sm_90a, 192 query rows and three consumer warpgroups: calls without "
+               "the inference features",
+        .family = GEN_FAMILY_ATTENTION,
+        .header = "hopper/attention_fwd_sm90.cuh",
+        .group = "attention_fwd_sm90",
+        .entry = "mgpu_attention_fwd_wide_sm90_@dtype@_d@head_dim@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdWideConfig<@type@, @head_dim@>;\n"
+                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_FWD_WIDE_THREADS, "
+                "\"@name@: threads differ from gen/variants.c\");\n"
+                "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_WIDE_BLOCK_M && "
+                "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
+                "gen/variants.c\");\n"
+                SMEM_EQUAL_CHECK
+                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
+                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
+                "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
+        .smem_bytes = attention_fwd_smem,
+    },
     [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
         .name = "ATTENTION_FWD_FP8_VT_SM90",
         .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, V^T from the workspace (written by "

@@ -184,6 +184,13 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
      .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M,                          \
                    .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}}
 #define SM90_ATTENTION_FWD_DECODE64_FAMILY(dt) SM90_ATTENTION_FWD_DECODE64(dt, 64), SM90_ATTENTION_FWD_DECODE64(dt, 128)
+/* The wide forward (192 query rows, three consumer warpgroups, 512 threads;
+ * the forward's key block and stages): head dim 64, prefill calls (the
+ * runtime's rule: src/attention/attention_plan.c). */
+#define SM90_ATTENTION_FWD_WIDE(dt, d)                                                                     \
+    {GEN_ATTENTION_FWD_WIDE_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_WIDE_THREADS,                         \
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_WIDE_BLOCK_M,                              \
+                   .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}}
 
 /* Hopper fp8 attention forward (abi/attention_fwd_fp8_abi.h): e4m3 Q, K, V;
  * the row's dtype is O's. Head dim 128 only. */
@@ -299,6 +306,8 @@ const struct gen_variant gen_variants[] = {
     SM90_SMALL_M_TMA_FAMILY(GEN_BF16), SM90_SMALL_M_TMA_FAMILY(GEN_F16),
     /* the 16-bit rows of other wgmma N for whole waves (last, likewise) */
     SM90_WS_WAVE(GEN_F16, 224, 4), SM90_WS_WAVE(GEN_BF16, 224, 4),
+    /* the wide 16-bit forward at head dim 64 (last, likewise) */
+    SM90_ATTENTION_FWD_WIDE(GEN_BF16, 64), SM90_ATTENTION_FWD_WIDE(GEN_F16, 64),
 };
 
 const int gen_variant_count = (int)(sizeof gen_variants / sizeof gen_variants[0]);

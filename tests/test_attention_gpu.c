@@ -501,6 +501,12 @@ static void quick_cases(mgpu_handle *h)
     for (int rep = 0; rep < 2; rep++)
         CASE(.batch = 3, .sq = 700, .sk = 650, .hq = 16, .hkv = 4, .d = 128, .dtype = F16, .causal = 1, .wl = -1,
              .wr = -1);
+    /* Head dim 64 on 192-row tiles (the wide entry, three consumer
+     * warpgroups): 144 tiles on the persistent grid, then 192 causal ones
+     * taken at run time. */
+    CASE(.batch = 2, .sq = 1100, .sk = 1100, .hq = 12, .hkv = 12, .d = 64, .dtype = F16, .wl = -1, .wr = -1);
+    CASE(.batch = 3, .sq = 1500, .sk = 1500, .hq = 8, .hkv = 8, .d = 64, .dtype = BF16, .causal = 1, .wl = -1,
+         .wr = -1);
 }
 
 /* GQA packing and key splits forced on every feature of the call: masks,

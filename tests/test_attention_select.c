@@ -1588,6 +1588,104 @@ static void test_merge16_plan(void)
 
 /* On / off switches read only "0" and "1"; anything else is the planner's
  * choice (mgpu_env_parse), so that "true" or "on" cannot turn a rule off. */
+/* The wide entry (192 query rows, three consumer warpgroups): prefill calls
+ * at head dim 64 whose queries 192-row tiles pad at most 12.5 % (causal or
+ * windowed: 4 %) more than 128-row ones, with its tiles (tile_queries, Q box, grid), never an
+ * inference plan, and its forcing. */
+static void test_wide_plan(void)
+{
+    static const struct {
+        int batch, seqlen_q, seqlen_k, heads_q, heads_kv, head_dim, causal;
+        int wide;    /* the planner's choice */
+        int forced;  /* forced on (MGPU_ATTENTION_WIDE=1) */
+        int persist; /* the wide plan's grid: persistent (132) */
+    } rows[] = {
+        {4, 4096, 4096, 32, 32, 64, 0, 1, 1, 1},  /* 22 tiles of 192 rows a head: 4224 rows, +3.1 % */
+        {4, 4096, 4096, 32, 32, 64, 1, 1, 1, 1},  /* causal: dynamic tiles */
+        {8, 8192, 8192, 32, 32, 64, 0, 1, 1, 0},  /* 64 key blocks: one CTA per tile */
+        {16, 1024, 1024, 16, 16, 64, 0, 1, 1, 1}, /* 1152 against 1024 rows: +12.5 % */
+        {16, 1024, 1024, 16, 16, 64, 1, 0, 1, 1}, /* causal: at most +4 % */
+        {16, 256, 256, 32, 32, 64, 0, 0, 1, 1},   /* 384 against 256 rows */
+        {4, 2048, 2048, 32, 32, 64, 1, 1, 1, 1},  /* causal, 2112 against 2048 rows: +3.1 % */
+        {4, 4096, 4096, 32, 8, 64, 0, 1, 1, 1},   /* GQA, unpacked */
+        {2, 1152, 1152, 12, 12, 64, 0, 1, 1, 1},  /* 1152 rows either way */
+        {4, 4096, 4096, 32, 32, 128, 0, 0, 0, 0}, /* head dim 128: no wide entry */
+        {1, 2048, 2048, 2, 2, 64, 0, 0, 0, 0},    /* few tiles: the planner splits the keys (inference) */
+        {1, 4096, 4096, 6, 6, 64, 0, 1, 1, 0},    /* 132 tiles of 192 rows: none split, one CTA each */
+        {1, 4096, 4096, 4, 4, 64, 0, 0, 0, 0},    /* 128 tiles of 128 rows, 88 of 192 that would split: kept */
+    };
+    const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (!has_attention_cc(9, 0))
+        return;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+        d.batch = rows[i].batch;
+        d.seqlen_q = rows[i].seqlen_q;
+        d.seqlen_k = rows[i].seqlen_k;
+        d.heads_q = rows[i].heads_q;
+        d.heads_kv = rows[i].heads_kv;
+        d.head_dim = rows[i].head_dim;
+        d.causal = rows[i].causal;
+        d.dtype = MGPU_DTYPE_BF16;
+        struct mgpu_attention_problem p;
+        mgpu_status s;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "row %zu: select: %s", i, mgpu_last_error_message());
+        if (idx < 0)
+            continue;
+        const int e = mgpu_select_attention_fwd_wide(&mgpu_variants[idx], &hopper);
+        CHECK((e >= 0) == (rows[i].head_dim == 64), "row %zu: wide variant %d", i, e);
+        if (e < 0)
+            continue;
+        CHECK(mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_WIDE_SM90 &&
+                  mgpu_variants[e].dtype == mgpu_variants[idx].dtype && mgpu_variants[e].attention.head_dim == 64 &&
+                  mgpu_variants[e].attention.block_m == 192 && mgpu_variants[e].threads == 512 &&
+                  mgpu_variants[e].attention.block_n == mgpu_variants[idx].attention.block_n,
+              "row %zu: wide variant %s", i, mgpu_variants[e].name);
+        for (int force = -1; force <= 1; force++) {
+            struct mgpu_attention_plan plan;
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+            const unsigned grid128 = plan.grid;
+            mgpu_attention_fwd_plan_wide(&p, &mgpu_variants[idx], &hopper, &choice, force, &plan);
+            const int want = force < 0 ? 0 : force > 0 ? rows[i].forced : rows[i].wide;
+            CHECK(plan.wide == want, "row %zu, force %d: wide %d (want %d)", i, force, plan.wide, want);
+            const struct mgpu_attention_fwd_args *a = &plan.args;
+            if (!plan.wide) {
+                CHECK(plan.grid == grid128, "row %zu, force %d: grid %u, was %u", i, force, plan.grid, grid128);
+                continue;
+            }
+            const int64_t tiles = (rows[i].seqlen_q + 191) / 192 * (int64_t)rows[i].heads_q * rows[i].batch;
+            CHECK(a->tile_queries == 192 && plan.q_map.box[1] == 192 && plan.q_map.rank == 4 && !a->pack_gqa &&
+                      a->num_splits == 1 && !plan.decode_entry && !plan.decode64,
+                  "row %zu: tile_queries %d, Q box %u, pack %d, splits %d", i, a->tile_queries, plan.q_map.box[1],
+                  a->pack_gqa, a->num_splits);
+            CHECK(plan.grid == (unsigned)(rows[i].persist ? 132 : tiles) && plan.dynamic == (rows[i].persist &&
+                                                                                               rows[i].causal),
+                  "row %zu: grid %u, dynamic %d (%lld tiles)", i, plan.grid, plan.dynamic, (long long)tiles);
+        }
+    }
+    /* An inference call (packed GQA decode) keeps its plan, forced or not. */
+    mgpu_attention_fwd_desc d = MGPU_ATTENTION_FWD_DESC_INIT;
+    d.batch = 8;
+    d.seqlen_q = 1;
+    d.seqlen_k = 8192;
+    d.heads_q = 64;
+    d.heads_kv = 8;
+    d.head_dim = 64;
+    d.dtype = MGPU_DTYPE_F16;
+    struct mgpu_attention_problem p;
+    mgpu_status s;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+    if (idx >= 0) {
+        struct mgpu_attention_plan plan;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
+        mgpu_attention_fwd_plan_wide(&p, &mgpu_variants[idx], &hopper, &choice, 1, &plan);
+        CHECK(!plan.wide, "decode forced wide");
+    }
+}
+
 static void test_env_switches(void)
 {
     const struct { const char *value; int want; } cases[] = {
@@ -1604,6 +1702,10 @@ static void test_env_switches(void)
     unsetenv("MGPU_ATTENTION_SPLIT_FILL");
     mgpu_env_parse(&env, variant, sizeof variant);
     CHECK(env.attention_split_fill == 0, "MGPU_ATTENTION_SPLIT_FILL unset: %d", env.attention_split_fill);
+    setenv("MGPU_ATTENTION_WIDE", "0", 1);
+    mgpu_env_parse(&env, variant, sizeof variant);
+    CHECK(env.attention_wide == -1, "MGPU_ATTENTION_WIDE=0: %d", env.attention_wide);
+    unsetenv("MGPU_ATTENTION_WIDE");
 }
 
 int main(void)
@@ -1620,6 +1722,7 @@ int main(void)
     test_bench_decode_plans();
     test_split_fill_plan();
     test_merge16_plan();
+    test_wide_plan();
     test_env_switches();
     test_selection_sm100();
     test_serving_sm100();

@@ -131,6 +131,15 @@
  * gives it counters only where mgpu_attention_fwd_merge_warps(num_splits,
  * merge_splits_per_warp) <= 4.
  *
+ * Wide entry (sm_90a 16-bit: mgpu_attention_fwd_wide_sm90_<dtype>_d<D>, head
+ * dim 64): the forward kernel with kBlockM = MGPU_ATTENTION_FWD_WIDE_BLOCK_M
+ * (three consumer warpgroups of 64 rows), block
+ * {MGPU_ATTENTION_FWD_WIDE_THREADS, 1, 1}, its own shared memory (the
+ * formula with block_m 192), for calls with none of the inference features
+ * (pack_gqa 0, num_splits 1, seqused_k and block_table 0; it traps on any
+ * other): kBlockM is 192 wherever the paragraphs above say kBlockM (the Q
+ * map's box, tile_queries, the tile count); grid, persistent grid and
+ * dynamic tiles as "Launch" says.
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
  * page strides); key row j of sequence b lives in page
@@ -185,6 +194,9 @@
 /* The decode entry's 64-row variant: one consumer warpgroup ("Decode entry"). */
 #define MGPU_ATTENTION_FWD_DECODE64_BLOCK_M 64
 #define MGPU_ATTENTION_FWD_DECODE64_THREADS 256
+/* The wide entry: 192 query rows, three consumer warpgroups ("Wide entry"). */
+#define MGPU_ATTENTION_FWD_WIDE_BLOCK_M 192
+#define MGPU_ATTENTION_FWD_WIDE_THREADS 512
 
 /* The supported head dims, X(arg, head_dim) for each (one variant per head dim
  * and dtype), and the key block (keys per K / V tile) of a head dim; why

@@ -264,7 +264,9 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
                                                       int work_tile)
 {
     constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2,
+    /* (Three consumer warpgroups: the wide entry, prefill calls only, never merges.) */
+    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2 ||
+                      Cfg::kConsumerWarpgroups == 3,
                   "the consumers merge as one combine CTA or half of one");
     static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
     constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;

@@ -10,7 +10,7 @@
  *
  * Consumer warpgroup c (64 rows), key blocks i = 0 .. count-1, with the GEMMs of
  * each step issued during its ping-pong turn (bar.sync turn[c] ... bar.arrive
- * turn[1-c]):
+ * turn[1-c]; with three consumer warpgroups turn[(c+1) % 3]):
  *
  *   i = 0:   turn{ S = Q K[0]^T }             wait; free K[0]; softmax(S) -> P
  *   i >= 1:  turn{ S = Q K[i]^T ; O += P V[i-1] }
@@ -564,6 +564,26 @@ __device__ __forceinline__ uint32_t phase_of(int g)
     return (static_cast<uint32_t>(g) / Cfg::kStages) & 1;
 }
 
+/* The turns of the consumer warpgroups pass round in order 0, 1, .., W - 1,
+ * 0, ...: warpgroup c waits on turn barrier c and hands the turn on by
+ * arriving on that of the next one. A barrier's phase thus completes with
+ * two warpgroups, the one waiting and the one before it (256 threads). */
+template <class Cfg>
+__device__ __forceinline__ int attn_fwd_next_consumer(int consumer)
+{
+    if constexpr (Cfg::kConsumerWarpgroups == 3)
+        return consumer == 2 ? 0 : consumer + 1;
+    else
+        return 1 - consumer;
+}
+
+template <class Cfg>
+__host__ __device__ constexpr int attn_fwd_turn_threads()
+{
+    return Cfg::kConsumerWarpgroups == 3 ? 2 * Cfg::kWarpgroupThreads
+                                         : Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+}
+
 /* The schedule of one tile's key loop, shared by the 16-bit and the fp8
  * consumers: count >= 1 key blocks, the first at global iteration kv_iter,
  * the last key block first (block i is key block n_block_end - 1 - i).
@@ -589,10 +609,10 @@ __device__ __forceinline__ void attn_fwd_key_loop(typename Cfg::SharedStorage &s
                                                   const Rescale &rescale, const Convert &convert,
                                                   bool fence_loads = false, const Tail &tail = Tail())
 {
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
+    constexpr int kTurnThreads = attn_fwd_turn_threads<Cfg>();
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
     const int my_turn = Cfg::kBarrierTurnFirst + consumer;
-    const int other_turn = Cfg::kBarrierTurnFirst + (1 - consumer);
+    const int other_turn = Cfg::kBarrierTurnFirst + attn_fwd_next_consumer<Cfg>(consumer);
     /* The ping-pong turns; one consumer warpgroup takes none. */
     auto take_turn = [&] {
         if constexpr (Cfg::kConsumerWarpgroups > 1)

@@ -23,6 +23,9 @@
  *     (see attention_fwd_mainloop.cuh). Between the two warpgroups, two named
  *     barriers pass a "turn" back and forth so that one warpgroup issues its
  *     GEMMs while the other does its softmax (ping-pong).
+ *   The wide entry (AttnFwdWideConfig, head dim 64, prefill calls only):
+ *     192 query rows, three consumer warpgroups (512 threads), whose turn
+ *     passes round 0 -> 1 -> 2 -> 0 on three named barriers.
  *   Each consumer warp's lane 0 arrives on k_empty / v_empty once its wgmma
  *   reading that stage has completed (8 arrivals per phase).
  *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
@@ -91,7 +94,8 @@ struct AttnFwdConfig {
 
     static constexpr int kHeadDim = kHeadDim_;
     /* 64 query rows per consumer warpgroup: the forward's 128 with two, the
-     * decode entry's 64-row variant with one (attention_fwd_decode_sm90.cuh). */
+     * decode entry's 64-row variant with one (attention_fwd_decode_sm90.cuh),
+     * the wide entry's 192 with three (AttnFwdWideConfig below). */
     static constexpr int kConsumerWarpgroups = kConsumerWarpgroups_;
     static constexpr int kBlockM = kConsumerWarpgroups == 2 ? AttnFwdTile<kHeadDim>::kBlockM : 64 * kConsumerWarpgroups;
     static constexpr int kBlockN = kBlockN_;
@@ -109,7 +113,11 @@ struct AttnFwdConfig {
     static_assert(kHeadDim % kWgmmaK == 0 && kBlockN % kWgmmaK == 0, "wgmma K is 16");
 
     static constexpr int kWarpgroupThreads = 128;
-    static_assert(kConsumerWarpgroups == 1 || kConsumerWarpgroups == 2, "one or two consumer warpgroups");
+    static_assert(kConsumerWarpgroups >= 1 && kConsumerWarpgroups <= 3, "one to three consumer warpgroups");
+    /* Three consumer warpgroups (the wide entry): prefill calls only, the
+     * inference copy of the code is not compiled in (the runtime gives the
+     * entry no call with an inference feature: abi/attention_abi.h). */
+    static constexpr bool kPrefillOnly = kConsumerWarpgroups == 3;
     static constexpr int kThreads = kWarpgroupThreads * (1 + kConsumerWarpgroups);
     static constexpr int kConsumerWarps = kConsumerWarpgroups * kWarpgroupThreads / 32;
     static constexpr int kRowsPerConsumer = kBlockM / kConsumerWarpgroups;
@@ -157,19 +165,32 @@ struct AttnFwdConfig {
      * 32768 = 256 * 128, what two CTAs of 256 threads may each take. No entry
      * spills (tests/sass_sm90.sh). */
     static constexpr int kProducerRegisters = 24;
-    static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 232;
+    /* Three consumer warpgroups (512 threads, 128 registers each at launch):
+     * 128 * 24 + 384 * 160 = 64512. */
+    static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : kConsumerWarpgroups == 3 ? 160 : 232;
 
-    /* Named barrier ids (0 is __syncthreads). */
-    static constexpr int kBarrierTurnFirst = 1;     /* ids 1, 2: "consumer c may issue its GEMMs" */
-    static constexpr int kBarrierEpilogueFirst = 3; /* ids 3, 4: one per consumer warpgroup */
-    static constexpr int kBarrierMerge = 5;         /* both consumer warpgroups: a split call's merge */
+    /* Named barrier ids (0 is __syncthreads); with three consumer
+     * warpgroups, three of each kind. */
+    static constexpr int kBarrierSlots = kConsumerWarpgroups == 3 ? 3 : 2;
+    static constexpr int kBarrierTurnFirst = 1; /* ids 1, 2: "consumer c may issue its GEMMs" */
+    static constexpr int kBarrierEpilogueFirst = kBarrierTurnFirst + kBarrierSlots; /* ids 3, 4: one per consumer */
+    static constexpr int kBarrierMerge = kBarrierEpilogueFirst + kBarrierSlots; /* 5: the consumers, a split's merge */
     /* The producer warpgroup's cp.async gather of paged K/V (paged_gather)
      * is compiled into head dims 64 and 128 only: at the others its loop
      * does not fit the producer's registers, and their key blocks (80 and
      * 112 rows at 256 and 192) move more bytes per TMA box (decision 020);
      * the runtime sets paged_gather for these head dims only. */
-    static constexpr bool kPagedGather = kHeadDim == 64 || kHeadDim == 128;
+    static constexpr bool kPagedGather = (kHeadDim == 64 || kHeadDim == 128) && !kPrefillOnly;
 };
+
+/* The wide entry: 192 query rows per work tile, three consumer warpgroups of
+ * 64 rows (512 threads), the forward's key block, stages and softmax for the
+ * head dim; prefill calls only. Each K / V block loaded serves 192 query
+ * rows instead of 128, and each consumer warpgroup has two others' GEMMs to
+ * hide its softmax behind (docs/decisions/063-attention-forward-d64-wide-tile.md). */
+template <typename Element, int kHeadDim>
+using AttnFwdWideConfig = AttnFwdConfig<Element, kHeadDim, AttnFwdTile<kHeadDim>::kBlockN,
+                                        AttnFwdTile<kHeadDim>::kLazyRescale, AttnFwdTile<kHeadDim>::kPolyExp2Every, 3>;
 
 /* Consumer warpgroup `consumer`: every tile the producer publishes, main loop
  * then epilogue. */
@@ -178,10 +199,11 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
                                                   typename Cfg::SharedStorage &smem,
                                                   const AttnFwdScheduler<Cfg, kInference> &scheduler, int consumer)
 {
-    constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    /* The turn alternates 0, 1, 0, 1, ... over the whole kernel (both consumers
-     * take the same number of turns per tile); consumer 0 goes first. */
-    if (consumer == 1)
+    constexpr int kTurnThreads = attn_fwd_turn_threads<Cfg>();
+    /* The turn goes round 0, 1, (2,) 0, ... over the whole kernel (every
+     * consumer takes the same number of turns per tile); consumer 0 goes
+     * first, handed the turn by the last. */
+    if (consumer == Cfg::kConsumerWarpgroups - 1)
         named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
 
     int kv_iter = 0, q_iter = 0;
@@ -278,6 +300,7 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     MGPU_ATTN_FWD_STAMP(p.args, kTlEntry, threadIdx.x == 0);
     const bool gather = Cfg::kPagedGather && attn_fwd_inference(p.args) && p.args.block_table && p.args.paged_gather &&
                         !p.args.tile_counter;
+    (void)gather;
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
@@ -305,7 +328,18 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
      * (and the consumers' shared-memory addresses derived from it) as
      * warp-uniform, kept in uniform registers rather than the consumers'. */
     const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / Cfg::kWarpgroupThreads, 0);
-    if (warpgroup == 0) {
+    if constexpr (Cfg::kPrefillOnly) {
+        if (inference)
+            __trap(); /* not a call for this entry */
+        if (warpgroup == 0) {
+            setmaxnreg_dec<Cfg::kProducerRegisters>();
+            if (threadIdx.x < 32)
+                attn_fwd_producer<Cfg, false, true>(p, smem, AttnFwdScheduler<Cfg, false>(p.args));
+        } else {
+            setmaxnreg_inc<Cfg::kConsumerRegisters>();
+            attn_fwd_consumer<Cfg, false>(p.args, smem, AttnFwdScheduler<Cfg, false>(p.args), warpgroup - 1);
+        }
+    } else if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (gather) { /* false at compile time where !kPagedGather */
             attn_fwd_producer_gather<Cfg>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));

@@ -1,7 +1,8 @@
 /*
  * Tile scheduler of the Hopper attention forward.
  *
- * A work tile is one 128-row query block of one (batch, head). CTA c starts
+ * A work tile is one 128-row (the wide entry: 192-row) query block of one
+ * (batch, head). CTA c starts
  * with tile c; its producer warp takes each further tile either statically
  * (c + gridDim.x, c + 2 gridDim.x, ...) or, when the runtime passes
  * tile_counter, dynamically: gridDim.x + atomicAdd(counter, 1), so a CTA that

@@ -9,7 +9,9 @@
  * counters, one per work tile, zero between launches). The
  * kernel's whole parameter is struct mgpu_attention_fwd_params, passed by
  * value. Calls with one query tile per (sequence, tile head) that the plan
- * gives the decode entry launch it instead, on its three-dimensional grid.
+ * gives the decode entry launch it instead, on its three-dimensional grid;
+ * prefill calls at head dim 64 that the plan gives the wide entry (192 query
+ * rows, three consumer warpgroups) launch that on the 192-row plan's grid.
  * fp8 calls whose V^T fits the workspace: the V pre-pass first, then the
  * V^T twin of the fp8 kernel. mgpu_kv_cache_append: validate, one copy
  * kernel.
@@ -103,6 +105,15 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         env->attention_split_fill};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
+    /* Prefill calls at head dim 64: the wide entry where it pays (forced
+     * on by MGPU_ATTENTION_WIDE=1 or by its name, off by =0 or by the
+     * forward variant's name). */
+    const int wide = mgpu_select_attention_fwd_wide(&mgpu_variants[variant], &h->caps);
+    if (wide >= 0) {
+        const int wide_forced = force && strcmp(force, mgpu_variants[wide].name) == 0;
+        mgpu_attention_fwd_plan_wide(p, &mgpu_variants[variant], &h->caps, &choice,
+                                     forced_by_name ? -1 : wide_forced ? 1 : env->attention_wide, &plan);
+    }
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
     struct mgpu_attention_fwd_fp8_vt_args vt;
     unsigned vt_grid[3] = {0, 0, 0};
@@ -110,7 +121,9 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     variant = choose_fp8_vt(h, p, variant, force, &plan, &vt, vt_grid, &transpose);
     const struct mgpu_variant *v = &mgpu_variants[variant];
     int main_variant = variant;
-    if (plan.decode64) {
+    if (plan.wide) {
+        main_variant = wide; /* planned only where it exists */
+    } else if (plan.decode64) {
         main_variant = decode64; /* planned only where it exists */
     } else if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the

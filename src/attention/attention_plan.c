@@ -229,6 +229,26 @@ int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const str
     return -1;
 }
 
+static int is_wide_kind(enum mgpu_kernel_kind k)
+{
+    return k == MGPU_KIND_ATTENTION_FWD_WIDE_SM90;
+}
+
+int mgpu_select_attention_fwd_wide(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+{
+    if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+        return -1;
+    for (int i = 0; i < mgpu_variant_count; i++) {
+        const struct mgpu_variant *v = &mgpu_variants[i];
+        if (is_wide_kind(v->kind) && mgpu_variant_on_device(v, caps) && v->dtype == fwd->dtype &&
+            v->attention.head_dim == fwd->attention.head_dim && v->attention.block_n == fwd->attention.block_n &&
+            v->attention.stages == fwd->attention.stages &&
+            v->attention.block_m == MGPU_ATTENTION_FWD_WIDE_BLOCK_M)
+            return i;
+    }
+    return -1;
+}
+
 int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd)
 {
     if (!force)
@@ -788,6 +808,53 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
         *out = plan64;
         out->decode64 = 1;
     }
+}
+
+/* A plan that the wide entry can run: the main kernel's, none of the
+ * inference features (the entry has only the prefill copy of the code). */
+static int prefill_plan(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan)
+{
+    return !plan->decode_entry && !plan->args.pack_gqa && plan->args.num_splits == 1 && !p->seqused_k &&
+           !p->block_table;
+}
+
+/* Whether the 192-row tiles pay: the query rows padded to whole tiles at
+ * most this many thousandths more than with 128-row tiles, less where a
+ * mask skips key blocks (causal, windows: each 192-row tile then also runs
+ * more partly masked blocks). H100, bf16, 32 heads, d64, against the 128-row
+ * entry (decision 063): 4 x 4096 (+3.1 %
+ * rows) 1311 -> 1187 us, causal 689 -> 660; 8 x 8192 (+0.8 %) 10541 ->
+ * 9275, causal 5422 -> 5125; 16 x 1024 (+12.5 %) 351-379 -> 341-350 us,
+ * but causal 236-241 -> 258. */
+#define WIDE_MAX_PADDING_PERMILLE 125
+#define WIDE_MAX_PADDING_PERMILLE_MASKED 40
+static int wide_pays(const struct mgpu_attention_problem *p)
+{
+    const int masked = p->causal || p->window_left >= 0 || p->window_right >= 0;
+    const int64_t limit = masked ? WIDE_MAX_PADDING_PERMILLE_MASKED : WIDE_MAX_PADDING_PERMILLE;
+    const int64_t rows_wide = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_WIDE_BLOCK_M);
+    const int64_t rows = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M);
+    return rows_wide * 1000 <= rows * (1000 + limit);
+}
+
+void mgpu_attention_fwd_plan_wide(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                                  int force, struct mgpu_attention_plan *plan)
+{
+    if (force < 0 || v->kind != MGPU_KIND_ATTENTION_FWD_SM90 || !prefill_plan(p, plan))
+        return;
+    if (!force && !wide_pays(p))
+        return;
+    /* The same call on 192-row tiles: never packed, never through the decode entry. */
+    struct mgpu_attention_fwd_choice c = *choice;
+    c.force_pack = -1;
+    c.force_decode_entry = -1;
+    struct mgpu_attention_plan wide;
+    make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_WIDE_BLOCK_M, &wide);
+    if (!prefill_plan(p, &wide))
+        return; /* e.g. fewer tiles that the planner would split */
+    *plan = wide;
+    plan->wide = 1;
 }
 
 /* Places the partial buffers at the workspace's base. */

@@ -68,6 +68,9 @@ struct mgpu_attention_plan {
     /* 1 (with decode_entry): the 64-row decode entry (one consumer
      * warpgroup); the plan's tiles, Q map and merge are its. */
     int decode64;
+    /* 1: the wide entry (192 query rows, three consumer warpgroups) runs the
+     * call; the plan's tiles, Q map and grid are its. */
+    int wide;
 };
 
 /* What the planner may use beyond the problem: the handle's workspace, and
@@ -143,6 +146,23 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);
+
+/* The wide entry of sm_90a 16-bit forward variant `fwd` (same dtype, head
+ * dim, key block and stages) for the device: its index, or -1 when the
+ * registry has none (no error; head dim 64 only). */
+int mgpu_select_attention_fwd_wide(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
+
+/* Replaces *plan (made by mgpu_attention_make_plan_ex for `v` with `choice`)
+ * by the same call on the wide entry's 192-row tiles (plan->wide) where that
+ * entry can run it: a plan of the main kernel (not the decode entry) without
+ * any inference feature (GQA packing, key splits, seqused_k, paged K/V),
+ * the 192-row plan likewise, and where it pays: force 1 (MGPU_ATTENTION_WIDE
+ * or MGPU_FORCE_VARIANT naming the entry) always, -1 never, 0 the planner's
+ * rule (wide_pays, attention_plan.c: the queries padded to 192-row tiles at most 12.5 %
+ * more than to 128-row ones, 4 % with a causal or window mask). The caller knows that the entry exists. */
+void mgpu_attention_fwd_plan_wide(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
+                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
+                                  int force, struct mgpu_attention_plan *plan);
 
 /* Sets args.o_partial / lse_partial at the start of the workspace (split calls). */
 void mgpu_attention_fwd_place_partials(struct mgpu_attention_plan *plan, uint64_t workspace);

@@ -110,6 +110,7 @@ void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size)
     env->attention_decode64 = env_switch("MGPU_ATTENTION_DECODE64");
     env->attention_merge16 = env_switch("MGPU_ATTENTION_MERGE16");
     env->attention_split_fill = env_switch("MGPU_ATTENTION_SPLIT_FILL");
+    env->attention_wide = env_switch("MGPU_ATTENTION_WIDE");
 }
 
 static void read_env(void)

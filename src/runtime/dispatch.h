@@ -113,6 +113,7 @@ struct mgpu_env {
     int attention_decode64;    /* MGPU_ATTENTION_DECODE64: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int attention_merge16;     /* MGPU_ATTENTION_MERGE16: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int attention_split_fill;  /* MGPU_ATTENTION_SPLIT_FILL: 1 ("1"), -1 ("0": off), 0 when unset (the rule) */
+    int attention_wide;        /* MGPU_ATTENTION_WIDE: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
 };
 /* Reads the switches above from the environment into *env (the library
  * does so once per process); a forced variant name is copied into
