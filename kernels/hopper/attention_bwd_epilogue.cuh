@@ -303,60 +303,6 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
 }
 
 /*
- * kDqOwnKeys: consumer c's dQ over its own 64 keys, columns [64 kHalf, 64
- * kHalf + 64), into dQ buffer i % kDqBuffers in the same fragment order as
- * attn_bwd_stage_dq (thread t of both consumers holds the same elements).
- * Consumer 0 stores its partial (after the writer has read the buffer's
- * previous tile out) and, after its second half, arrives on dq_half[b];
- * consumer 1 waits for that, adds its own partial to consumer 0's
- * (partial 0 + partial 1, the same order in every call) and, after its
- * second half, hands the tile to the writer (dq_full[b], 4 warp arrivals).
- */
-template <class Cfg, int kHalf>
-__device__ __forceinline__ void attn_bwd_stage_dq_own(typename Cfg::SharedStorage &smem, int i, int consumer,
-                                                      const float (&dq)[32])
-{
-    static_assert(Cfg::kDqOwnKeys && Cfg::kHeadDim == 128, "two halves of 64 columns");
-    /* The thread index read again here, not kept across the loop. */
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-    const int thread = static_cast<int>(tid) % Cfg::kWarpgroupThreads;
-    consumer = static_cast<int>(tid) / Cfg::kWarpgroupThreads - 1;
-    const int b = i % Cfg::kDqBuffers;
-    const uint32_t phase = (i / Cfg::kDqBuffers) & 1;
-    const uint32_t base = smem_u32(&smem.dq[b][Cfg::kBlockM * 64 * kHalf + 4 * thread]);
-    if (consumer == 0) {
-        if constexpr (kHalf == 0)
-            mbar_wait(&smem.dq_empty[b], phase ^ 1);
-#pragma unroll
-        for (int q = 0; q < 8; ++q)
-            st_shared_f32x4(base + q * 16 * Cfg::kWarpgroupThreads, dq[4 * q], dq[4 * q + 1], dq[4 * q + 2],
-                            dq[4 * q + 3]);
-        if constexpr (kHalf == 1) {
-            __syncwarp();
-            if ((thread % 32) == 0)
-                mbar_arrive(&smem.dq_empty[Cfg::kDqHalf + b]);
-        }
-    } else {
-        if constexpr (kHalf == 0)
-            mbar_wait(&smem.dq_empty[Cfg::kDqHalf + b], phase);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-            const uint32_t addr = base + q * 16 * Cfg::kWarpgroupThreads;
-            const uint4 p0 = ld_shared_u128(addr);
-            st_shared_f32x4(addr, __uint_as_float(p0.x) + dq[4 * q], __uint_as_float(p0.y) + dq[4 * q + 1],
-                            __uint_as_float(p0.z) + dq[4 * q + 2], __uint_as_float(p0.w) + dq[4 * q + 3]);
-        }
-        if constexpr (kHalf == 1) {
-            fence_smem_to_async(); /* the bulk reduction reads it through the async proxy */
-            __syncwarp();
-            if ((thread % 32) == 0)
-                mbar_arrive(&smem.dq_full[b]);
-        }
-    }
-}
-
-/*
  * The dQ writer (one thread of warpgroup 0): per query block, in the
  * consumers' order, waits for the block's buffer, adds the whole tile into
  * dq_accum with one bulk reduction and frees the buffer once the reduction

@@ -368,91 +368,6 @@ __device__ __forceinline__ void bwd_mask(float (&st)[Cfg::kSN / 2], uint32_t (&p
     }
 }
 
-/* threadIdx.x read afresh (kDqOwnKeys: values derived from it where the
- * registers are scarce, instead of kept across the loop, which spilled). */
-__device__ __forceinline__ int bwd_fresh_tid()
-{
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
-    return static_cast<int>(tid);
-}
-
-/* kDqOwnKeys: dQ over this consumer's 64 keys, columns [col, col + 64):
- * A = its rows of the dS^T buffer read MN-major (M = queries), B = its K rows
- * MN-major. */
-template <class Cfg>
-__device__ __forceinline__ void issue_dq_own(float (&dq)[32], uint32_t ds_rows, uint32_t k_rows, int col)
-{
-    /* k_rows is the same in every block, ds_rows in both halves: opaque, so
-     * that their descriptors are recomputed at each issue rather than kept
-     * in registers across the loop or between the halves (they spilled). */
-    asm volatile("" : "+r"(k_rows));
-#pragma unroll
-    for (int kk = 0; kk < Cfg::kSM / Cfg::kWgmmaK; ++kk) {
-        const uint64_t da = wgmma_desc(ds_rows + kk * Cfg::kWgmmaK * Cfg::kSwizzleBytes, Cfg::kDsBytes,
-                                       Cfg::kAtomBytes);
-        const uint64_t db = mn_major_desc<Cfg, Cfg::kKVBlockBytes>(k_rows, col, kk);
-        bwd_mma_ss<Cfg, 64, true, true>(dq, da, db, kk > 0);
-    }
-}
-
-/*
- * kDqOwnKeys, the end of block i (stage s) after dK is issued: the
- * consumer's dS^T rows are published to its own warpgroup (named barrier
- * 3 + consumer), dQ half 0 is issued, the stage released once dV and dK are
- * complete, the next block's S^T issued (on the idle stage after the last
- * block, as the shared loop does), then dQ half 0 staged while half 1 runs,
- * and half 1 staged (attn_bwd_stage_dq_own).
- */
-template <class Cfg>
-__device__ __forceinline__ void attn_bwd_own_dq(typename Cfg::SharedStorage &smem, int i, int s, bool has_next,
-                                                int consumer, int lane, uint32_t ds_rows, uint32_t k_rows,
-                                                int qcol0, float (&st)[Cfg::kSN / 2],
-                                                float (&dk)[Cfg::kHeadDim / 2], float (&dv)[Cfg::kHeadDim / 2])
-{
-    fence_smem_to_async(); /* dS^T stores before the wgmma reads them */
-    __syncwarp();
-    bwd_barrier_sync(kBwdBarrierOwnDs + consumer, Cfg::kWarpgroupThreads);
-    float dq[32];
-    wgmma_fence();
-    issue_dq_own<Cfg>(dq, ds_rows, k_rows, 0);
-    wgmma_commit_group();
-    wgmma_fence_operands(dq);
-    wgmma_wait_group<1>(); /* dV, dK */
-    wgmma_fence_operands(dk);
-    wgmma_fence_operands(dv);
-    /* Q, dO and the rows of this stage are no longer read. */
-    __syncwarp();
-    if (lane == 0) {
-        mbar_arrive(&smem.q_empty[s]);
-        mbar_arrive(&smem.do_empty[s]);
-    }
-    const int s1 = (i + 1) % Cfg::kStages;
-    if (has_next)
-        mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
-    __syncwarp();
-    wgmma_fence();
-    issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
-    wgmma_commit_group();
-    wgmma_fence_operands(st);
-    wgmma_wait_group<1>(); /* dQ half 0 */
-    wgmma_fence_operands(dq);
-    attn_bwd_stage_dq_own<Cfg, 0>(smem, i, consumer, dq);
-    wgmma_fence();
-    /* half 1's dS^T rows recomputed from a fresh thread index, so that
-     * half 0's descriptors are not kept across the staging (spilled) */
-    ds_rows = smem_u32(smem.ds[i % 2]) +
-              (bwd_fresh_tid() / Cfg::kWarpgroupThreads - 1) * Cfg::kSM * Cfg::kSwizzleBytes;
-    issue_dq_own<Cfg>(dq, ds_rows, k_rows, 64);
-    wgmma_commit_group();
-    wgmma_fence_operands(dq);
-    /* The next S^T and dQ half 1 complete before the loop's back edge. */
-    wgmma_wait_group<0>();
-    wgmma_fence_operands(dq);
-    wgmma_fence_operands(st);
-    attn_bwd_stage_dq_own<Cfg, 1>(smem, i, consumer, dq);
-}
-
 template <class Cfg, int kDqCols>
 __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
@@ -488,14 +403,11 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
     const uint32_t kq = kq_base(key0, warp, lane);
 
     if (w.m_block_begin < w.m_block_end) {
-        /* The first block's rows, published by one bar(ds) before the loop
-         * (kDqOwnKeys: they ride the stage's q_full / do_full). */
-        if constexpr (!Cfg::kDqOwnKeys) {
-            attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
-            cp_async_wait_all(); /* this thread's row copies have landed */
-            __syncwarp();
-            bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
-        }
+        /* The first block's rows, published by one bar(ds) before the loop. */
+        attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
+        cp_async_wait_all(); /* this thread's row copies have landed */
+        __syncwarp();
+        bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
         /* S^T of the first block; every later one is issued at the end of the
          * previous iteration, so that it runs while that block's dQ leaves. */
@@ -517,24 +429,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             const int rb = i % 2; /* row buffer of this block */
             const bool has_next = m > w.m_block_begin;
             /* The next block's rows: copied now, complete before this block's bar(ds). */
-            if constexpr (!Cfg::kDqOwnKeys) {
-                if (has_next)
-                    attn_bwd_rows_issue<Cfg>(a, smem, w, m - 1, (i + 1) % 2, consumer, thread);
-            }
-            /* kStagger: consumer 1 starts block i once consumer 0 has issued
-             * its dV (c0_mid, phase i); consumer 0 starts block i + 1 once
-             * consumer 1 has started block i (c1_top, phase i). Neither runs
-             * a phase ahead of the other's wait. */
-            if constexpr (Cfg::kStagger) {
-                if (consumer == 1) {
-                    mbar_wait(&smem.dq_empty[Cfg::kC0Mid], i & 1);
-                    __syncwarp();
-                    if (lane == 0)
-                        mbar_arrive(&smem.dq_empty[Cfg::kC1Top]);
-                } else if (i > 0) {
-                    mbar_wait(&smem.dq_empty[Cfg::kC1Top], (i - 1) & 1);
-                }
-            }
+            if (has_next)
+                attn_bwd_rows_issue<Cfg>(a, smem, w, m - 1, (i + 1) % 2, consumer, thread);
 
             if constexpr (!kPrefetchS) {
                 mbar_wait(&smem.q_full[s], parity);
@@ -555,8 +451,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
              * the negated factor of dS^T: no row loads after the wait for
              * dP^T. Else dpt = dP^T. */
             float dpt[kSN / 2];
-            if constexpr (Cfg::kDqOwnKeys) /* the dpsum row came with dO */
-                mbar_wait(&smem.do_full[s], parity);
             if constexpr (Cfg::kDpsumAcc) {
                 float2 dps[kSN / 8];
                 bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][qcol0 + 2 * (lane % 4)]));
@@ -568,8 +462,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                         dpt[4 * j + 2 * h + 1] = dps[j].y;
                     }
             }
-            if constexpr (!Cfg::kDqOwnKeys)
-                mbar_wait(&smem.do_full[s], parity);
+            mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
             issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
@@ -599,12 +492,8 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 else
                     bwd_probs<Cfg, false>(st, pr, lse_addr, a.scale_log2, pre, post);
             }
-            if (masked) { /* only blocks on a mask edge or the end of the queries */
-                int key = my_key;
-                if constexpr (Cfg::kStagger) /* row bounds computed here, not hoisted out of the loop (spilled) */
-                    asm volatile("" : "+r"(key));
-                bwd_mask<Cfg>(st, pr, w, key, row_first + qcol0 + 2 * (lane % 4));
-            }
+            if (masked) /* only blocks on a mask edge or the end of the queries */
+                bwd_mask<Cfg>(st, pr, w, my_key, row_first + qcol0 + 2 * (lane % 4));
             if constexpr (Cfg::kSplitDim) {
 #pragma unroll
                 for (int j = 0; j < kSN / 8; ++j)
@@ -621,12 +510,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_fence_operands(dv);
                 wgmma_fence_operands(pr);
                 wgmma_fence_operands(dpt);
-                if constexpr (Cfg::kStagger) {
-                    __syncwarp();
-                    const int t = bwd_fresh_tid(); /* consumer 0: threads 128 .. 255 */
-                    if (t < 2 * Cfg::kWarpgroupThreads && t % 32 == 0)
-                        mbar_arrive(&smem.dq_empty[Cfg::kC0Mid]);
-                }
                 wgmma_wait_group<1>();
             } else {
                 wgmma_fence_operands(dpt);
@@ -663,11 +546,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_commit_group();
                 wgmma_fence_operands(dk);
                 wgmma_fence_operands(dsr);
-            }
-            if constexpr (Cfg::kDqOwnKeys) {
-                attn_bwd_own_dq<Cfg>(smem, i, s, has_next, consumer, lane, ds_buf + key0 * Cfg::kSwizzleBytes,
-                                     k_rows, qcol0, st, dk, dv);
-                continue;
             }
             cp_async_wait_all(); /* this thread's row copies have landed */
             fence_smem_to_async();

@@ -157,15 +157,6 @@ struct AttnBwdConfig {
     static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
     static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
     static constexpr int kPolyExp2Every = AttnBwdTile<kHeadDim>::kPolyExp2Every;
-    static constexpr bool kDqOwnKeys = !kSplitDim && kDqWriter && AttnBwdTile<kHeadDim>::kDqOwnKeys;
-    static constexpr bool kStagger = kDqOwnKeys && AttnBwdTile<kHeadDim>::kStagger;
-    static_assert(!kDqOwnKeys || (kStages == 2 && kDqBuffers == 2 && kHeadDim == 128 && kLseEarly && kDpsumAcc),
-                  "own-key dQ: the rows ride the two stages, two dQ halves of 64 columns");
-    static constexpr int kRowBytes = kBlockM * 4; /* lse_log2 / dpsum of one block (kDqOwnKeys: on the stage) */
-    /* kDqOwnKeys: dq_empty[kDqBuffers ..] are more mbarriers: dq_half[b] (consumer 0's partial of dQ
-     * buffer b is stored, 4 warp arrivals), c0_mid (consumer 0 has issued a block's dV), c1_top (consumer
-     * 1 has started a block). */
-    static constexpr int kDqHalf = kDqBuffers, kC0Mid = kDqBuffers + 2, kC1Top = kDqBuffers + 3;
 
     struct alignas(kAtomBytes) SharedStorage {
         uint8_t k[kKVTileBytes];
@@ -181,7 +172,7 @@ struct AttnBwdConfig {
         /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); kSplitDim: staged in stage s for
          * attn_bwd_dq_split_writer (one per stage) */
         uint64_t dq_full[kDqWriter ? kDqBuffers : kStages];
-        uint64_t dq_empty[kDqOwnKeys ? kDqBuffers + 4 : kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
+        uint64_t dq_empty[kDqBuffers]; /* the writer has read dq[b] out (1 arrival) */
         uint64_t q_full[kStages];
         uint64_t q_empty[kStages];
         uint64_t do_full[kStages];
@@ -202,7 +193,6 @@ struct AttnBwdConfig {
 enum AttnBwdBarrier : int {
     kBwdBarrierDs = 1,      /* both consumers' dS^T (and P^T) of a block are in shared memory */
     kBwdBarrierOrdered = 2, /* deterministic adds: the turn was taken / the adds are done */
-    kBwdBarrierOwnDs = 3,   /* kDqOwnKeys, ids 3 + consumer: the consumer's own dS^T is in shared memory */
 };
 
 /* One CTA's work: one key block of one query head of one sequence. */
@@ -325,15 +315,9 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
             tma_prefetch_map(&p.tmap_dq);
         mbar_init(&smem.kv_full, 1);
         if constexpr (Cfg::kDqWriter) {
-            /* kDqOwnKeys: consumer 1's warps store the summed tile */
-            constexpr uint32_t dq_arrivals = Cfg::kDqOwnKeys ? Cfg::kConsumerWarps / 2 : Cfg::kConsumerWarps;
             for (int b = 0; b < Cfg::kDqBuffers; ++b) {
-                mbar_init(&smem.dq_full[b], dq_arrivals);
+                mbar_init(&smem.dq_full[b], Cfg::kConsumerWarps);
                 mbar_init(&smem.dq_empty[b], 1);
-            }
-            if constexpr (Cfg::kDqOwnKeys) {
-                for (int b = Cfg::kDqBuffers; b < Cfg::kDqBuffers + 4; ++b)
-                    mbar_init(&smem.dq_empty[b], Cfg::kConsumerWarps / 2);
             }
         }
         /* kSplitDim: the split dims' dQ writer alone releases the stages */
@@ -354,7 +338,7 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
     if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (threadIdx.x == 0) {
-            attn_bwd_producer<Cfg, Cfg::kDqOwnKeys>(p, smem, w); /* kDqOwnKeys: rows on q_full / do_full */
+            attn_bwd_producer<Cfg>(p, smem, w);
         } else if constexpr (Cfg::kDqWriter) {
             if (threadIdx.x == 32)
                 attn_bwd_dq_writer<Cfg>(p.args, smem, w);

@@ -48,17 +48,6 @@ struct AttnBwdTile {
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
      * Every 4th at head dims 64 and 128 measured no faster than 0. */
     static constexpr int kPolyExp2Every = 0;
-    /* Head dim 128: each consumer computes dQ over its own 64 keys (all
-     * head-dim columns, two 64-column halves) and consumer 1 adds consumer
-     * 0's partial in the dQ writer's buffer (one fixed fp32 order: dQ stays
-     * bitwise reproducible); the lse_log2 / dpsum rows ride the stage's
-     * barriers. The consumers then share no per-block barrier. kStagger:
-     * consumer 1 starts each block once consumer 0 has issued that block's
-     * dV, consumer 0 the next block once consumer 1 has started this one
-     * (two mbarriers), so that one consumer's arithmetic runs while the
-     * other's products do. */
-    static constexpr bool kDqOwnKeys = kHeadDim == 128;
-    static constexpr bool kStagger = kDqOwnKeys;
     /* Columns of one box of the dq_accum tensor map (kSplitDim: each
      * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
      * the ABI's dq_box_cols): 128 at head dim 256 (both consumers' ranges),
