@@ -142,30 +142,18 @@ struct TileRowBias {
     }
 };
 
-/* The epilogue of one chunk of the tile (kFrags groups of 8 rows starting at
- * fragment j0, rows chunk_row0 .., tile_row0 .. within the tile), in
- * registers: acc = scale_d * act(alpha * acc + beta * C + bias). Applied
- * chunk by chunk, just before the chunk is staged, so that the C values of
- * one chunk only are live beside the accumulators; a per-row bias comes
- * from the tile's TileRowBias (kTileBias) or is loaded here (ping-pong,
- * whose epilogue runs under the other warpgroup's main loop and has no
- * registers to spare for the tile's bias). Every condition on `ep` is
- * uniform. The bias term of an element is row_b + col_b, the one not
- * given being -0 (and both -0 without a bias: alpha * acc + (-0) is
- * alpha * acc in every case, -0 included), so alpha and the bias are an
- * add and a multiply-add per element (separate per-row and per-column
- * instantiations, which would save the add, spill in the 192 x 192 rows),
- * and GELU for 16-bit outputs takes the output scale into its last
- * multiply-add (gelu_tanh_fast_scaled): the elementwise work runs while the
- * tensor cores wait for the tile. */
+/* apply_chunk's first step: alpha * acc + bias (+ beta * C where read_c;
+ * a per-row bias where row_bias). Inlined: called with literal conditions
+ * (apply_chunk's kSplit), each call is one copy without the other
+ * conditions' instructions (the C loads, their addresses and bounds, the
+ * per-row bias's shuffles), which are otherwise issued predicated off. */
 template <int kBM, int kFrags, class OutT, bool kTileBias>
-__device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
-                                            const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
-                                            int col0, const float (&col_b)[2], const TileRowBias<kBM> &rb)
+__device__ __forceinline__ void bias_alpha_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
+                                                 const GemmEpilogue &ep, const OutT *c, int chunk_row0,
+                                                 int tile_row0, int col0, const float (&col_b)[2],
+                                                 const TileRowBias<kBM> &rb, bool read_c, bool row_bias)
 {
     const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
-    const bool read_c = ep.beta != 0.0f;
-    const bool row_bias = ep.bias && !ep.bias_per_column;
 #pragma unroll
     for (int f = 0; f < kFrags; ++f) {
         const int j = j0 + f;
@@ -192,6 +180,47 @@ __device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const
                     v = fmaf(ep.beta, epi::load_c(c + static_cast<int64_t>(col) * args.ldc + row + e), v);
             }
         }
+    }
+}
+
+/* The epilogue of one chunk of the tile (kFrags groups of 8 rows starting at
+ * fragment j0, rows chunk_row0 .., tile_row0 .. within the tile), in
+ * registers: acc = scale_d * act(alpha * acc + beta * C + bias). Applied
+ * chunk by chunk, just before the chunk is staged, so that the C values of
+ * one chunk only are live beside the accumulators; a per-row bias comes
+ * from the tile's TileRowBias (kTileBias) or is loaded here (ping-pong,
+ * whose epilogue runs under the other warpgroup's main loop and has no
+ * registers to spare for the tile's bias). Every condition on `ep` is
+ * uniform. The bias term of an element is row_b + col_b, the one not
+ * given being -0 (and both -0 without a bias: alpha * acc + (-0) is
+ * alpha * acc in every case, -0 included), so alpha and the bias are an
+ * add and a multiply-add per element (separate per-row and per-column
+ * instantiations, which would save the add, spill in the 192 x 192 rows),
+ * and GELU for 16-bit outputs takes the output scale into its last
+ * multiply-add (gelu_tanh_fast_scaled): the elementwise work runs while the
+ * tensor cores wait for the tile. kSplit: the first step (bias_alpha_chunk)
+ * in one copy without C for each per-row bias choice, and one reading C
+ * (more code: the rows with registers to spare for it, store_tile). */
+template <int kBM, int kFrags, class OutT, bool kTileBias, bool kSplit>
+__device__ __forceinline__ void apply_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
+                                            const GemmEpilogue &ep, const OutT *c, int chunk_row0, int tile_row0,
+                                            int col0, const float (&col_b)[2], const TileRowBias<kBM> &rb)
+{
+    const bool read_c = ep.beta != 0.0f;
+    const bool row_bias = ep.bias && !ep.bias_per_column;
+    if constexpr (kSplit) {
+        if (read_c) /* as without kSplit */
+            bias_alpha_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, chunk_row0, tile_row0, col0, col_b,
+                                                           rb, true, row_bias);
+        else if (row_bias)
+            bias_alpha_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, chunk_row0, tile_row0, col0, col_b,
+                                                           rb, false, true);
+        else
+            bias_alpha_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, chunk_row0, tile_row0, col0, col_b,
+                                                           rb, false, false);
+    } else {
+        bias_alpha_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, chunk_row0, tile_row0, col0, col_b, rb,
+                                                       read_c, row_bias);
     }
     if (!ep.fused)
         return;
@@ -262,13 +291,14 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[kBM / 2], int j0,
 /* The epilogue of kFrags fragments from j0 (rows row0 + 8 j0 ..), in
  * registers: apply_chunk, or alpha alone (`general` false: no C, nothing
  * fused). For tiles that are not whole TMA boxes (store_tile). */
-template <int kBM, int kFrags, class OutT, bool kTileBias>
+template <int kBM, int kFrags, class OutT, bool kTileBias, bool kSplit>
 __device__ __forceinline__ void finish_frags(float (&acc)[kBM / 2], int j0, bool general, const mgpu_gemm_args &args,
                                              const GemmEpilogue &ep, const OutT *c, int row0, int col0,
                                              const float (&col_b)[2], const TileRowBias<kBM> &rb)
 {
     if (general) {
-        apply_chunk<kBM, kFrags, OutT, kTileBias>(acc, j0, args, ep, c, row0 + 8 * j0, 8 * j0, col0, col_b, rb);
+        apply_chunk<kBM, kFrags, OutT, kTileBias, kSplit>(acc, j0, args, ep, c, row0 + 8 * j0, 8 * j0, col0, col_b,
+                                                          rb);
     } else {
 #pragma unroll
         for (int i = 4 * j0; i < 4 * (j0 + kFrags); ++i)
@@ -282,7 +312,7 @@ __device__ __forceinline__ void finish_frags(float (&acc)[kBM / 2], int j0, bool
  * the tile (TileRowBias) rather than per chunk. kBufs (1 or 2) buffers of
  * kEpiBufBytes at `bufs` take the chunks in turn; with one, each chunk waits
  * for the previous chunk's store to have read it. */
-template <int kBM, class OutT, bool kTileBias = true, int kBufs = kEpiBufs>
+template <int kBM, class OutT, bool kTileBias = true, int kBufs = kEpiBufs, bool kSplit = false>
 __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gemm_args &args, const GemmEpilogue &ep,
                                            const CUtensorMap *tma_c, uint8_t *bufs, int &buf, int row0, int col0,
                                            int out, int barrier_id)
@@ -336,7 +366,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             break; /* uniform: the rest of the tile lies below m */
         if constexpr (kBM % kChunkRows == 0) {
             if (general) {
-                apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
+                apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
                                                                   ch * kChunkRows, col0, col_b, rb);
             } else { /* alpha * acc: no C, nothing fused */
 #pragma unroll
@@ -344,10 +374,10 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
                     acc[i] *= ep.alpha;
             }
         } else if (ch < kChunks - 1) {
-            finish_frags<kBM, kFragsPerChunk, OutT, kTileBias>(acc, ch * kFragsPerChunk, general, args, ep, c, row0,
+            finish_frags<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general, args, ep, c, row0,
                                                                col0, col_b, rb);
         } else { /* the last box: only the fragments past the one before it */
-            finish_frags<kBM, (kBM % kChunkRows) / 8, OutT, kTileBias>(acc, ch * kFragsPerChunk, general, args, ep, c,
+            finish_frags<kBM, (kBM % kChunkRows) / 8, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general, args, ep, c,
                                                                       row0, col0, col_b, rb);
         }
         uint8_t *s = bufs + buf * kEpiBufBytes;
