@@ -78,6 +78,7 @@ struct tcase {
     int fp8;    /* e4m3 inputs with descales: FP8_* below; 0: 16-bit inputs */
     int vt;     /* fp8: 1 forces the V^T-from-workspace kernel (if the workspace holds V^T), -1 the kernel
                    that transposes V itself, 0 the planner's choice */
+    int wide;   /* MGPU_ATTENTION_WIDE for the call: 1 on, -1 off, 0 the planner's choice */
 };
 
 /* Descale arrays of fp8 cases: index (sequence b, KV head h) at b * batch + h * head strides. */
@@ -302,6 +303,8 @@ static void run_case(mgpu_handle *h, struct tcase c)
         snprintf(n, sizeof n, "%d", c.splits);
         force_setenv("MGPU_FORCE_NUM_SPLITS", n);
     }
+    if (c.wide)
+        force_setenv("MGPU_ATTENTION_WIDE", c.wide > 0 ? "1" : "0");
     if (c.fp8 && c.vt) {
         char name[80];
         snprintf(name, sizeof name, "mgpu_attention_fwd_fp8_%ssm90_e4m3_%s_d128", c.vt > 0 ? "vt_" : "",
@@ -314,6 +317,7 @@ static void run_case(mgpu_handle *h, struct tcase c)
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
     force_unsetenv("MGPU_FORCE_VARIANT");
+    force_unsetenv("MGPU_ATTENTION_WIDE");
     cudaError_t ce = cudaDeviceSynchronize();
     CHECK(s == MGPU_STATUS_SUCCESS && ce == cudaSuccess, "call: %s (%s), cuda: %s", mgpu_status_string(s),
           mgpu_last_error_message(), cudaGetErrorString(ce));
@@ -537,9 +541,36 @@ static void pack_split_cases(mgpu_handle *h)
          .wr = -1);
 }
 
+/* The wide entry forced (MGPU_ATTENTION_WIDE=1) on calls the planner
+ * leaves to the 128-row kernel or that no other case gives it; each has
+ * enough 192-row tiles (at least 144) that the planner splits no keys, so
+ * the forcing holds. */
+static void wide_cases(mgpu_handle *h)
+{
+    /* 1000 queries: the last tile's 40 queries all in consumer 0's rows,
+     * consumers 1 and 2 hold only padding (144 tiles, persistent grid). */
+    CASE(.batch = 2, .sq = 1000, .sk = 1000, .hq = 12, .hkv = 12, .d = 64, .dtype = BF16, .wl = -1, .wr = -1,
+         .wide = 1);
+    /* Varlen (ragged, an empty query sequence): tiles counted on the longest. */
+    CASE(.batch = 4, .sq = 700, .sk = 800, .hq = 16, .hkv = 8, .d = 64, .dtype = F16, .causal = 1, .wl = -1,
+         .wr = -1, .varlen = 1, .wide = 1);
+    CASE(.batch = 4, .sq = 700, .sk = 800, .hq = 16, .hkv = 16, .d = 64, .dtype = BF16, .wl = -1, .wr = -1,
+         .varlen = 1, .wide = 1);
+    /* Sliding window with soft-cap, and causal with a left window. */
+    CASE(.batch = 2, .sq = 1100, .sk = 1100, .hq = 12, .hkv = 4, .d = 64, .dtype = BF16, .wl = 300, .wr = 40,
+         .softcap = 20.0f, .wide = 1);
+    CASE(.batch = 2, .sq = 1100, .sk = 1300, .hq = 12, .hkv = 12, .d = 64, .dtype = F16, .causal = 1, .wl = 256,
+         .wr = -1, .wide = 1);
+    /* 4608 keys: 36 key blocks a tile, above the persistent grid's 32, so
+     * one CTA per tile (144 tiles). */
+    CASE(.batch = 1, .sq = 4608, .sk = 4608, .hq = 6, .hkv = 6, .d = 64, .dtype = BF16, .wl = -1, .wr = -1,
+         .wide = 1);
+}
+
 static void full_cases(mgpu_handle *h)
 {
     pack_split_cases(h);
+    wide_cases(h);
     static const int dims[] = {64, 96, 128, 192, 256};
     static const mgpu_dtype dtypes[] = {BF16, F16};
     /* Every variant, causal and not, with a ragged last block. */

@@ -1586,12 +1586,11 @@ static void test_merge16_plan(void)
               "1 x 8192 forced wide: in kernel %d decode64 %d", plan.merge_in_kernel, plan.decode64);
 }
 
-/* On / off switches read only "0" and "1"; anything else is the planner's
- * choice (mgpu_env_parse), so that "true" or "on" cannot turn a rule off. */
 /* The wide entry (192 query rows, three consumer warpgroups): prefill calls
- * at head dim 64 whose queries 192-row tiles pad at most 12.5 % (causal or
- * windowed: 4 %) more than 128-row ones, with its tiles (tile_queries, Q box, grid), never an
- * inference plan, and its forcing. */
+ * at head dim 64 whose queries 192-row tiles pad at most 12.5 % (causal:
+ * 4 %) more than 128-row ones, not varlen or windowed ones unless forced,
+ * with its tiles (tile_queries, Q box, grid), never an inference plan, and
+ * its forcing. */
 static void test_wide_plan(void)
 {
     static const struct {
@@ -1636,13 +1635,27 @@ static void test_wide_plan(void)
             continue;
         const int e = mgpu_select_attention_fwd_wide(&mgpu_variants[idx], &hopper);
         CHECK((e >= 0) == (rows[i].head_dim == 64), "row %zu: wide variant %d", i, e);
-        if (e < 0)
+        if (e < 0) {
+            for (int j = 0; j < mgpu_variant_count; j++)
+                if (mgpu_variants[j].kind == MGPU_KIND_ATTENTION_FWD_WIDE_SM90)
+                    CHECK(mgpu_attention_fwd_wide_forced(mgpu_variants[j].name, &mgpu_variants[idx]) == -1,
+                          "row %zu: %s forced at head dim %d", i, mgpu_variants[j].name, rows[i].head_dim);
             continue;
+        }
         CHECK(mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_WIDE_SM90 &&
                   mgpu_variants[e].dtype == mgpu_variants[idx].dtype && mgpu_variants[e].attention.head_dim == 64 &&
                   mgpu_variants[e].attention.block_m == 192 && mgpu_variants[e].threads == 512 &&
                   mgpu_variants[e].attention.block_n == mgpu_variants[idx].attention.block_n,
               "row %zu: wide variant %s", i, mgpu_variants[e].name);
+        /* its name forces it; another dtype's wide entry cannot run the call */
+        CHECK(mgpu_attention_fwd_wide_forced(mgpu_variants[e].name, &mgpu_variants[idx]) == 1 &&
+                  mgpu_attention_fwd_wide_forced(mgpu_variants[idx].name, &mgpu_variants[idx]) == 0 &&
+                  mgpu_attention_fwd_wide_forced(NULL, &mgpu_variants[idx]) == 0,
+              "row %zu: %s forced", i, mgpu_variants[e].name);
+        for (int j = 0; j < mgpu_variant_count; j++)
+            if (mgpu_variants[j].kind == MGPU_KIND_ATTENTION_FWD_WIDE_SM90 && j != e)
+                CHECK(mgpu_attention_fwd_wide_forced(mgpu_variants[j].name, &mgpu_variants[idx]) == -1,
+                      "row %zu: %s forced for %s", i, mgpu_variants[j].name, mgpu_variants[idx].name);
         for (int force = -1; force <= 1; force++) {
             struct mgpu_attention_plan plan;
             mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
@@ -1684,8 +1697,42 @@ static void test_wide_plan(void)
         mgpu_attention_fwd_plan_wide(&p, &mgpu_variants[idx], &hopper, &choice, 1, &plan);
         CHECK(!plan.wide, "decode forced wide");
     }
+    /* Varlen and windowed calls (not timed on the wide entry) keep the
+     * 128-row kernel unless forced, even where the padding would pass. */
+    for (int c = 0; c < 3; c++) {
+        d = (mgpu_attention_fwd_desc)MGPU_ATTENTION_FWD_DESC_INIT;
+        d.batch = 4;
+        d.seqlen_q = d.seqlen_k = 4096;
+        d.heads_q = d.heads_kv = 32;
+        d.head_dim = 64;
+        d.dtype = MGPU_DTYPE_BF16;
+        if (c == 0) {
+            d.cu_seqlens_q = (const int32_t *)(uintptr_t)0x1000;
+            d.cu_seqlens_k = (const int32_t *)(uintptr_t)0x2000;
+            d.total_q = d.total_k = 4 * 4096;
+        } else if (c == 1) {
+            d.window_left = 512;
+        } else {
+            d.causal = 1;
+            d.window_left = 1024;
+        }
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int f = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        if (f < 0)
+            continue;
+        for (int force = 0; force <= 1; force++) {
+            struct mgpu_attention_plan plan;
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[f], &hopper, &choice, &plan);
+            mgpu_attention_fwd_plan_wide(&p, &mgpu_variants[f], &hopper, &choice, force, &plan);
+            CHECK(plan.wide == force && (!force || plan.args.tile_queries == 192),
+                  "%s, force %d: wide %d, tile_queries %d", c == 0 ? "varlen" : c == 1 ? "window" : "causal window",
+                  force, plan.wide, plan.args.tile_queries);
+        }
+    }
 }
 
+/* On / off switches read only "0" and "1"; anything else is the planner's
+ * choice (mgpu_env_parse), so that "true" or "on" cannot turn a rule off. */
 static void test_env_switches(void)
 {
     const struct { const char *value; int want; } cases[] = {

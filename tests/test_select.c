@@ -271,7 +271,7 @@ static void check_plans(const struct mgpu_device_caps *caps)
         {32768, 1100, 4096, 1, 256, 2, 1, 8}, /* 9 tile columns: enough to pair up with one idle CTA */
         {1024, 1024, 1024, 32, 256, 1, 1, 4}, /* batched: 32 tiles per entry, 4 tile rows */
         {64, 4096, 4096, 1, 64, 1, 1, 1},     /* m <= 64: 64 tiles of 64 x 64 (narrow_wanted), no split */
-        {128, 4096, 4096, 1, 64, 1, 1, 2},    /* small m, k <= 8192: 128 tiles of 64 x 64, two tile rows */
+        {128, 4096, 4096, 1, 64, 1, 1, 2},    /* small m: 128 tiles of 64 x 64 (narrow_wanted), two tile rows */
         {65, 4096, 4096, 1, 64, 1, 1, 2},
         {64, 8192, 8192, 1, 64, 1, 1, 1},     /* 128 tiles of 64 x 64 */
         {64, 2048, 4096, 1, 64, 1, 4, 1},     /* 32 tiles of 64 x 64 (a quarter wave): 16 of 64 x 128, split 4 */

@@ -140,6 +140,7 @@
  * other): kBlockM is 192 wherever the paragraphs above say kBlockM (the Q
  * map's box, tile_queries, the tile count); grid, persistent grid and
  * dynamic tiles as "Launch" says.
+ *
  * Paged K/V (block_table != 0; fixed-length queries, no cu_seqlens). K and V
  * are caches [num_pages][page_size][heads_kv][head_dim] (batch strides =
  * page strides); key row j of sequence b lives in page

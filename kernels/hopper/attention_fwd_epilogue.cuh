@@ -243,7 +243,8 @@ __device__ __forceinline__ void attn_fwd_epilogue_partial(const mgpu_attention_f
 }
 
 /* After attn_fwd_epilogue_partial of every consumer warpgroup (all their
- * threads call this: 256, or 128 in the decode entry's 64-row variant, whose
+ * threads call this: 256 (two consumer warpgroups; the wide entry's three
+ * never merge), or 128 in the decode entry's 64-row variant, whose
  * merge then runs 4 warps instead of the combine kernel's 8; the runtime
  * merges in the kernel only where a row's warps fit them), where
  * a.split_counters != 0: counts this split of work
@@ -264,9 +265,9 @@ __device__ __forceinline__ void attn_fwd_merge_splits(const mgpu_attention_fwd_a
                                                       int work_tile)
 {
     constexpr int kThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
-    /* (Three consumer warpgroups: the wide entry, prefill calls only, never merges.) */
-    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2 ||
-                      Cfg::kConsumerWarpgroups == 3,
+    /* (The wide entry's three consumer warpgroups compile no merge: prefill
+     * calls only.) */
+    static_assert(kThreads == attn_fwd_combine::kThreads || kThreads == attn_fwd_combine::kThreads / 2,
                   "the consumers merge as one combine CTA or half of one");
     static_assert(sizeof(attn_fwd_combine::MergeSmem) <= Cfg::kKVTileBytes, "the merge fits a K stage");
     constexpr int kPasses = Cfg::kHeadDim > attn_fwd_combine::kColsPerPass ? 2 : 1;

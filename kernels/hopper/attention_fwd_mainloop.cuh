@@ -384,7 +384,7 @@ __device__ __forceinline__ void attn_fwd_producer(const mgpu_attention_fwd_param
         const AttnFwdWork w = attn_fwd_work<Cfg, kInference>(p.args, scheduler.decode(t));
         if (!attn_fwd_tile_active(w))
             continue;
-        /* A Q buffer is free once both consumers have stored from it the O of
+        /* A Q buffer is free once all consumers have stored from it the O of
          * the tile it last held (kQStages tiles ago). The tile index goes
          * beside it; q_full's arrival publishes both. */
         const int q_stage = q_iter % Cfg::kQStages;
@@ -689,6 +689,9 @@ template <class Cfg>
 __device__ __forceinline__ void attn_fwd_key_loop_idle(typename Cfg::SharedStorage &smem, int consumer, int kv_iter,
                                                        int count)
 {
+    /* the other consumer is 1 - consumer: two consumers (an inference-code
+     * path, which the wide entry's three do not compile) */
+    static_assert(Cfg::kConsumerWarpgroups <= 2, "idle turns for at most two consumer warpgroups");
     constexpr int kTurnThreads = Cfg::kConsumerWarpgroups * Cfg::kWarpgroupThreads;
     const int lane = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads % 32;
     const int my_turn = Cfg::kBarrierTurnFirst + consumer;
@@ -726,8 +729,8 @@ __device__ __forceinline__ void attn_fwd_consumer_tile(const mgpu_attention_fwd_
     const int row_base = consumer * Cfg::kRowsPerConsumer;
     /* (One consumer warpgroup: its rows start at the tile's first, which
      * holds a query in every active tile.) */
-    if constexpr (Cfg::kConsumerWarpgroups > 1) {
-        if (kInference && (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q)) {
+    if constexpr (kInference && Cfg::kConsumerWarpgroups > 1) {
+        if (row_base >= w.tile_rows || w.q_row0 + row_base / w.row_div >= w.seqlen_q) {
             attn_fwd_key_loop_idle<Cfg>(smem, consumer, kv_iter, count);
             tail();
             return;

@@ -1,11 +1,12 @@
 /*
  * Hopper (sm_90a) flash-attention forward: the kernel shell.
  *
- * Schedule (FlashAttention-3 style). Each CTA walks work tiles (one 128-row
- * query block of one head of one sequence) given by
- * attention_fwd_tile_scheduler.cuh (persistent grid for unmasked fixed-length
- * calls where Q is double-buffered, one tile per CTA otherwise, see there
- * why); 384 threads = 3 warpgroups:
+ * Schedule (FlashAttention-3 style). Each CTA walks work tiles (one query
+ * block of kBlockM rows, 128 or the wide entry's 192, of one head of one
+ * sequence) given by attention_fwd_tile_scheduler.cuh (persistent grid for
+ * unmasked fixed-length calls where Q is double-buffered, one tile per CTA
+ * otherwise, see there why); 384 threads = 3 warpgroups (the wide entry:
+ * 512 = 4, see below):
  *
  *   warpgroup 0, producer (setmaxnreg down to kProducerRegisters): its first
  *     warp walks the tiles (lane 0 issues the TMA loads and arrivals), per tile: Q into buffer tile % kQStages (waits
@@ -14,7 +15,8 @@
  *     last allowed block down to the first, K[n] into stage s (waits k_empty[s],
  *     arms k_full[s]) and V[n] into stage s (v_empty[s] / v_full[s]);
  *     kStages = 2 stages of each, round-robin.
- *   warpgroups 1 and 2, consumers (setmaxnreg up to kConsumerRegisters): each
+ *   warpgroups 1 and 2 (1 to 3 in the wide entry), consumers (setmaxnreg
+ *     up to kConsumerRegisters): each
  *     owns 64 query rows and runs, per key block, S = Q K^T (wgmma, both from
  *     shared memory), mask, online softmax in registers (exp2, scale
  *     pre-multiplied by log2 e), P converted to 16 bits in registers, and
@@ -27,11 +29,13 @@
  *     192 query rows, three consumer warpgroups (512 threads), whose turn
  *     passes round 0 -> 1 -> 2 -> 0 on three named barriers.
  *   Each consumer warp's lane 0 arrives on k_empty / v_empty once its wgmma
- *   reading that stage has completed (8 arrivals per phase).
+ *   reading that stage has completed (kConsumerWarps arrivals per phase: 8,
+ *   12 in the wide entry).
  *   Epilogue: each consumer normalises its O rows, stages them (16-bit) in its
  *   own rows of Q's shared memory, and stores them with 16-byte vector stores
  *   clipped to seqlen_q; LSE (natural log) goes straight from registers. Each
- *   consumer warp then arrives on that buffer's q_empty (8 arrivals), which
+ *   consumer warp then arrives on that buffer's q_empty (8 arrivals, 12 in
+ *   the wide entry), which
  *   lets the producer load a later tile's Q into it; with two Q buffers the
  *   next tile's Q and its first K/V blocks are already loading during this
  *   tile's last blocks and epilogue.
@@ -172,9 +176,12 @@ struct AttnFwdConfig {
     /* Named barrier ids (0 is __syncthreads); with three consumer
      * warpgroups, three of each kind. */
     static constexpr int kBarrierSlots = kConsumerWarpgroups == 3 ? 3 : 2;
-    static constexpr int kBarrierTurnFirst = 1; /* ids 1, 2: "consumer c may issue its GEMMs" */
-    static constexpr int kBarrierEpilogueFirst = kBarrierTurnFirst + kBarrierSlots; /* ids 3, 4: one per consumer */
-    static constexpr int kBarrierMerge = kBarrierEpilogueFirst + kBarrierSlots; /* 5: the consumers, a split's merge */
+    /* ids 1, 2 (wide: 1-3): "consumer c may issue its GEMMs" */
+    static constexpr int kBarrierTurnFirst = 1;
+    /* ids 3, 4 (wide: 4-6): one per consumer */
+    static constexpr int kBarrierEpilogueFirst = kBarrierTurnFirst + kBarrierSlots;
+    /* id 5 (wide: 7, unused): the consumers, a split's merge */
+    static constexpr int kBarrierMerge = kBarrierEpilogueFirst + kBarrierSlots;
     /* The producer warpgroup's cp.async gather of paged K/V (paged_gather)
      * is compiled into head dims 64 and 128 only: at the others its loop
      * does not fit the producer's registers, and their key blocks (80 and
@@ -203,8 +210,10 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
     /* The turn goes round 0, 1, (2,) 0, ... over the whole kernel (every
      * consumer takes the same number of turns per tile); consumer 0 goes
      * first, handed the turn by the last. */
-    if (consumer == Cfg::kConsumerWarpgroups - 1)
-        named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+    if constexpr (Cfg::kConsumerWarpgroups > 1) {
+        if (consumer == Cfg::kConsumerWarpgroups - 1)
+            named_barrier_arrive(Cfg::kBarrierTurnFirst + 0, kTurnThreads);
+    }
 
     int kv_iter = 0, q_iter = 0;
     for (;;) {
@@ -253,13 +262,20 @@ __device__ __forceinline__ void attn_fwd_consumer(const mgpu_attention_fwd_args 
         int tile = t;
         asm volatile("" : "+r"(tile));
         const AttnFwdWork we = attn_fwd_work<Cfg, kInference>(a, scheduler.decode(tile));
-        if (kInference && a.num_splits > 1) {
-            attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
-            MGPU_ATTN_FWD_STAMP(a, kTlPartialDone, threadIdx.x == Cfg::kWarpgroupThreads);
-            if (a.split_counters != 0)
-                attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
-        } else
-            attn_fwd_epilogue<Cfg, !kInference>(a, smem, we, consumer, q_stage, o, lse);
+        /* Split partials and their merge: inference code only (not compiled
+         * into the wide entry, whose three consumers could not merge). */
+        if constexpr (kInference) {
+            if (a.num_splits > 1) {
+                attn_fwd_epilogue_partial<Cfg>(a, smem, we, consumer, q_stage, o, lse);
+                MGPU_ATTN_FWD_STAMP(a, kTlPartialDone, threadIdx.x == Cfg::kWarpgroupThreads);
+                if (a.split_counters != 0)
+                    attn_fwd_merge_splits<Cfg>(a, smem, we, udiv(tile, a.num_splits));
+            } else {
+                attn_fwd_epilogue<Cfg, false>(a, smem, we, consumer, q_stage, o, lse);
+            }
+        } else {
+            attn_fwd_epilogue<Cfg, true>(a, smem, we, consumer, q_stage, o, lse);
+        }
         kv_iter += count;
         ++q_iter;
     }
@@ -300,7 +316,6 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     MGPU_ATTN_FWD_STAMP(p.args, kTlEntry, threadIdx.x == 0);
     const bool gather = Cfg::kPagedGather && attn_fwd_inference(p.args) && p.args.block_table && p.args.paged_gather &&
                         !p.args.tile_counter;
-    (void)gather;
     if (threadIdx.x == 0) {
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);

@@ -2,13 +2,15 @@
  * Tile sizes of the Hopper attention forward, per head dim (FA3's tile_size.h
  * idea: one small table, the reasons beside it).
  *
- * A CTA owns kBlockM = 128 query rows (64 per consumer warpgroup, the wgmma M)
+ * A CTA owns kBlockM = 128 query rows (64 per consumer warpgroup, the wgmma M;
+ * the wide entry of head dim 64: 192 rows on three consumer warpgroups)
  * and walks the keys kBlockN at a time. Each consumer thread holds
  *   O accumulator   head_dim / 2 fp32 registers,
  *   S accumulator   kBlockN / 2 fp32 registers,
  *   P (16-bit)      kBlockN / 4 registers,
- * inside a budget of kConsumerRegisters = 240, so kBlockN shrinks as head_dim
- * grows. Shared memory holds Q (kBlockM x head_dim) plus kStages stages of K
+ * inside a budget of kConsumerRegisters = 240 (the wide entry: 160), so
+ * kBlockN shrinks as head_dim grows. Shared memory holds Q (kBlockM x
+ * head_dim) plus kStages stages of K
  * and V (kBlockN x head_dim each), inside the 227 KiB a CTA may use; head dims
  * that are not multiples of 64 are padded in shared memory to whole 128-byte
  * swizzle rows (TMA fills the padding with zeros).

@@ -90,6 +90,10 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (decode_forced < 0)
         return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "MGPU_FORCE_VARIANT names %s, a decode entry for another dtype "
                          "or head dim than this call's (%s)", force, mgpu_variants[variant].name);
+    const int wide_forced = mgpu_attention_fwd_wide_forced(force, &mgpu_variants[variant]);
+    if (wide_forced < 0)
+        return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "MGPU_FORCE_VARIANT names %s, a wide entry for another dtype "
+                         "or head dim than this call's (%s)", force, mgpu_variants[variant].name);
     const int decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps);
     const struct mgpu_attention_fwd_choice choice = {
         h->workspace_bytes,
@@ -107,13 +111,12 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* Prefill calls at head dim 64: the wide entry where it pays (forced
      * on by MGPU_ATTENTION_WIDE=1 or by its name, off by =0 or by the
-     * forward variant's name). */
+     * forward variant's name; either forcing is ignored where the 192-row
+     * plan would split the keys). */
     const int wide = mgpu_select_attention_fwd_wide(&mgpu_variants[variant], &h->caps);
-    if (wide >= 0) {
-        const int wide_forced = force && strcmp(force, mgpu_variants[wide].name) == 0;
+    if (wide >= 0)
         mgpu_attention_fwd_plan_wide(p, &mgpu_variants[variant], &h->caps, &choice,
                                      forced_by_name ? -1 : wide_forced ? 1 : env->attention_wide, &plan);
-    }
     /* fp8: the plan stays the fp8 variant's (one split, no workspace), its V map may move to V^T. */
     struct mgpu_attention_fwd_fp8_vt_args vt;
     unsigned vt_grid[3] = {0, 0, 0};
@@ -148,7 +151,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         mgpu_attention_fwd_place_partials(&plan, (uint64_t)workspace);
     }
     if (mgpu_log_enabled())
-        log_call(p, &mgpu_variants[main_variant], force && strcmp(force, v->name) == 0, &plan);
+        log_call(p, &mgpu_variants[main_variant],
+                 force && (strcmp(force, v->name) == 0 || (plan.wide && wide_forced > 0)), &plan);
 
     struct mgpu_attention_fwd_params params;
     memset(&params, 0, sizeof params);

@@ -217,16 +217,25 @@ static int decode64_fits(const struct mgpu_variant *v, const void *ctx)
            v->attention.block_n == fwd->attention.block_n && v->attention.stages == fwd->attention.stages;
 }
 
-int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+/* The first entry of kind `is_kind` on the device that `fits` sm_90a 16-bit
+ * forward variant `fwd`, or -1 (no error: a build may have none). */
+static int select_sm90_entry(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                             int (*is_kind)(enum mgpu_kernel_kind),
+                             int (*fits)(const struct mgpu_variant *, const void *))
 {
     if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
         return -1;
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
-        if (is_decode64_kind(v->kind) && mgpu_variant_on_device(v, caps) && decode64_fits(v, fwd))
+        if (is_kind(v->kind) && mgpu_variant_on_device(v, caps) && fits(v, fwd))
             return i;
     }
     return -1;
+}
+
+int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+{
+    return select_sm90_entry(fwd, caps, is_decode64_kind, decode64_fits);
 }
 
 static int is_wide_kind(enum mgpu_kernel_kind k)
@@ -234,19 +243,34 @@ static int is_wide_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_ATTENTION_FWD_WIDE_SM90;
 }
 
+/* The wide entry with the forward variant's dtype, head dim, key block and
+ * stages. */
+static int wide_fits(const struct mgpu_variant *v, const void *ctx)
+{
+    const struct mgpu_variant *fwd = ctx;
+    return v->dtype == fwd->dtype && v->attention.head_dim == fwd->attention.head_dim &&
+           v->attention.block_n == fwd->attention.block_n && v->attention.stages == fwd->attention.stages &&
+           v->attention.block_m == MGPU_ATTENTION_FWD_WIDE_BLOCK_M;
+}
+
 int mgpu_select_attention_fwd_wide(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
 {
-    if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
-        return -1;
+    return select_sm90_entry(fwd, caps, is_wide_kind, wide_fits);
+}
+
+int mgpu_attention_fwd_wide_forced(const char *force, const struct mgpu_variant *fwd)
+{
+    if (!force)
+        return 0;
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
-        if (is_wide_kind(v->kind) && mgpu_variant_on_device(v, caps) && v->dtype == fwd->dtype &&
-            v->attention.head_dim == fwd->attention.head_dim && v->attention.block_n == fwd->attention.block_n &&
-            v->attention.stages == fwd->attention.stages &&
-            v->attention.block_m == MGPU_ATTENTION_FWD_WIDE_BLOCK_M)
-            return i;
+        if (strcmp(force, v->name) != 0)
+            continue;
+        if (!is_wide_kind(v->kind))
+            return 0;
+        return fwd->kind == MGPU_KIND_ATTENTION_FWD_SM90 && wide_fits(v, fwd) ? 1 : -1;
     }
-    return -1;
+    return 0;
 }
 
 int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd)
@@ -553,6 +577,13 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
+/* Whether a call with these arguments uses the kernel's inference features
+ * (packed GQA, key splits, per-sequence key counts, pages). */
+static int uses_inference_features(const struct mgpu_attention_problem *p, const struct mgpu_attention_fwd_args *a)
+{
+    return a->pack_gqa || a->num_splits > 1 || p->seqused_k || p->block_table;
+}
+
 /* The plan for query tiles of block_m rows: the variant's, or the 64-row
  * decode entry's (one consumer warpgroup, whose merge runs 4 warps). */
 static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
@@ -704,7 +735,7 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
      * projection GEMM) and start as soon as it completes (decision 028),
      * except long loops on a full grid. Prefill grids are long and take every
      * SM: launched as before. */
-    const int inference_call = a->pack_gqa || a->num_splits > 1 || p->seqused_k || p->block_table;
+    const int inference_call = uses_inference_features(p, a);
     const int64_t blocks_per_cta = mgpu_cdiv(mgpu_cdiv(p->seqlen_k, block_n), a->num_splits);
     const int long_full_grid =
         (int64_t)out->grid * 8 >= sms * 7 && blocks_per_cta >= PROGRAMMATIC_MAX_KEY_BLOCKS_FULL_GRID;
@@ -814,24 +845,26 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
  * inference features (the entry has only the prefill copy of the code). */
 static int prefill_plan(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan)
 {
-    return !plan->decode_entry && !plan->args.pack_gqa && plan->args.num_splits == 1 && !p->seqused_k &&
-           !p->block_table;
+    return !plan->decode_entry && !uses_inference_features(p, &plan->args);
 }
 
 /* Whether the 192-row tiles pay: the query rows padded to whole tiles at
  * most this many thousandths more than with 128-row tiles, less where a
- * mask skips key blocks (causal, windows: each 192-row tile then also runs
- * more partly masked blocks). H100, bf16, 32 heads, d64, against the 128-row
- * entry (decision 063): 4 x 4096 (+3.1 %
- * rows) 1311 -> 1187 us, causal 689 -> 660; 8 x 8192 (+0.8 %) 10541 ->
- * 9275, causal 5422 -> 5125; 16 x 1024 (+12.5 %) 351-379 -> 341-350 us,
- * but causal 236-241 -> 258. */
+ * causal mask skips key blocks (each 192-row tile then also runs more
+ * partly masked blocks). Varlen calls (seqlen_q is only the longest
+ * sequence's) and windowed calls were not timed on the wide entry: they
+ * keep the 128-row kernel unless forced. H100, bf16, 32 heads, d64,
+ * against the 128-row entry (decision 063): 4 x 4096 (+3.1 % rows) 1311 ->
+ * 1187 us, causal 689 -> 660; 8 x 8192 (+0.8 %) 10541 -> 9275, causal
+ * 5422 -> 5125; 16 x 1024 (+12.5 %) 351-379 -> 341-350 us, but causal
+ * 236-241 -> 258. */
 #define WIDE_MAX_PADDING_PERMILLE 125
 #define WIDE_MAX_PADDING_PERMILLE_MASKED 40
 static int wide_pays(const struct mgpu_attention_problem *p)
 {
-    const int masked = p->causal || p->window_left >= 0 || p->window_right >= 0;
-    const int64_t limit = masked ? WIDE_MAX_PADDING_PERMILLE_MASKED : WIDE_MAX_PADDING_PERMILLE;
+    if (p->varlen || p->window_left >= 0 || p->window_right >= 0)
+        return 0;
+    const int64_t limit = p->causal ? WIDE_MAX_PADDING_PERMILLE_MASKED : WIDE_MAX_PADDING_PERMILLE;
     const int64_t rows_wide = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_WIDE_BLOCK_M);
     const int64_t rows = round_up(p->seqlen_q, MGPU_ATTENTION_FWD_BLOCK_M);
     return rows_wide * 1000 <= rows * (1000 + limit);

@@ -45,6 +45,11 @@ int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const str
  * dtype, head dim or tile: -1 (the call cannot run it); anything else: 0. */
 int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd);
 
+/* `force` (MGPU_FORCE_VARIANT, may be NULL) names the wide entry of `fwd`:
+ * 1; a wide entry of another dtype or head dim (or of a forward variant
+ * without one): -1 (the call cannot run it); anything else: 0. */
+int mgpu_attention_fwd_wide_forced(const char *force, const struct mgpu_variant *fwd);
+
 /* Everything a launch needs except the tensor maps themselves. */
 struct mgpu_attention_plan {
     struct mgpu_attention_fwd_args args;

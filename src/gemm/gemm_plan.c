@@ -129,7 +129,10 @@
  * alternating, three rounds, 64-row tiles ran 2-30 % faster than 128-row
  * ones (split 2) at 128 x 4096 x 4096, 100 x 4096 x 4096, 96 x 8192 x 4096
  * and 128 x 8192 x 8192, and 7-10 % slower at 128 x 4096 x 14336, where the
- * 128-row tile's two K slices win (docs/decisions/002-small-m-64-row-tiles.md). */
+ * 128-row tile's two K slices won (docs/decisions/002-small-m-64-row-tiles.md;
+ * the 64 x 128 tile). Longer k at m > TINY_M_MAX: TINY_M only where
+ * narrow_wanted takes the 64 x 64 tile, whatever k (since decision 062,
+ * 128 x 4096 x 14336 runs it, no split-K). */
 #define TINY_TILE_MAX_K 8192
 #define MIN_ODD_COLUMNS_FOR_CLUSTER 8
 /* 2-CTA clusters halve the A tile's trips from L2: with one CTA per tile the
@@ -528,9 +531,11 @@ static int any_fits(const struct mgpu_variant *v, const void *ctx)
  * 64 x 8192^2 52.0 against 52.9 / 52.2 against 52.8; beyond one wave it
  * lost (128 x 8192^2 56.8 against 53.6, 128 x 6144 x 4096 32.1 against
  * 25.1, 128 x 14336 x 4096 59.3 against 50.4), and two K slices lost
- * everywhere (docs/decisions/021-gemm-small-m-narrow-tile.md). From a
- * quarter to half a wave (33-65 tiles on 132 SMs) is not measured: there
- * the 64 x 128 plan runs about as many CTAs with 2 or 3 K slices. */
+ * everywhere (docs/decisions/021-gemm-small-m-narrow-tile.md). Since
+ * decision 062 at any k (there measured at 128 x 4096 x 14336, 64 x 4096 x
+ * 14336 and 64 x 8192 x 28672). From a quarter to half a wave (33-65 tiles
+ * on 132 SMs) is not measured: there the 64 x 128 plan runs about as many
+ * CTAs with 2 or 3 K slices. */
 #define NARROW_BY_DEFAULT 1
 #define NARROW_TILE_N 64
 #define NARROW_TILE_M 64
