@@ -223,7 +223,7 @@ __device__ __forceinline__ void store_tile(float (&acc)[Cfg::kBM / 2], const mgp
     ep.select_batch(batch);
     /* the epilogue's first step per combination of conditions (more code)
      * on the 16-bit rows of two consumers; 192 x 192 (three consumers, 128
-     * registers) and fp8 spill with it */
+     * registers) and fp8 spill with it (docs/decisions/065) */
     constexpr bool kSplit = !Cfg::kFp8 && Cfg::kConsumers < 3;
     sm90::store_tile<Cfg::kBM, OutT, true, Cfg::kEpiBufsPer, kSplit>(acc, args, ep, tma_c, bufs, buf, row0, col0,
                                                                       batch, 1 + consumer);
