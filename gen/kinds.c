@@ -164,6 +164,23 @@ static const char *attention_fwd_fp8_vt_check(const struct gen_variant *v)
              "{\n    mgpu::attn_bwd::" body "<@type@>(a);\n}\n",                                               \
      .smem_bytes = no_smem}
 
+/* The sm_90a 16-bit attention forward kinds (attention_fwd_sm90.cuh): one
+ * configuration each, its threads and query rows checked against the ABI's. */
+#define ATTENTION_FWD_SM90_KIND(kind_name, text, entry_name, config, abi)                                      \
+    {.name = kind_name, .doc = text, .family = GEN_FAMILY_ATTENTION, .header = "hopper/attention_fwd_sm90.cuh", \
+     .group = "attention_fwd_sm90", .entry = entry_name,                                                        \
+     .unit = "\nusing Config@i@ = mgpu::sm90::" config "<@type@, @head_dim@>;\n"                               \
+             "static_assert(Config@i@::kThreads == @threads@ && @threads@ == " abi "_THREADS, "                   \
+             "\"@name@: threads differ from gen/variants.c\");\n"                                                \
+             "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == " abi "_BLOCK_M && "                 \
+             "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "    \
+             "gen/variants.c\");\n"                                                                             \
+             SMEM_EQUAL_CHECK                                                                                 \
+             "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"                                    \
+             "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"                                      \
+             "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",                                              \
+     .smem_bytes = attention_fwd_smem}
+
 #define PORTABLE_GATHER_KIND(kind_name, text, body, targs, entry_name)                           \
     {.name = kind_name, .doc = text, .family = GEN_FAMILY_GATHER,                                   \
      .header = "portable/gather_portable.cuh", .group = "gather_@arch@", .entry = entry_name,        \
@@ -259,25 +276,9 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
                 "{\n    mgpu::gemm_pack<@threads@>(args);\n}\n",
         .smem_bytes = no_smem,
     },
-    [GEN_ATTENTION_FWD_SM90] = {
-        .name = "ATTENTION_FWD_SM90",
-        .doc = "flash attention forward, sm_90a (FA3-style: TMA producer, two wgmma consumers)",
-        .family = GEN_FAMILY_ATTENTION,
-        .header = "hopper/attention_fwd_sm90.cuh",
-        .group = "attention_fwd_sm90",
-        .entry = "mgpu_attention_fwd_sm90_@dtype@_d@head_dim@",
-        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdConfig<@type@, @head_dim@>;\n"
-                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_FWD_THREADS, "
-                "\"@name@: threads differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_BLOCK_M && "
-                "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
-                "gen/variants.c\");\n"
-                SMEM_EQUAL_CHECK
-                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
-                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
-                "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
-        .smem_bytes = attention_fwd_smem,
-    },
+    [GEN_ATTENTION_FWD_SM90] = ATTENTION_FWD_SM90_KIND(
+        "ATTENTION_FWD_SM90", "flash attention forward, sm_90a (FA3-style: TMA producer, two wgmma consumers)",
+        "mgpu_attention_fwd_sm90_@dtype@_d@head_dim@", "AttnFwdConfig", "MGPU_ATTENTION_FWD"),
     [GEN_ATTENTION_BWD_PRE] = ATTENTION_BWD_PREPOST_KIND(
         "ATTENTION_BWD_PRE", "attention backward: rowsum(dO * O), scratch zeroing; head dim at run time",
         "preprocess", "mgpu_attention_bwd_pre_@arch@_@dtype@"),
@@ -469,26 +470,11 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
     },
     /* the forward with three consumer warpgroups and 192 query rows (its
      * configuration's threads and shared memory), prefill calls */
-    [GEN_ATTENTION_FWD_WIDE_SM90] = {
-        .name = "ATTENTION_FWD_WIDE_SM90",
-        .doc = "flash attention forward, sm_90a, 192 query rows and three consumer warpgroups: calls without "
-               "the inference features",
-        .family = GEN_FAMILY_ATTENTION,
-        .header = "hopper/attention_fwd_sm90.cuh",
-        .group = "attention_fwd_sm90",
-        .entry = "mgpu_attention_fwd_wide_sm90_@dtype@_d@head_dim@",
-        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdWideConfig<@type@, @head_dim@>;\n"
-                "static_assert(Config@i@::kThreads == @threads@ && @threads@ == MGPU_ATTENTION_FWD_WIDE_THREADS, "
-                "\"@name@: threads differ from gen/variants.c\");\n"
-                "static_assert(Config@i@::kBlockM == @block_m@ && @block_m@ == MGPU_ATTENTION_FWD_WIDE_BLOCK_M && "
-                "Config@i@::kBlockN == @block_n@ && Config@i@::kStages == @stages@, \"@name@: tiles differ from "
-                "gen/variants.c\");\n"
-                SMEM_EQUAL_CHECK
-                "extern \"C\" __global__ void __launch_bounds__(@threads@, 1)\n"
-                "@name@(const __grid_constant__ mgpu_attention_fwd_params p)\n"
-                "{\n    mgpu::sm90::attention_fwd<Config@i@>(p);\n}\n",
-        .smem_bytes = attention_fwd_smem,
-    },
+    [GEN_ATTENTION_FWD_WIDE_SM90] = ATTENTION_FWD_SM90_KIND(
+        "ATTENTION_FWD_WIDE_SM90",
+        "flash attention forward, sm_90a, 192 query rows and three consumer warpgroups: calls without the "
+        "inference features",
+        "mgpu_attention_fwd_wide_sm90_@dtype@_d@head_dim@", "AttnFwdWideConfig", "MGPU_ATTENTION_FWD_WIDE"),
     [GEN_ATTENTION_FWD_FP8_VT_SM90] = {
         .name = "ATTENTION_FWD_FP8_VT_SM90",
         .doc = "flash attention forward, sm_90a, e4m3 Q / K / V with descales, V^T from the workspace (written by "

@@ -191,15 +191,26 @@ static int decode_fits(const struct mgpu_variant *v, const void *ctx)
            v->smem_bytes == fwd->smem_bytes;
 }
 
-int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+/* The first entry of kind `is_kind` on the device that `fits` sm_90a 16-bit
+ * forward variant `fwd`, or -1: not the registry lookup, since a build
+ * without such entries is no error. */
+static int select_sm90_entry(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                             int (*is_kind)(enum mgpu_kernel_kind),
+                             int (*fits)(const struct mgpu_variant *, const void *))
 {
-    /* not the registry lookup: a build without decode entries is no error */
+    if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
+        return -1;
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
-        if (is_decode_kind(v->kind) && mgpu_variant_on_device(v, caps) && decode_fits(v, fwd))
+        if (is_kind(v->kind) && mgpu_variant_on_device(v, caps) && fits(v, fwd))
             return i;
     }
     return -1;
+}
+
+int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+{
+    return select_sm90_entry(fwd, caps, is_decode_kind, decode_fits);
 }
 
 static int is_decode64_kind(enum mgpu_kernel_kind k)
@@ -215,22 +226,6 @@ static int decode64_fits(const struct mgpu_variant *v, const void *ctx)
     return v->dtype == fwd->dtype && v->attention.head_dim == fwd->attention.head_dim &&
            v->attention.block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M &&
            v->attention.block_n == fwd->attention.block_n && v->attention.stages == fwd->attention.stages;
-}
-
-/* The first entry of kind `is_kind` on the device that `fits` sm_90a 16-bit
- * forward variant `fwd`, or -1 (no error: a build may have none). */
-static int select_sm90_entry(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
-                             int (*is_kind)(enum mgpu_kernel_kind),
-                             int (*fits)(const struct mgpu_variant *, const void *))
-{
-    if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
-        return -1;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        if (is_kind(v->kind) && mgpu_variant_on_device(v, caps) && fits(v, fwd))
-            return i;
-    }
-    return -1;
 }
 
 int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
