@@ -143,10 +143,11 @@ struct TileRowBias {
 };
 
 /* apply_chunk's first step: alpha * acc + bias (+ beta * C where read_c;
- * a per-row bias where row_bias). Inlined: called with literal conditions
- * (apply_chunk's kSplit), each call is one copy without the other
- * conditions' instructions (the C loads, their addresses and bounds, the
- * per-row bias's shuffles), which are otherwise issued predicated off. */
+ * a per-row bias where row_bias). Inlined: a call with a literal false
+ * condition (apply_chunk's kSplit) is a copy without that condition's
+ * instructions (the C loads, their addresses and bounds; the per-row
+ * bias's shuffles), which a call with run-time conditions issues
+ * predicated off. */
 template <int kBM, int kFrags, class OutT, bool kTileBias>
 __device__ __forceinline__ void bias_alpha_chunk(float (&acc)[kBM / 2], int j0, const mgpu_gemm_args &args,
                                                  const GemmEpilogue &ep, const OutT *c, int chunk_row0,
