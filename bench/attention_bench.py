@@ -17,7 +17,11 @@ torch.autograd.grad on a graph built once (the backward kernels only); mgpu's
 backward is timed in both modes (deterministic 0 and 1), its workspace
 reserved beforehand. Each config is first cross-checked: relative error of
 mgpu's O (forward) and dQ, dK, dV (backward) against SDPA's. Timing: CUDA
-events around single calls, warm-up, median of the runs. TFLOP/s: forward
+events around single calls, warm-up, median of the runs; the calls of one
+row (mgpu and its peers, both backward modes) are timed round-robin, one run
+of each in turn, as mgpu-bench alternates mgpu and cuBLAS, so that no library
+runs on a GPU the others have heated (--sequential: one after another, the
+older order). TFLOP/s: forward
 4 * B * H * Sq * Sk * D (halved for causal), backward 2.5x that. Ratio =
 peer time / mgpu time (> 1: mgpu faster).
 
@@ -52,6 +56,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 WARMUP = 5
 RUNS = 30
+SEQUENTIAL = False  # --sequential: median_ms_each times its calls one after another
 BWD_FLOP_FACTOR = 2.5  # backward FLOPs per forward FLOP (5 matrix products against 2)
 # (B, Sq=Sk, Hq, Hkv, D) of issue 4
 SHAPES = [
@@ -88,14 +93,35 @@ def median_ms(fn):
     return statistics.median(s.elapsed_time(e) for s, e in zip(start, end))
 
 
+def median_ms_each(calls):
+    """{name: median ms} of each call in calls (a dict of callables), timed
+    round-robin: every call warmed up, then RUNS rounds of one timed run of
+    each in turn. Each call thus sees the same clock and power state as the
+    others; timed one after another (SEQUENTIAL, --sequential), the last ones
+    run on a GPU that the earlier, longer ones have heated, at lower clocks."""
+    if SEQUENTIAL:
+        return {name: median_ms(fn) for name, fn in calls.items()}
+    for fn in calls.values():
+        for _ in range(WARMUP):
+            fn()
+    events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(RUNS)] for name in calls}
+    for i in range(RUNS):
+        for name, fn in calls.items():
+            start, end = events[name][i]
+            start.record()
+            fn()
+            end.record()
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in ev) for name, ev in events.items()}
+
+
 GRAPH_CALLS = 20  # calls per captured graph (decode): one replay times them back to back
 
 
-def graph_ms(fn, handle):
-    """GPU time of one call: GRAPH_CALLS calls captured in a CUDA graph (mgpu's
-    handle queues on the capture stream meanwhile), the replays timed as
-    median_ms does. Host and launch overhead stay out, as in a serving
-    engine's captured decode step. None when the call cannot be captured."""
+def capture_graph(fn, handle):
+    """GRAPH_CALLS calls of fn captured in one CUDA graph (mgpu's handle queues
+    on the capture stream meanwhile); None when the call cannot be captured."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     old = handle.stream
@@ -112,7 +138,24 @@ def graph_ms(fn, handle):
     finally:
         handle.stream = old
         torch.cuda.current_stream().wait_stream(side)
-    return median_ms(g.replay) / GRAPH_CALLS
+    return g
+
+
+def graph_ms(fn, handle):
+    """GPU time of one call: the replays of capture_graph's graph timed as
+    median_ms does, over GRAPH_CALLS. Host and launch overhead stay out, as in
+    a serving engine's captured decode step. None when the call cannot be
+    captured."""
+    g = capture_graph(fn, handle)
+    return median_ms(g.replay) / GRAPH_CALLS if g is not None else None
+
+
+def graph_ms_each(calls, handle):
+    """{name: graph_ms} of each call in calls, the replays timed round-robin
+    (median_ms_each); None for a call that cannot be captured."""
+    graphs = {name: capture_graph(fn, handle) for name, fn in calls.items()}
+    times = median_ms_each({name: g.replay for name, g in graphs.items() if g is not None})
+    return {name: times[name] / GRAPH_CALLS if name in times else None for name in calls}
 
 
 def sdpa_call(backend, q, k, v, causal):
@@ -164,16 +207,19 @@ def bench_fwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
     run_mgpu = mk.attention_fwd(q, k, v, o, lse, causal=causal, handle=handle, prepare=True)
     run_mgpu()
     torch.cuda.synchronize()
+    calls = {}
     for name, backend in peers:
         call = sdpa_call(backend, q, k, v, causal)
         try:
             ref = call().transpose(1, 2)
             row[name + "_rel_err"] = rel_err(o, ref)
-            row[name + "_ms"] = median_ms(call)
+            calls[name] = call
         except RuntimeError as e:  # backend refused this config
             row[name + "_ms"] = None
             row[name + "_error"] = str(e).splitlines()[0][:120]
-    row["mgpu_ms"] = median_ms(run_mgpu)
+    calls["mgpu"] = run_mgpu
+    for name, ms in median_ms_each(calls).items():
+        row[name + "_ms"] = ms
     row["mgpu_tflops"] = flops / row["mgpu_ms"] / 1e9
     for name, _ in peers:
         ms = row.get(name + "_ms")
@@ -195,6 +241,7 @@ def bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
     runs[0]()
     torch.cuda.synchronize()
     mine = (dq.clone(), dk.clone(), dv.clone())
+    calls = {}
     for name, backend in peers:
         try:
             call, grads = sdpa_bwd_call(backend, q, k, v, do, causal)
@@ -202,13 +249,14 @@ def bench_bwd(mk, handle, peers, row, q, k, v, o, lse, causal, flops):
             # which a plain max() of floats would drop unless it came first
             row[name + "_bwd_rel_err"] = max((rel_err(m, g) for m, g in zip(mine, grads)),
                                              key=lambda e: (math.isnan(e), e))
-            row[name + "_bwd_ms"] = median_ms(call)
-            del call, grads
+            calls[name + "_bwd"] = call
+            del grads
         except RuntimeError as e:
             row[name + "_bwd_ms"] = None
             row[name + "_bwd_error"] = str(e).splitlines()[0][:120]
-    row["mgpu_bwd_ms"] = median_ms(runs[0])
-    row["mgpu_bwd_det_ms"] = median_ms(runs[1])
+    calls["mgpu_bwd"], calls["mgpu_bwd_det"] = runs[0], runs[1]
+    for name, ms in median_ms_each(calls).items():
+        row[name + "_ms"] = ms
     row["mgpu_bwd_tflops"] = flops / row["mgpu_bwd_ms"] / 1e9
     row["mgpu_bwd_det_cost"] = row["mgpu_bwd_det_ms"] / row["mgpu_bwd_ms"] - 1.0
     for name, _ in peers:
@@ -267,10 +315,10 @@ def bench_decode(mk, handle, copy_bw, head_dims=None):
         q, k, v, o, lse = decode_inputs(b, sk, hq, hkv, d)
         row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "kv_bytes": kv_bytes}
         bench_fwd(mk, handle, peers, row, q, k, v, o, lse, False, 4.0 * b * hq * sk * d)
-        row["mgpu_graph_ms"] = graph_ms(mk.attention_fwd(q, k, v, o, lse, handle=handle, prepare=True), handle)
-        for name, backend in peers:
-            if row.get(name + "_ms"):
-                row[name + "_graph_ms"] = graph_ms(sdpa_call(backend, q, k, v, False), handle)
+        graphed = {"mgpu": mk.attention_fwd(q, k, v, o, lse, handle=handle, prepare=True)}
+        graphed.update({name: sdpa_call(backend, q, k, v, False) for name, backend in peers if row.get(name + "_ms")})
+        for name, ms in graph_ms_each(graphed, handle).items():
+            row[name + "_graph_ms"] = ms
         for name in ["mgpu"] + [n for n, _ in peers]:
             for how in ("", "_graph"):
                 ms = row.get(name + how + "_ms")
@@ -327,8 +375,9 @@ def bench_paged(mk, handle):
     rows = []
     for (b, sk, hq, hkv, d, page) in PAGED_SHAPES:
         run_c, run_p, o_c, o_p = paged_case(mk, handle, b, sk, hq, hkv, d, page)
-        row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "page": page, "rel_err": rel_err(o_p, o_c),
-               "contiguous_ms": median_ms(run_c), "paged_ms": median_ms(run_p)}
+        row = {"B": b, "Sk": sk, "Hq": hq, "Hkv": hkv, "D": d, "page": page, "rel_err": rel_err(o_p, o_c)}
+        for name, ms in median_ms_each({"contiguous": run_c, "paged": run_p}).items():
+            row[name + "_ms"] = ms
         row["paged_cost"] = row["paged_ms"] / row["contiguous_ms"] - 1.0
         row["paged_kv_tbps"] = paged_kv_tbps(b, sk, hkv, d, row["paged_ms"])
         rows.append(row)
@@ -367,13 +416,18 @@ def bench_fp8(mk, handle, alone=False):
             run16()
             torch.cuda.synchronize()
             row["rel_err_vs_bf16"] = rel_err(o8, o16)
-            row["fp8_ms"], row["bf16_ms"], row["cudnn_ms"] = median_ms(run8), None, None
+            row["bf16_ms"], row["cudnn_ms"] = None, None
+            calls = {"fp8": run8}
             if not alone:
-                row["bf16_ms"] = median_ms(run16)
+                calls["bf16"] = run16
+                cudnn = sdpa_call(SDPBackend.CUDNN_ATTENTION, qb, kb, vb, causal)
                 try:
-                    row["cudnn_ms"] = median_ms(sdpa_call(SDPBackend.CUDNN_ATTENTION, qb, kb, vb, causal))
+                    cudnn()
+                    calls["cudnn"] = cudnn
                 except RuntimeError as e:
                     row["cudnn_error"] = str(e).splitlines()[0][:120]
+            for name, ms in median_ms_each(calls).items():
+                row[name + "_ms"] = ms
             for name in ("fp8", "bf16", "cudnn"):
                 ms = row.get(name + "_ms")
                 row[name + "_tflops"] = flops / ms / 1e9 if ms else None
@@ -458,7 +512,11 @@ def main():
     ap.add_argument("--head-dims", default=None,
                     help="comma-separated head dims: only these rows of the fwd, bwd and decode passes")
     ap.add_argument("--dtypes", default="bf16,f16", help="comma-separated: bf16, f16 (fwd and bwd passes)")
+    ap.add_argument("--sequential", action="store_true",
+                    help="fwd / bwd rows: time each call's runs one after another, not round-robin")
     args = ap.parse_args()
+    global SEQUENTIAL
+    SEQUENTIAL = args.sequential
     head_dims = {int(x) for x in args.head_dims.split(",")} if args.head_dims else None
     dtypes = [{"bf16": torch.bfloat16, "f16": torch.float16}[x] for x in args.dtypes.split(",")]
     passes = set(args.passes.split(","))
