@@ -23,9 +23,9 @@
 #include "check.h"
 #include "dispatch.h"
 
-static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
-static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
-static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448, 0};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448, 0};
+static const struct mgpu_device_caps ampere = {8, 0, 108, 166912, 0};
 
 /* Made-up, suitably aligned device addresses. */
 #define ADDR(i) ((void *)(uintptr_t)(0x7f0000000000ull + (uint64_t)(i) * 0x1000000000ull))

@@ -18,9 +18,9 @@
 #include "attention_plan.h"
 #include "check.h"
 
-static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
-static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
-static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448, 0};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448, 0};
+static const struct mgpu_device_caps ampere = {8, 0, 108, 166912, 0};
 
 /* Made-up, suitably aligned device addresses. */
 #define Q_ADDR ((const void *)(uintptr_t)0x7f0000000000)
@@ -683,6 +683,31 @@ static void test_split_merge_plan(void)
         CHECK(a->num_splits == rows[i].splits && plan.merge_in_kernel == 0, "row %zu forced combine: %d", i,
               plan.merge_in_kernel);
     }
+    /* Long caches on a device with more DRAM bandwidth than an H100's
+     * (H200): the splits fill every SM, one merge warp a row in the kernel;
+     * at an H100's bandwidth (or none reported) half the SMs. */
+    static const struct mgpu_device_caps h100 = {9, 0, 132, 232448, 3352}, h200 = {9, 0, 132, 232448, 4915};
+    static const struct {
+        int b, sk, d;
+        int h100_splits, h200_splits;
+    } longs[] = {
+        {1, 32768, 128, 8, 16},   /* 8 tiles: 64 or 128 CTAs */
+        {1, 131072, 128, 8, 16},
+        {2, 32768, 128, 4, 8},    /* 16 tiles */
+        {1, 8192, 128, 13, 13},   /* under 1 MiB a split: the wave rule's either way */
+        {1, 32768, 64, 15, 15},   /* d64: never */
+    };
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+        const int idx = decode_plan(longs[i].b, longs[i].sk, 64, 8, longs[i].d, &choice, &p, &plan);
+        if (idx < 0)
+            return;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h100, &choice, &plan);
+        CHECK(a->num_splits == longs[i].h100_splits, "long row %zu, H100: splits %d", i, a->num_splits);
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h200, &choice, &plan);
+        CHECK(a->num_splits == longs[i].h200_splits && (a->num_splits == 1 || plan.merge_in_kernel == 1 ||
+                                                         longs[i].h200_splits == longs[i].h100_splits),
+              "long row %zu, H200: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
+    }
     /* More work tiles than counters: the combine kernel, even forced. */
     mgpu_attention_fwd_desc d = base_desc();
     d.batch = 64;
@@ -768,7 +793,7 @@ static void test_selection_sm100(void)
                 const int h = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
                 CHECK(h >= 0 && mgpu_variants[h].kind == MGPU_KIND_ATTENTION_FWD_SM90, "9.0 keeps the Hopper kernel");
             }
-            const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448};
+            const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448, 0};
             CHECK(mgpu_select_attention_fwd(&p, &blackwell_b, NULL, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH,
                   "10.3 has no sm_100a image");
 
@@ -869,7 +894,7 @@ static void test_serving_sm100(void)
               strcmp(mgpu_variants[append].name, "mgpu_kv_cache_append_sm100") == 0 &&
               mgpu_variants[append].threads == MGPU_KV_APPEND_THREADS,
           "append on 10.0: %s", append >= 0 ? mgpu_variants[append].name : mgpu_last_error_message());
-    const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448};
+    const struct mgpu_device_caps blackwell_b = {10, 3, 148, 232448, 0};
     CHECK(mgpu_select_kv_cache_append(&blackwell_b, &s) < 0 && s == MGPU_STATUS_ARCH_MISMATCH, "append on 10.3");
     CHECK(mgpu_select_attention_fwd_combine(MGPU_DTYPE_BF16, &blackwell, &s) < 0, "no split combine on 10.0");
 

@@ -10,9 +10,9 @@
 #include "check.h"
 #include "gather_plan.h"
 
-static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
-static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
-static const struct mgpu_device_caps ampere = {8, 0, 108, 166912};
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448, 0};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448, 0};
+static const struct mgpu_device_caps ampere = {8, 0, 108, 166912, 0};
 
 #define SRC_BASE ((uintptr_t)0x7f0000000000)
 #define DST_BASE ((uintptr_t)0x7f1000000000)
@@ -262,7 +262,7 @@ static void check_gather_selection(void)
         mgpu_status s;
         CHECK(!pick_gather(&narrow, &ampere, NULL, &s) && s == MGPU_STATUS_ARCH_MISMATCH, "cc 8.0: %s",
               mgpu_status_string(s));
-        const struct mgpu_device_caps cc103 = {10, 3, 148, 232448};
+        const struct mgpu_device_caps cc103 = {10, 3, 148, 232448, 0};
         CHECK(!pick_gather(&narrow, &cc103, NULL, &s) && s == MGPU_STATUS_ARCH_MISMATCH, "cc 10.3: %s",
               mgpu_status_string(s));
     }

@@ -12,7 +12,7 @@
 #include "gather_plan.h"
 #include "gemm_plan.h"
 
-static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448, 0};
 static const float one = 1.0f, zero = 0.0f;
 
 static struct mgpu_gemm_problem gemm(void)

@@ -12,8 +12,8 @@
 #include "check.h"
 #include "gemm_plan.h"
 
-static const struct mgpu_device_caps hopper = {9, 0, 132, 232448};
-static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448};
+static const struct mgpu_device_caps hopper = {9, 0, 132, 232448, 0};
+static const struct mgpu_device_caps blackwell = {10, 0, 148, 232448, 0};
 /* a workspace larger than any plan here needs */
 static const struct mgpu_gemm_resources ample = {0x7e0000000000, (size_t)1 << 40, 0x7e8000000000};
 
@@ -1339,7 +1339,7 @@ static void check_blackwell_epilogues(const struct mgpu_device_caps *caps)
 /* Devices without GEMM kernels refuse the extensions as they refuse plain calls. */
 static void check_extensions_elsewhere(void)
 {
-    const struct mgpu_device_caps others[] = {{8, 0, 108, 166912}, {10, 3, 148, 232448}, {12, 0, 84, 101376}};
+    const struct mgpu_device_caps others[] = {{8, 0, 108, 166912, 0}, {10, 3, 148, 232448, 0}, {12, 0, 84, 101376, 0}};
     for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++) {
         mgpu_status s;
         struct mgpu_gemm_problem p = fp8_problem(MGPU_DTYPE_E4M3, MGPU_DTYPE_E4M3, 1024, 1024, 1024);
@@ -1378,8 +1378,8 @@ int main(void)
         CHECK(pick(&p, &blackwell, "mgpu_gemm_sm90_ws_f16_tn_128x128x64_s6_c1", &s) == pick(&p, &blackwell, NULL, &s),
               "sm90 name forced on cc 10.0 not ignored");
     }
-    const struct mgpu_device_caps others[] = {{8, 0, 108, 166912}, {12, 0, 84, 101376}, {10, 3, 148, 232448},
-                                              {9, 1, 132, 232448}, {7, 5, 40, 65536}};
+    const struct mgpu_device_caps others[] = {{8, 0, 108, 166912, 0}, {12, 0, 84, 101376, 0}, {10, 3, 148, 232448, 0},
+                                              {9, 1, 132, 232448, 0}, {7, 5, 40, 65536, 0}};
     for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++) {
         mgpu_status s;
         struct mgpu_gemm_problem p = problem(MGPU_OP_T, MGPU_OP_N, MGPU_DTYPE_BF16);

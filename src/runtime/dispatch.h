@@ -27,6 +27,7 @@ struct mgpu_device_caps {
     int cc_major, cc_minor;
     int sm_count;
     int max_smem_per_block; /* opt-in limit, bytes */
+    int dram_gbps;          /* peak DRAM bandwidth, GB/s, from the memory clock and bus width; 0 unknown */
 };
 
 /* ---- the int32 counters a handle owns, allocated and zeroed at mgpu_create.
