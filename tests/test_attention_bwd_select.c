@@ -442,6 +442,11 @@ static void test_plan(void)
           "pointers");
     CHECK(a->do_seq_stride == 16 * 128 && a->dk_seq_stride == 4 * 128 && a->dv_batch_stride == 1500 * 4 * 128,
           "strides");
+    /* the backward's operand maps promote 256 bytes (the forward's 128) */
+    CHECK(plan.q_map.l2_promote == 256 && plan.k_map.l2_promote == 256 && plan.v_map.l2_promote == 256 &&
+              plan.do_map.l2_promote == 256,
+          "bwd L2 promotion %d %d %d %d", plan.q_map.l2_promote, plan.k_map.l2_promote, plan.v_map.l2_promote,
+          plan.do_map.l2_promote);
     CHECK(plan.q_map.box[1] == 64 && plan.do_map.box[1] == 64 && plan.k_map.box[1] == 128 && plan.v_map.box[1] == 128,
           "boxes");
     CHECK(plan.do_map.base == (uintptr_t)ADDR(4) && plan.do_map.dims[1] == 1000 && plan.do_map.dims[2] == 16 &&

@@ -361,6 +361,9 @@ static void test_inference_plan(void)
     CHECK(plan.q_map.box[0] == 64 && plan.q_map.box[1] == 8 && plan.q_map.box[2] == 16 && plan.q_map.box[3] == 1 &&
               plan.q_map.box[4] == 1,
           "packed q box");
+    /* the forward's maps promote a missed line as 128 bytes, one box row (decision 068) */
+    CHECK(plan.q_map.l2_promote == 128 && plan.k_map.l2_promote == 128 && plan.v_map.l2_promote == 128,
+          "fwd L2 promotion %d %d %d", plan.q_map.l2_promote, plan.k_map.l2_promote, plan.v_map.l2_promote);
     /* 8 tiles on 132 SMs: split; the fewest splits within 85 % of the best
      * last wave (14), then as many as have keys: 3 key blocks each, 11. */
     CHECK(a->num_splits == 11 && plan.grid == 8 * 11, "splits %d grid %u", a->num_splits, plan.grid);

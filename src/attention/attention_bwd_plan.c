@@ -305,6 +305,10 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
     mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);
     mgpu_attention_map_shape(&plan->do_map, bp->dout, p, p->total_q, p->heads_q, &bp->do_strides, t->block_m);
+    /* The backward's operands promote 256 bytes on a miss, not the
+     * forward's 128: head dim 256 measured 1.1-1.5 % slower with 128, head
+     * dims 64 and 128 the same (H200, decision 068). */
+    plan->q_map.l2_promote = plan->k_map.l2_promote = plan->v_map.l2_promote = plan->do_map.l2_promote = 256;
     if (t->split_dim && dq_map_shape(plan, p) != 0) {
         *status = mgpu_fail(MGPU_STATUS_INVALID_SIZE,
                             "the attention backward dQ accumulator of head_dim %lld needs fewer than 2^31 rows "
