@@ -352,10 +352,14 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * of the static round-robin stay in lockstep on the same K/V blocks, while
  * one-tile CTAs start staggered. */
 #define PERSISTENT_MAX_KEY_BLOCKS 32
-/* Paged calls with pages under this many rows gather K / V with the
- * producer warpgroup's cp.async copies (args.paged_gather) rather than one
- * TMA box per page and 64 columns (decision 020). */
-#define PAGED_GATHER_BELOW_ROWS 64
+/* Paged calls whose TMA boxes (gcd(page size, block_n) rows) would hold
+ * fewer rows than this gather K / V with the producer warpgroup's cp.async
+ * copies (args.paged_gather) rather than one TMA box per page and 64
+ * columns (decision 020). H200, decode 8 x 32768 keys GQA 64/8 d128 against
+ * contiguous (238 us), with 128-byte L2 promotion: pages of 32 rows by TMA
+ * +3.6 / +4.1 %, gathered +15.5 / +15.9 %; of 16 rows by TMA +53 / +57 %,
+ * gathered +15.2 / +15.6 % (decision 068). */
+#define PAGED_GATHER_BELOW_BOX_ROWS 32
 /* K and V bytes of the (batch, head) pairs whose causal tiles are ordered
  * heaviest first together: well inside the L2 of an H100 (50 MiB) or H200. */
 #define LPT_GROUP_KV_BYTES ((int64_t)24 << 20)
@@ -666,12 +670,12 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
         a->page_size = (int32_t)p->page_size;
         a->page_box_rows = (int32_t)box;
         a->num_pages = (int32_t)p->num_pages;
-        /* Pages under 64 rows: the producer warpgroup gathers rows with
+        /* Boxes under 32 rows: the producer warpgroup gathers rows with
          * cp.async rather than one TMA box per page and 64 columns (decision
          * 020: the per-box issue, not the bytes, costs there). The sm_90a
          * 16-bit forward at head dims 64 and 128 only. */
         const int gather_dims = p->head_dim == 64 || p->head_dim == 128; /* the kernel's kPagedGather */
-        const int gather_default = p->page_size < PAGED_GATHER_BELOW_ROWS;
+        const int gather_default = box < PAGED_GATHER_BELOW_BOX_ROWS;
         a->paged_gather = decode_features && gather_dims &&
                           (choice->force_gather ? choice->force_gather > 0 : gather_default);
         if (a->paged_gather) {
