@@ -211,27 +211,44 @@ __device__ void convert_dq(const mgpu_attention_bwd_args &a, const struct mgpu_a
     if (rows <= 0)
         return;
     const int vecs = a.head_dim / kVec;
-    T *dq = reinterpret_cast<T *>(a.dq);
     const int64_t row0 = mgpu_attention_bwd_row0(b, h, a.heads_q, t.block_m, a.q_rows_padded,
                                                  reinterpret_cast<const int32_t *>(a.cu_seqlens_q)) +
                          tile_first;
-    /* The tile is in fragment order (dq_buffers > 0: the 8 columns 8 c ..
-     * 8 c + 7 of row r are 4 float pairs 16 bytes apart) or row-major
-     * (mgpu_attention_bwd_dq_offset). */
-    const int pair_step = t.dq_buffers > 0 ? 4 : 2;
     const float *tile = reinterpret_cast<const float *>(a.dq_accum) + row0 * a.head_dim;
+    T *dq_tile = reinterpret_cast<T *>(a.dq) + s.batch_index * a.dq_batch_stride + (s.first + tile_first) * a.dq_seq_stride +
+                 h * a.dq_head_stride;
+    if (t.dq_buffers > 0) {
+        /* Fragment order (mgpu_attention_bwd_dq_offset): the 8 columns 8 c ..
+         * 8 c + 7 of rows r and r + 8 (r % 16 < 8) are 4 float4s, 64
+         * contiguous bytes, each (row r: 2 columns, row r + 8: the same 2).
+         * One thread takes both rows, so that it reads whole sectors (one row
+         * a thread read 8 of every 16 bytes, and the tile crossed L2 twice). */
+        const int64_t row_pairs = (rows + 15) / 16 * 8;
+        for (int64_t e = threadIdx.x; e < row_pairs * vecs; e += kThreads) {
+            const int pr = (int)(e / vecs);
+            const int c = (int)(e % vecs);
+            const int r = 16 * (pr / 8) + pr % 8;
+            if (r >= rows)
+                continue;
+            const float4 *src =
+                reinterpret_cast<const float4 *>(tile + mgpu_attention_bwd_dq_offset(&t, a.head_dim, r, c * kVec));
+            const float4 x0 = src[0], x1 = src[1], x2 = src[2], x3 = src[3];
+            *reinterpret_cast<uint4 *>(dq_tile + r * a.dq_seq_stride + c * kVec) =
+                pack8<T>(make_float4(x0.x, x0.y, x1.x, x1.y), make_float4(x2.x, x2.y, x3.x, x3.y), a.softmax_scale);
+            if (r + 8 < rows)
+                *reinterpret_cast<uint4 *>(dq_tile + (r + 8) * a.dq_seq_stride + c * kVec) = pack8<T>(
+                    make_float4(x0.z, x0.w, x1.z, x1.w), make_float4(x2.z, x2.w, x3.z, x3.w), a.softmax_scale);
+        }
+        return;
+    }
+    /* Row-major: the 8 columns are 8 consecutive floats, 32-byte aligned. */
     for (int64_t e = threadIdx.x; e < rows * vecs; e += kThreads) {
         const int r = (int)(e / vecs);
         const int c = (int)(e % vecs);
-        const float *src = tile + mgpu_attention_bwd_dq_offset(&t, a.head_dim, r, c * kVec);
-        const float2 v0 = *reinterpret_cast<const float2 *>(src);
-        const float2 v1 = *reinterpret_cast<const float2 *>(src + pair_step);
-        const float2 v2 = *reinterpret_cast<const float2 *>(src + 2 * pair_step);
-        const float2 v3 = *reinterpret_cast<const float2 *>(src + 3 * pair_step);
-        const int64_t row = s.first + tile_first + r;
-        *reinterpret_cast<uint4 *>(dq + s.batch_index * a.dq_batch_stride + row * a.dq_seq_stride +
-                                   h * a.dq_head_stride + c * kVec) =
-            pack8<T>(make_float4(v0.x, v0.y, v1.x, v1.y), make_float4(v2.x, v2.y, v3.x, v3.y), a.softmax_scale);
+        const float4 *src =
+            reinterpret_cast<const float4 *>(tile + mgpu_attention_bwd_dq_offset(&t, a.head_dim, r, c * kVec));
+        *reinterpret_cast<uint4 *>(dq_tile + r * a.dq_seq_stride + c * kVec) =
+            pack8<T>(src[0], src[1], a.softmax_scale);
     }
 }
 
