@@ -512,18 +512,17 @@ static void test_inference_plan(void)
         mgpu_attention_make_plan_ex(&p, v, &hopper, &off, &plan);
         CHECK(a->paged_gather == 1, "page 256, gather forced on");
         /* pages of 32 rows: boxes of 32 rows by TMA; of 16: gathered */
-        d.page_size = 32;
-        d.max_blocks_per_seq = 94;
-        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-        mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-        CHECK(a->page_box_rows == 32 && a->paged_gather == 0, "page 32: box %d gather %d", a->page_box_rows,
-              a->paged_gather);
-        d.page_size = 16;
-        d.max_blocks_per_seq = 188;
-        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-        mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
-        CHECK(a->page_box_rows == 16 && a->paged_gather == 1, "page 16: box %d gather %d", a->page_box_rows,
-              a->paged_gather);
+        static const struct {
+            int page, blocks, gather;
+        } small[] = {{32, 94, 0}, {16, 188, 1}};
+        for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+            d.page_size = small[i].page;
+            d.max_blocks_per_seq = small[i].blocks;
+            CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+            mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
+            CHECK(a->page_box_rows == small[i].page && a->paged_gather == small[i].gather, "page %d: box %d gather %d",
+                  small[i].page, a->page_box_rows, a->paged_gather);
+        }
         d.page_size = 48;
         d.max_blocks_per_seq = 63;
     }
