@@ -710,7 +710,7 @@ static void test_split_merge_plan(void)
         {1, 131072, 128, 8, 16},
         {2, 32768, 128, 4, 8},    /* 16 tiles */
         {1, 8192, 128, 13, 13},   /* under 1 MiB a split: the wave rule's either way */
-        {1, 32768, 64, 15, 15},   /* d64: never */
+        {1, 32768, 64, 15, 15},   /* d64: never (the split fill is off in these rows) */
     };
     for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
         const int idx = decode_plan(longs[i].b, longs[i].sk, 64, 8, longs[i].d, &choice, &p, &plan);
@@ -722,6 +722,21 @@ static void test_split_merge_plan(void)
         CHECK(a->num_splits == longs[i].h200_splits && (a->num_splits == 1 || plan.merge_in_kernel == 1 ||
                                                          longs[i].h200_splits == longs[i].h100_splits),
               "long row %zu, H200: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
+    }
+    /* The split fill (on here) past 8 key blocks a split only on the faster
+     * device: 1 x 32768 keys, d64, 8 tiles: the wave rule's 15 splits of 18
+     * blocks, or 16 of 16. */
+    {
+        struct mgpu_attention_fwd_choice filled = choice;
+        filled.split_fill = 0;
+        const int idx = decode_plan(1, 32768, 64, 8, 64, &filled, &p, &plan);
+        if (idx < 0)
+            return;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h100, &filled, &plan);
+        CHECK(a->num_splits == 15, "d64 fill, H100: splits %d", a->num_splits);
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h200, &filled, &plan);
+        CHECK(a->num_splits == 16 && plan.merge_in_kernel == 1, "d64 fill, H200: splits %d in kernel %d",
+              a->num_splits, plan.merge_in_kernel);
     }
     /* More work tiles than counters: the combine kernel, even forced. */
     mgpu_attention_fwd_desc d = base_desc();

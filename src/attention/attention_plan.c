@@ -374,9 +374,10 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * splits of 16 blocks 29.3 us, the wave rule's 15 of 18 29.35; decision
  * 058-attention-decode-split-counts). */
 #define SPLIT_FILL_MAX_KEY_BLOCKS 8
-/* The most DRAM bandwidth (GB/s) at which long decode caches split over
- * half the SMs (choose_splits): an H100 SXM's 3352 and a little more. */
-#define LONG_CACHE_HALF_MAX_GBPS 4000
+/* Devices with more DRAM bandwidth than this (GB/s; an H100 SXM has 3352,
+ * an H200 4915) split long decode caches over every SM, and fill the wave
+ * whatever the blocks a split walks (choose_splits). */
+#define FAST_DRAM_GBPS 4000
 /* Most passes of 8 warps in which the last split of a work tile merges the
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
  * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
@@ -536,7 +537,10 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
      * against the wave rule's 13 of 5 with the early combine 12.7-13.2
      * (cuDNN 11.5), d64 9.65 against 10.4-10.7 (cuDNN 8.8); 4096 keys d128
      * 9.0 against 9.7-10.0, d64 7.9 against 8.6. The long-cache rule below
-     * still takes its half of the SMs where it applies. */
+     * still takes its half of the SMs where it applies. On a device with
+     * more bandwidth (FAST_DRAM_GBPS) the fill holds at any block count:
+     * H200, GQA 64/8, batch 1, d64, 32768 keys: 16 splits of 16 blocks
+     * 22.7 us against the wave rule's 15 of 18 24.0 (decision 067). */
     if (fill && force <= 0 && packed && sms > 0 && splits > 1) {
         int64_t per_wave = sms / tiles;
         if (per_wave > MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP)
@@ -546,7 +550,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
         if (per_wave >= 2) {
             const int64_t blocks = mgpu_cdiv(key_blocks, per_wave);
             const int64_t filled = mgpu_cdiv(key_blocks, blocks);
-            if (blocks <= SPLIT_FILL_MAX_KEY_BLOCKS && filled > splits)
+            if ((blocks <= SPLIT_FILL_MAX_KEY_BLOCKS || dram_gbps > FAST_DRAM_GBPS) && filled > splits)
                 splits = (int)filled;
         }
     }
@@ -558,12 +562,12 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
      * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
      * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). Half the SMs
      * draw an H100's bandwidth, not more: on a device with more
-     * (LONG_CACHE_HALF_MAX_GBPS) the splits fill every SM, as many as one
+     * (FAST_DRAM_GBPS) the splits fill every SM, as many as one
      * merge warp a row takes in the kernel (H200, GPU time, 1 x 32768 keys
      * d128: 16 splits 38.6 us against half's 8 43.0, 1 x 131072 137.9
      * against 152.0; decision 067). */
     if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
-        const int every_sm = dram_gbps > LONG_CACHE_HALF_MAX_GBPS;
+        const int every_sm = dram_gbps > FAST_DRAM_GBPS;
         const int64_t share = every_sm ? sms / tiles : sms / 2 / tiles;
         const int64_t most =
             every_sm ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP;
