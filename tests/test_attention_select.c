@@ -702,6 +702,8 @@ static void test_split_merge_plan(void)
      * (H200): the splits fill every SM, one merge warp a row in the kernel;
      * at an H100's bandwidth (or none reported) half the SMs. */
     static const struct mgpu_device_caps h100 = {9, 0, 132, 232448, 3352}, h200 = {9, 0, 132, 232448, 4915};
+    /* a 6144-bit HBM3 part at 2619 MHz (about 4 TB/s): the H100's rules */
+    static const struct mgpu_device_caps hbm3_6144 = {9, 0, 132, 232448, 4022};
     static const struct {
         int b, sk, d;
         int h100_splits, h200_splits;
@@ -718,10 +720,23 @@ static void test_split_merge_plan(void)
             return;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h100, &choice, &plan);
         CHECK(a->num_splits == longs[i].h100_splits, "long row %zu, H100: splits %d", i, a->num_splits);
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hbm3_6144, &choice, &plan);
+        CHECK(a->num_splits == longs[i].h100_splits, "long row %zu, 4 TB/s: splits %d", i, a->num_splits);
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h200, &choice, &plan);
         CHECK(a->num_splits == longs[i].h200_splits && (a->num_splits == 1 || plan.merge_in_kernel == 1 ||
                                                          longs[i].h200_splits == longs[i].h100_splits),
               "long row %zu, H200: splits %d in kernel %d", i, a->num_splits, plan.merge_in_kernel);
+    }
+    /* Tiles of 16 rows (GQA 128/8): half the SMs on either device (16 splits
+     * would need two merge warps a row). */
+    {
+        const int idx = decode_plan(1, 32768, 128, 8, 128, &choice, &p, &plan);
+        if (idx < 0)
+            return;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h100, &choice, &plan);
+        const int on_h100 = a->num_splits;
+        mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h200, &choice, &plan);
+        CHECK(a->num_splits == on_h100 && on_h100 == 8, "16-row tiles: splits %d (H100 %d)", a->num_splits, on_h100);
     }
     /* The split fill (on here) past 8 key blocks a split only on the faster
      * device: 1 x 32768 keys, d64, 8 tiles: the wave rule's 15 splits of 18

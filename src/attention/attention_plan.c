@@ -374,10 +374,13 @@ int mgpu_select_kv_cache_append(const struct mgpu_device_caps *caps, mgpu_status
  * splits of 16 blocks 29.3 us, the wave rule's 15 of 18 29.35; decision
  * 058-attention-decode-split-counts). */
 #define SPLIT_FILL_MAX_KEY_BLOCKS 8
-/* Devices with more DRAM bandwidth than this (GB/s; an H100 SXM has 3352,
- * an H200 4915) split long decode caches over every SM, and fill the wave
- * whatever the blocks a split walks (choose_splits). */
-#define FAST_DRAM_GBPS 4000
+/* Devices with more DRAM bandwidth than this (GB/s, by the driver's memory
+ * clock and bus width: an H100 SXM has 3352, an H200 4915) split long
+ * decode caches of few-row tiles over every SM, and fill the wave whatever
+ * the blocks a split walks (choose_splits). Measured on the H200 only:
+ * parts between (H100 NVL, GH200 with HBM3, about 4000) keep the H100's
+ * rules. */
+#define FAST_DRAM_GBPS 4500
 /* Most passes of 8 warps in which the last split of a work tile merges the
  * tile's rows in the main kernel; past them the combine kernel, whose CTAs
  * merge rows in parallel, does it. H100, GPU time, 15 splits of 8 GQA rows
@@ -493,7 +496,7 @@ static int choose_pack(const struct mgpu_attention_problem *p, int block_m, int 
  * `fill`: the split fill below, for tiles of at most 8 rows (0: off, also
  * by MGPU_ATTENTION_SPLIT_FILL=0). */
 static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, int64_t key_blocks, int sms,
-                         int dram_gbps, size_t workspace_bytes, int force, int packed, int fill)
+                         int dram_gbps, size_t workspace_bytes, int force, int packed, int few_rows, int fill)
 {
     int64_t limit = key_blocks < MGPU_ATTENTION_FWD_MAX_SPLITS ? key_blocks : MGPU_ATTENTION_FWD_MAX_SPLITS;
     if (limit > MGPU_ATTENTION_MAX_SIZE / tiles)
@@ -562,12 +565,13 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
      * keys 30.7 against 33.8; not at d64 (32768 keys: 35.3 against 32.0)
      * nor below 1 MiB (d128, 8192 keys: 17.7 against 15.1). Half the SMs
      * draw an H100's bandwidth, not more: on a device with more
-     * (FAST_DRAM_GBPS) the splits fill every SM, as many as one
+     * (FAST_DRAM_GBPS), for tiles of at most 8 rows (`few_rows`: one merge
+     * warp a row), the splits fill every SM, as many as one
      * merge warp a row takes in the kernel (H200, GPU time, 1 x 32768 keys
      * d128: 16 splits 38.6 us against half's 8 43.0, 1 x 131072 137.9
      * against 152.0; decision 067). */
     if (force <= 0 && packed && p->head_dim >= 128 && sms > 0 && splits > 1) {
-        const int every_sm = dram_gbps > FAST_DRAM_GBPS;
+        const int every_sm = dram_gbps > FAST_DRAM_GBPS && few_rows;
         const int64_t share = every_sm ? sms / tiles : sms / 2 / tiles;
         const int64_t most =
             every_sm ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : MGPU_ATTENTION_FWD_COMBINE_SPLITS_PER_WARP;
@@ -701,9 +705,11 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
     const int64_t q_rows = p->seqlen_q < a->tile_queries ? p->seqlen_q : a->tile_queries;
     const int64_t tile_rows = q_rows * (a->pack_gqa ? group : 1);
     /* the split fill where a tile's rows are one merge warp's each */
-    const int fill = choice->split_fill >= 0 && tile_rows <= MGPU_ATTENTION_FWD_COMBINE_WARPS;
+    const int few_rows = tile_rows <= MGPU_ATTENTION_FWD_COMBINE_WARPS;
+    const int fill = choice->split_fill >= 0 && few_rows;
     a->num_splits = decode_features ? choose_splits(p, tiles, mgpu_cdiv(p->seqlen_k, block_n), (int)sms,
-                                                    caps->dram_gbps, choice->workspace_bytes, choice->force_splits, a->pack_gqa, fill)
+                                                    caps->dram_gbps, choice->workspace_bytes, choice->force_splits,
+                                                    a->pack_gqa, few_rows, fill)
                                     : 1;
     a->partial_rows = partial_rows(p);
     out->workspace_bytes = mgpu_attention_fwd_split_bytes(p, a->num_splits);

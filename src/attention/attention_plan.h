@@ -137,7 +137,8 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * Key splits: when the work tiles fill less than 80 % of the SMs, one per
  * key block if a wave then holds them all, else the fewest splits whose
  * last wave is within 85 % of the best, or half the SMs' worth for long
- * packed GQA caches (choose_splits), at most one per key block and 128,
+ * packed GQA caches (every SM's on a device with more DRAM bandwidth than
+ * an H100's; choose_splits), at most one per key block and 128,
  * then as many as the workspace holds, none without keys. Their merge:
  * in the main kernel's last split of each tile when that CTA merges the
  * tile's rows in one pass of 8 warps (few rows and splits), else the
