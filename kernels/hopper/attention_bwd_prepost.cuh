@@ -215,8 +215,8 @@ __device__ void convert_dq(const mgpu_attention_bwd_args &a, const struct mgpu_a
                                                  reinterpret_cast<const int32_t *>(a.cu_seqlens_q)) +
                          tile_first;
     const float *tile = reinterpret_cast<const float *>(a.dq_accum) + row0 * a.head_dim;
-    T *dq_tile = reinterpret_cast<T *>(a.dq) + s.batch_index * a.dq_batch_stride + (s.first + tile_first) * a.dq_seq_stride +
-                 h * a.dq_head_stride;
+    T *dq_tile = reinterpret_cast<T *>(a.dq) + s.batch_index * a.dq_batch_stride +
+                 (s.first + tile_first) * a.dq_seq_stride + h * a.dq_head_stride;
     if (t.dq_buffers > 0) {
         /* Fragment order (mgpu_attention_bwd_dq_offset): the 8 columns 8 c ..
          * 8 c + 7 of rows r and r + 8 (r % 16 < 8) are 4 float4s, 64

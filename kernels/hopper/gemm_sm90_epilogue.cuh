@@ -367,19 +367,19 @@ __device__ __forceinline__ void store_tile(float (&acc)[kBM / 2], const mgpu_gem
             break; /* uniform: the rest of the tile lies below m */
         if constexpr (kBM % kChunkRows == 0) {
             if (general) {
-                apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, args, ep, c, chunk_row0,
-                                                                  ch * kChunkRows, col0, col_b, rb);
+                apply_chunk<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, args, ep, c,
+                                                                          chunk_row0, ch * kChunkRows, col0, col_b, rb);
             } else { /* alpha * acc: no C, nothing fused */
 #pragma unroll
                 for (int i = 4 * ch * kFragsPerChunk; i < 4 * (ch + 1) * kFragsPerChunk; ++i)
                     acc[i] *= ep.alpha;
             }
         } else if (ch < kChunks - 1) {
-            finish_frags<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general, args, ep, c, row0,
-                                                               col0, col_b, rb);
+            finish_frags<kBM, kFragsPerChunk, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general, args, ep,
+                                                                       c, row0, col0, col_b, rb);
         } else { /* the last box: only the fragments past the one before it */
-            finish_frags<kBM, (kBM % kChunkRows) / 8, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general, args, ep, c,
-                                                                      row0, col0, col_b, rb);
+            finish_frags<kBM, (kBM % kChunkRows) / 8, OutT, kTileBias, kSplit>(acc, ch * kFragsPerChunk, general,
+                                                                               args, ep, c, row0, col0, col_b, rb);
         }
         uint8_t *s = bufs + buf * kEpiBufBytes;
         if (leader && !direct)

@@ -253,35 +253,30 @@ int mgpu_select_attention_fwd_wide(const struct mgpu_variant *fwd, const struct 
     return select_sm90_entry(fwd, caps, is_wide_kind, wide_fits);
 }
 
+/* The variant that `force` (MGPU_FORCE_VARIANT, may be NULL) names, or NULL. */
+static const struct mgpu_variant *forced_variant(const char *force)
+{
+    for (int i = 0; force && i < mgpu_variant_count; i++)
+        if (strcmp(force, mgpu_variants[i].name) == 0)
+            return &mgpu_variants[i];
+    return NULL;
+}
+
 int mgpu_attention_fwd_wide_forced(const char *force, const struct mgpu_variant *fwd)
 {
-    if (!force)
+    const struct mgpu_variant *v = forced_variant(force);
+    if (!v || !is_wide_kind(v->kind))
         return 0;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        if (strcmp(force, v->name) != 0)
-            continue;
-        if (!is_wide_kind(v->kind))
-            return 0;
-        return fwd->kind == MGPU_KIND_ATTENTION_FWD_SM90 && wide_fits(v, fwd) ? 1 : -1;
-    }
-    return 0;
+    return fwd->kind == MGPU_KIND_ATTENTION_FWD_SM90 && wide_fits(v, fwd) ? 1 : -1;
 }
 
 int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd)
 {
-    if (!force)
-        return 0;
-    for (int i = 0; i < mgpu_variant_count; i++) {
-        const struct mgpu_variant *v = &mgpu_variants[i];
-        if (strcmp(force, v->name) != 0)
-            continue;
-        if (is_decode64_kind(v->kind))
-            return decode64_fits(v, fwd) ? 64 : -1;
-        if (is_decode_kind(v->kind))
-            return decode_fits(v, fwd) ? 128 : -1;
-        return 0;
-    }
+    const struct mgpu_variant *v = forced_variant(force);
+    if (v && is_decode64_kind(v->kind))
+        return decode64_fits(v, fwd) ? 64 : -1;
+    if (v && is_decode_kind(v->kind))
+        return decode_fits(v, fwd) ? 128 : -1;
     return 0;
 }
 
