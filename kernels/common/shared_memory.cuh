@@ -25,6 +25,19 @@ __device__ __forceinline__ int ld_shared_s32(uint32_t addr)
     return v;
 }
 
+__device__ __forceinline__ void st_shared_u64(uint32_t addr, uint64_t v)
+{
+    asm volatile("st.shared.b64 [%0], %1;\n" ::"r"(addr), "l"(v) : "memory");
+}
+
+/* Volatile, as ld_shared_s32. */
+__device__ __forceinline__ uint64_t ld_shared_u64(uint32_t addr)
+{
+    uint64_t v;
+    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void st_shared_f32x2(uint32_t addr, float x, float y)
 {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");

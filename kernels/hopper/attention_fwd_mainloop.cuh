@@ -192,19 +192,18 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
  * where the 128-byte swizzle of the TMA boxes puts it (chunk c of tile row r
  * at chunk c ^ (r % 8) of the row, rows 128 bytes apart, tiles 1024-byte
  * aligned). A 16-row group lies in one page (page_size is a multiple of 16):
- * `pages` (shared memory) holds group g's cache page at 4 g; `within` is group 0's
- * first row in its page. Rows from `valid` on (past the sequence) and columns
- * past the head dim are zero-filled. head: the cache's address of row 0 of
- * page 0 of the block's KV head (warp-uniform); strides in elements. The
- * copies' completion arrives on bar (128 arrivals a phase). */
+ * `rows` (shared memory) holds the global address of group g's first row at
+ * 8 g, so that a group costs a thread one shared load, one add and its
+ * copies. Rows from `valid` on (past the sequence) and columns past the head
+ * dim are zero-filled. row_stride in elements. The copies' completion arrives
+ * on bar (128 arrivals a phase). */
 template <class Cfg>
-__device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uint64_t head, int64_t page_stride,
-                                               int64_t row_stride, uint32_t pages, int within, int page_size, int valid)
+__device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uint32_t rows, int64_t row_stride,
+                                               int valid)
 {
     constexpr int kChunks = Cfg::kSwizzleBytes / 16;
-    constexpr int kRowStep = Cfg::kWarpgroupThreads / kChunks;
-    constexpr int kGroups = Cfg::kBlockN / kRowStep;
-    static_assert(Cfg::kBlockN % kRowStep == 0 && kGroups <= 32, "one lane per 16-row group");
+    constexpr int kRowStep = Cfg::kGatherRowStep;
+    static_assert(Cfg::kBlockN % kRowStep == 0 && Cfg::kGatherGroups <= 16, "two lanes a 16-row group");
     /* The thread index read here (volatile: not hoisted), so that what
      * derives from it is not held in registers across the producer's loops
      * (24 registers). */
@@ -213,15 +212,11 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
     const int thread = static_cast<int>(tid % Cfg::kWarpgroupThreads);
     const int chunk = thread % kChunks, row = thread / kChunks;
     uint32_t dst = smem_u32(tile) + row * Cfg::kSwizzleBytes + ((chunk ^ (row % 8)) * 16);
+    const uint64_t offset = static_cast<uint64_t>(row * row_stride) * Cfg::kElementBytes + chunk * 16;
     valid -= row;
-    within += row;
-    head += static_cast<uint32_t>(chunk * 16);
-#pragma unroll 1
-    for (int g = 0; g < kGroups; ++g) {
-        const int pg = ld_shared_s32(pages + 4 * g);
-        const uint64_t at = head + static_cast<uint64_t>(static_cast<int64_t>(pg) * page_stride +
-                                                         static_cast<int64_t>(within) * row_stride) *
-                                       Cfg::kElementBytes;
+#pragma unroll 2
+    for (int g = 0; g < Cfg::kGatherGroups; ++g) {
+        const uint64_t at = ld_shared_u64(rows + 8 * g) + offset;
         const uint32_t bytes = g * kRowStep < valid ? 16u : 0u;
 #pragma unroll
         for (int d = 0; d < Cfg::kDimBlocks; ++d) {
@@ -229,23 +224,22 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
             cp_async_16(dst + d * Cfg::kKVBlockBytes, at + d * Cfg::kSwizzleBytes, in_dim ? bytes : 0u);
         }
         dst += kRowStep * Cfg::kSwizzleBytes;
-        within += kRowStep; /* the thread's row in the next group's page */
-        if (within >= page_size)
-            within -= page_size;
     }
     cp_async_arrive_noinc(bar);
 }
 
 /* The K and V loads of one tile of a paged cache by the producer warpgroup
  * (paged_gather, all 128 threads), from its last key block down to its
- * first; returns the key-block count over all tiles. As produce_kv_paged,
- * lane g of each warp looks up 16-row group g of the next block one block
- * ahead (the four warps read the same entries). */
+ * first; returns the key-block count over all tiles. Each warp works out a
+ * block's row addresses once: lane l < 2 kGatherGroups those of 16-row group
+ * l % kGatherGroups of K (l < kGatherGroups) or V, from the page it looked up
+ * one block ahead (as produce_kv_paged; the four warps read the same
+ * entries). */
 template <class Cfg>
 __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params &p, typename Cfg::SharedStorage &smem,
                                                  const AttnFwdWork &w, int kv_iter)
 {
-    constexpr int kRowStep = Cfg::kWarpgroupThreads * 16 / Cfg::kSwizzleBytes;
+    constexpr int kGroups = Cfg::kGatherGroups;
     const mgpu_attention_fwd_args &a = p.args;
     const int lane = static_cast<int>(threadIdx.x % 32);
     /* The tile's constants go to the warp's slot of shared memory and are
@@ -263,23 +257,32 @@ __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params
         st_shared_u32(slot + 4 * kEnd, kv_iter + w.n_block_end - w.n_block_begin);
     }
     __syncwarp();
+    const int group = lane % kGroups;
+    const bool v_lane = lane >= kGroups;
     /* The page of this lane's 16-row group of key block n (lanes past the
      * block's groups look up entries nobody reads). */
     auto group_page = [&](int n) {
         return paged_table_page(a, state(kFirstEntry), state(kLastEntry),
-                                udiv(n * Cfg::kBlockN + lane * kRowStep, a.page_size));
+                                udiv(n * Cfg::kBlockN + group * Cfg::kGatherRowStep, a.page_size));
     };
     int n = w.n_block_end - 1;
     int page = 0;
     if (kv_iter < state(kEnd))
         page = group_page(n);
-    const uint32_t pages = slot + 4 * 8; /* the block's page of group g at 4 g */
+    const uint32_t rows = slot + 8 * 4; /* K's group g at 8 g, V's at 8 (kGroups + g) */
     for (; kv_iter < state(kEnd); ++kv_iter, --n) {
-        /* The pages of this block to the warp's slot (lane g: group g's), so
-         * that none is held in a register through the copies. */
-        __syncwarp();
-        if (lane * kRowStep < Cfg::kBlockN)
-            st_shared_u32(pages + 4 * lane, static_cast<uint32_t>(page));
+        __syncwarp(); /* every lane's reads of the previous block's rows are done */
+        if (lane < 2 * kGroups) {
+            const int row = n * Cfg::kBlockN + group * Cfg::kGatherRowStep;
+            const int within = row - udiv(row, a.page_size) * a.page_size;
+            const uint64_t head = static_cast<uint64_t>(state(kHeadKv));
+            const uint64_t base = v_lane ? a.paged_v + head * a.v_head_stride * Cfg::kElementBytes
+                                         : a.paged_k + head * a.k_head_stride * Cfg::kElementBytes;
+            const int64_t page_stride = v_lane ? a.v_batch_stride : a.k_batch_stride;
+            const int64_t row_stride = v_lane ? a.v_seq_stride : a.k_seq_stride;
+            st_shared_u64(rows + 8 * lane,
+                          base + static_cast<uint64_t>(page * page_stride + within * row_stride) * Cfg::kElementBytes);
+        }
         __syncwarp();
         const int stage = kv_iter % Cfg::kStages;
         const uint32_t phase = (kv_iter / Cfg::kStages) & 1;
@@ -287,18 +290,14 @@ __device__ __forceinline__ int produce_kv_gather(const mgpu_attention_fwd_params
         if (kv_iter + 1 < state(kEnd))
             next_page = group_page(n - 1);
         const int row0 = n * Cfg::kBlockN;
-        const int within = row0 - udiv(row0, a.page_size) * a.page_size; /* group 0's row in its page */
         mbar_wait(&smem.k_empty[stage], phase ^ 1);
-        gather_kv_tile<Cfg>(smem.k[stage], &smem.k_full[stage],
-                            a.paged_k + static_cast<uint64_t>(state(kHeadKv) * a.k_head_stride) * Cfg::kElementBytes,
-                            a.k_batch_stride, a.k_seq_stride, pages, within, a.page_size, state(kSeqlenK) - row0);
+        gather_kv_tile<Cfg>(smem.k[stage], &smem.k_full[stage], rows, a.k_seq_stride, state(kSeqlenK) - row0);
         /* Stage and phase again from kv_iter (opaque here): not held
          * through the K copies. */
         asm volatile("" : "+r"(kv_iter));
         mbar_wait(&smem.v_empty[kv_iter % Cfg::kStages], ((kv_iter / Cfg::kStages) & 1) ^ 1);
-        gather_kv_tile<Cfg>(smem.v[kv_iter % Cfg::kStages], &smem.v_full[kv_iter % Cfg::kStages],
-                            a.paged_v + static_cast<uint64_t>(state(kHeadKv) * a.v_head_stride) * Cfg::kElementBytes,
-                            a.v_batch_stride, a.v_seq_stride, pages, within, a.page_size, state(kSeqlenK) - row0);
+        gather_kv_tile<Cfg>(smem.v[kv_iter % Cfg::kStages], &smem.v_full[kv_iter % Cfg::kStages], rows + 8 * kGroups,
+                            a.v_seq_stride, state(kSeqlenK) - row0);
         page = next_page;
     }
     __syncwarp(); /* the slot's next write follows every lane's last read */

@@ -140,6 +140,12 @@ struct AttnFwdConfig {
     static constexpr int kSmemLimit = MGPU_ATTENTION_FWD_SMEM_LIMIT;
     static constexpr int kQStages = mgpu_attention_fwd_q_stages(kBlockM, kBlockN, kHeadDim, kStages);
 
+    /* The paged gather (kPagedGather): rows one 128-thread pass copies (each
+     * thread 16 bytes of every 64-column block), and such row groups a key
+     * block. */
+    static constexpr int kGatherRowStep = kWarpgroupThreads * 16 / kSwizzleBytes;
+    static constexpr int kGatherGroups = kBlockN / kGatherRowStep;
+
     struct alignas(kSwizzleAtomBytes) SharedStorage {
         uint8_t q[kQStages][kQTileBytes]; /* Q tiles; O staging in the epilogue */
         uint8_t k[kStages][kKVTileBytes];
@@ -151,7 +157,9 @@ struct AttnFwdConfig {
         uint64_t k_empty[kStages];
         uint64_t v_full[kStages];
         uint64_t v_empty[kStages];
-        int gather_state[4][16]; /* paged_gather: each producer warp's tile constants and pages */
+        /* paged_gather: each producer warp's tile constants (ints, the first
+         * four words), then each 16-row group's K and V row addresses */
+        uint64_t gather_state[4][4 + 2 * kGatherGroups];
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
