@@ -437,8 +437,8 @@ const struct gen_kind_info gen_kinds[GEN_KIND_COUNT] = {
         .family = GEN_FAMILY_ATTENTION,
         .header = "hopper/attention_fwd_decode_sm90.cuh",
         .group = "attention_fwd_decode_sm90",
-        .entry = "mgpu_attention_fwd_decode64_sm90_@dtype@_d@head_dim@",
-        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdDecode64Config<@type@, @head_dim@>;\n"
+        .entry = "mgpu_attention_fwd_decode64_sm90_@dtype@_d@head_dim@_n@block_n@",
+        .unit = "\nusing Config@i@ = mgpu::sm90::AttnFwdDecode64Config<@type@, @head_dim@, @block_n@>;\n"
                 THREADS_CHECK
                 "static_assert(Config@i@::kBlockM == @block_m@ && Config@i@::kBlockN == @block_n@ && "
                 "Config@i@::kStages == @stages@, \"@name@: tiles differ from gen/variants.c\");\n"

@@ -178,12 +178,17 @@ const struct gen_arch_info gen_archs[GEN_ARCH_COUNT] = {
 #define SM90_ATTENTION_FWD_DECODE_FAMILY(dt) MGPU_ATTENTION_FWD_HEAD_DIMS(SM90_ATTENTION_FWD_DECODE, dt)
 /* The decode entry's 64-row variant (one consumer warpgroup, 256 threads;
  * the forward's key block and stages): head dims 64 and 128, the GQA decode
- * rows it was built for (the runtime's rule: src/attention/attention_plan.c). */
-#define SM90_ATTENTION_FWD_DECODE64(dt, d)                                                                 \
+ * rows it was built for; at head dim 128 also with 64-row key blocks (two
+ * CTAs an SM) for short caches (the runtime's rules:
+ * src/attention/attention_plan.c). */
+#define SM90_ATTENTION_FWD_DECODE64(dt, d, n)                                                              \
     {GEN_ATTENTION_FWD_DECODE64_SM90, GEN_SM90A, dt, MGPU_ATTENTION_FWD_DECODE64_THREADS,                 \
-     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M,                          \
-                   .block_n = MGPU_ATTENTION_FWD_BLOCK_N(d), .stages = MGPU_ATTENTION_FWD_STAGES}}
-#define SM90_ATTENTION_FWD_DECODE64_FAMILY(dt) SM90_ATTENTION_FWD_DECODE64(dt, 64), SM90_ATTENTION_FWD_DECODE64(dt, 128)
+     .attention = {.head_dim = d, .block_m = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, .block_n = n,            \
+                   .stages = MGPU_ATTENTION_FWD_STAGES}}
+#define SM90_ATTENTION_FWD_DECODE64_FAMILY(dt)                                                             \
+    SM90_ATTENTION_FWD_DECODE64(dt, 64, MGPU_ATTENTION_FWD_BLOCK_N(64)),                                   \
+        SM90_ATTENTION_FWD_DECODE64(dt, 128, MGPU_ATTENTION_FWD_BLOCK_N(128)),                             \
+        SM90_ATTENTION_FWD_DECODE64(dt, 128, MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N)
 /* The wide forward (192 query rows, three consumer warpgroups, 512 threads;
  * the forward's key block and stages): head dim 64, prefill calls (the
  * runtime's rule: src/attention/attention_plan.c). */

@@ -42,6 +42,7 @@ struct dcase {
     int pack, splits;   /* forcing: MGPU_FORCE_PACK_GQA (1 / -1), MGPU_FORCE_NUM_SPLITS; 0: planner */
     int merge;          /* forcing: MGPU_FORCE_SPLIT_MERGE (1 / -1) of the first call; 0: planner */
     int gather;         /* forcing: MGPU_FORCE_PAGED_GATHER (1 / -1); 0: planner (or the environment's) */
+    int short_blocks;   /* forcing: MGPU_ATTENTION_DECODE64_SHORT (1 / -1); 0: planner */
     int ragged;         /* seqused_k: lengths 0, 1, page_size + 1, random, sk (cycled) */
     int page_size;      /* > 0: paged cache */
     int append;         /* > 0: append this many rows (= sq) with mgpu_kv_cache_append first */
@@ -91,6 +92,8 @@ static void force_case(const struct dcase *c)
     }
     if (c->gather)
         force_setenv("MGPU_FORCE_PAGED_GATHER", c->gather > 0 ? "1" : "0");
+    if (c->short_blocks)
+        force_setenv("MGPU_ATTENTION_DECODE64_SHORT", c->short_blocks > 0 ? "1" : "0");
 }
 
 static void unforce(void)
@@ -98,6 +101,7 @@ static void unforce(void)
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
     force_unsetenv("MGPU_FORCE_SPLIT_MERGE");
+    force_unsetenv("MGPU_ATTENTION_DECODE64_SHORT");
 }
 
 /* Unforces the gather only where the case forced it, so that a run under
@@ -582,6 +586,11 @@ static void quick_cases(mgpu_handle *h)
     /* 15 splits of 8 packed rows, 120 + 16 CTAs on an H100: one merge warp
      * a row (two rounds of 8 loads), merged in the 128-row decode entry */
     CASE(.batch = 1, .sq = 1, .sk = 1920, .hq = 64, .hkv = 8, .d = 64, .dtype = BF16);
+    /* The 64-row entry's 64-row key blocks: the planner's (more than a wave
+     * of CTAs, short caches) and forced on gathered 16-row pages. */
+    CASE(.batch = 80, .sq = 1, .sk = 300, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16);
+    CASE(.batch = 6, .sq = 1, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = F16, .ragged = 1, .page_size = 16,
+         .short_blocks = 1, .splits = 3);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -632,6 +641,29 @@ static void full_cases(mgpu_handle *h)
         CASE(.batch = 5, .sq = 1, .sk = 900, .hq = 8, .hkv = 1, .d = 64, .dtype = F16, .ragged = 1,
              .page_size = page_sizes[i], .gather = 1, .splits = 2);
     }
+    /* The 64-row entry at head dim 128 with 64-row key blocks: forced (with
+     * splits, MHA, MQA, short causal queries, paged by TMA boxes and
+     * gathered, ragged lengths) and by the planner (more than a wave of
+     * CTAs on short caches: packed GQA and MHA), and forced off there. */
+    for (int ki = 0; ki < 4; ki++) {
+        const int sk = keys[ki];
+        CASE(.batch = 2, .sq = 1, .sk = sk, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .short_blocks = 1);
+        CASE(.batch = 1, .sq = 1, .sk = sk, .hq = 8, .hkv = 1, .d = 128, .dtype = F16, .splits = 5,
+             .short_blocks = 1);
+        CASE(.batch = 3, .sq = 1, .sk = sk, .hq = 4, .hkv = 4, .d = 128, .dtype = BF16, .splits = 3,
+             .short_blocks = 1);
+    }
+    CASE(.batch = 4, .sq = 7, .sk = 1000, .hq = 32, .hkv = 4, .d = 128, .dtype = BF16, .causal = 1, .short_blocks = 1);
+    for (int i = 0; i < 5; i++) {
+        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1,
+             .page_size = page_sizes[i], .short_blocks = 1);
+        CASE(.batch = 10, .sq = 1, .sk = 1500, .hq = 16, .hkv = 2, .d = 128, .dtype = F16, .ragged = 1,
+             .page_size = page_sizes[i], .gather = 1, .short_blocks = 1, .splits = 2);
+    }
+    CASE(.batch = 80, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16);
+    CASE(.batch = 80, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .short_blocks = -1);
+    CASE(.batch = 8, .sq = 1, .sk = 1000, .hq = 32, .hkv = 32, .d = 128, .dtype = F16, .ragged = 1);
+    CASE(.batch = 64, .sq = 1, .sk = 500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16);
     /* Append then attend: contiguous and paged caches. */
     CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);
     CASE(.batch = 5, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .ragged = 1,

@@ -226,7 +226,7 @@ static void test_plan(void)
     CHECK(plan.grid == 8 * 16 * 2, "grid %u: ceil(1000 / 128) * 16 heads * 2", plan.grid);
     /* prefill: launched as before; forced, for programmatic dependent launch */
     CHECK(plan.programmatic == 0, "prefill: programmatic %d", plan.programmatic);
-    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice pdl = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &pdl, &plan);
     CHECK(plan.programmatic == 1, "prefill forced: programmatic %d", plan.programmatic);
     mgpu_attention_make_plan(&p, v, &hopper, &plan);
@@ -339,7 +339,7 @@ static void test_inference_plan(void)
         return;
     const struct mgpu_variant *v = &mgpu_variants[idx];
     /* the wave rule's split counts (the split fill: test_split_fill_plan) */
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
     mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
     const struct mgpu_attention_fwd_args *a = &plan.args;
     CHECK(a->pack_gqa == 1 && a->tile_heads == 8 && a->tile_queries == 16, "decode GQA 8:1 packs: %d %d %d",
@@ -662,7 +662,7 @@ static void test_split_merge_plan(void)
               mgpu_attention_fwd_merge_passes(16, 4) == 2,
           "merge passes");
     /* the wave rule's split counts (the split fill: test_split_fill_plan) */
-    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
+    struct mgpu_attention_fwd_choice choice = {(size_t)64 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
     /* (batch, keys, heads q / kv, head dim) -> splits, in kernel, combine early */
     static const struct {
         int b, sk, hq, hkv, d;
@@ -953,7 +953,7 @@ static void test_serving_sm100(void)
                 continue;
             const int bm = v->attention.block_m, bn = v->attention.block_n, hd = dims[i];
             /* a workspace is offered: still no split, and no packing (GQA 4:1 decode) */
-            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+            const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
             mgpu_attention_make_plan_ex(&p, v, &blackwell, &choice, &plan);
             const struct mgpu_attention_fwd_args *a = &plan.args;
             CHECK(a->block_table == PAGED_TABLE && a->seqused_k == PAGED_USED && a->page_size == 256 &&
@@ -1072,7 +1072,7 @@ static void test_fp8(void)
         const struct mgpu_variant *v = &mgpu_variants[idx];
         CHECK(v->kind == MGPU_KIND_ATTENTION_FWD_FP8_SM90 && v->dtype == (int)outs[i] && v->attention.head_dim == 128,
               "fp8 picked %s", v->name);
-        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         mgpu_attention_make_plan_ex(&p, v, &hopper, &choice, &plan);
         CHECK(plan.args.pack_gqa == 0 && plan.args.num_splits == 1 && plan.workspace_bytes == 0, "fp8: no packing, no "
               "splits");
@@ -1196,7 +1196,7 @@ static void test_programmatic_plan(void)
         {8, 32768, 32, 32, 128, 256, 0},  /* a full grid, 256 key blocks a CTA */
         {8, 8192, 32, 32, 64, 256, 0},    /* head dim 64: launched as before */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1228,7 +1228,7 @@ static void test_decode_entry_plan(void)
         {8, 1024, 32, 32, 128, 1},   /* MHA without splits: no inference feature, a decode step */
         {70000, 1024, 8, 8, 64, 0},  /* MHA, no split: batch past the grid's z */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1329,7 +1329,7 @@ static void test_decode64_plan(void)
         {1, 8192, 128, 1, 128, 0},  /* group 128: more than 64 rows */
     };
     /* the wave rule's split counts (the split fill: test_split_fill_plan) */
-    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0, -1};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0, -1, 0, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
@@ -1352,13 +1352,13 @@ static void test_decode64_plan(void)
                               (a->pack_gqa ? group : 1) <=
                           4,
                   "row %zu: merge in the kernel past 4 warps (%d splits)", i, a->num_splits);
-            const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper);
+            const int e = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n);
             CHECK(e >= 0 && mgpu_variants[e].kind == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90 &&
                       mgpu_variants[e].dtype == mgpu_variants[idx].dtype &&
                       mgpu_variants[e].attention.head_dim == rows[i].head_dim &&
                       mgpu_variants[e].attention.block_m == 64 && mgpu_variants[e].threads == 256,
                   "row %zu: decode64 variant %d", i, e);
-            CHECK(mgpu_attention_fwd_decode_forced(mgpu_variants[e].name, &mgpu_variants[idx]) == 64,
+            CHECK(mgpu_attention_fwd_decode_forced(mgpu_variants[e].name, &mgpu_variants[idx], NULL) == 64,
                   "row %zu: forced by name", i);
             /* a decode entry of another head dim or dtype: the call cannot run it */
             for (int o = 0; o < mgpu_variant_count; o++) {
@@ -1367,7 +1367,7 @@ static void test_decode64_plan(void)
                      other->kind == MGPU_KIND_ATTENTION_FWD_DECODE_SM90) &&
                     (other->dtype != mgpu_variants[idx].dtype ||
                      other->attention.head_dim != mgpu_variants[idx].attention.head_dim))
-                    CHECK(mgpu_attention_fwd_decode_forced(other->name, &mgpu_variants[idx]) == -1,
+                    CHECK(mgpu_attention_fwd_decode_forced(other->name, &mgpu_variants[idx], NULL) == -1,
                           "row %zu: %s forced on %s", i, other->name, mgpu_variants[idx].name);
             }
         }
@@ -1405,9 +1405,117 @@ static void test_decode64_plan(void)
         struct mgpu_attention_plan plan;
         const int idx = decode_plan(1, 8192, 64, 8, dims[i], &choice, &p, &plan);
         if (idx >= 0)
-            CHECK(mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) < 0, "d%d: a 64-row variant",
+            CHECK(mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) < 0, "d%d: a 64-row variant",
                   dims[i]);
     }
+}
+
+/* The 64-row decode entry's 64-row key blocks (head dim 128): planned for
+ * 64-row entry calls without splits over more than a wave of CTAs and at
+ * most 4096 keys; the plan's key blocks (maps, paged boxes) are then 64
+ * rows; forcing either way; the entry itself by dtype, head dim and key
+ * block, by name too. */
+static void test_decode64_short_plan(void)
+{
+    static const struct {
+        int batch, seqlen_k, heads_q, heads_kv, page;
+        int want; /* the planner's choice */
+    } rows[] = {
+        {64, 1024, 64, 8, 0, 1},   /* packed, 512 CTAs, short */
+        {32, 2048, 64, 8, 0, 1},   /* packed, 256 CTAs */
+        {8, 1024, 32, 32, 0, 1},   /* MHA, 256 CTAs */
+        {64, 1024, 32, 32, 0, 1},  /* MHA, 2048 CTAs */
+        {16, 4096, 32, 32, 0, 1},  /* MHA, 512 CTAs, 4096 keys */
+        {64, 1024, 64, 8, 16, 1},  /* paged, 16-row pages */
+        {16, 1024, 64, 8, 0, 0},   /* 128 CTAs: one wave */
+        {64, 8192, 64, 8, 0, 0},   /* long caches */
+        {8, 8192, 32, 32, 0, 0},   /* the same, MHA */
+        {1, 8192, 32, 32, 0, 0},   /* splits */
+        {1, 131072, 8, 1, 0, 0},   /* MQA, splits */
+        {1, 1024, 64, 8, 0, 0},    /* the 128-row entry (splits merged in the kernel) */
+    };
+    const struct mgpu_attention_fwd_choice choice = {(size_t)1 << 30, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
+    if (!has_attention_cc(9, 0))
+        return;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        mgpu_status s;
+        mgpu_attention_fwd_desc d = base_desc();
+        d.batch = rows[i].batch;
+        d.seqlen_q = 1;
+        d.seqlen_k = rows[i].seqlen_k;
+        d.heads_q = rows[i].heads_q;
+        d.heads_kv = rows[i].heads_kv;
+        d.head_dim = 128;
+        if (rows[i].page) {
+            d.page_size = rows[i].page;
+            d.max_blocks_per_seq = rows[i].seqlen_k / rows[i].page;
+            d.num_pages = d.batch * d.max_blocks_per_seq;
+            d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
+            d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
+        }
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+        CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+        if (idx < 0)
+            continue;
+        const struct mgpu_variant *fwd = &mgpu_variants[idx];
+        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &choice, &plan);
+        const int is_short = plan.decode64 && plan.decode64_block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
+        CHECK(is_short == rows[i].want && (!plan.decode64 || plan.decode64_block_n == 64 ||
+                                           plan.decode64_block_n == fwd->attention.block_n),
+              "row %zu: decode64 %d, key block %d (want short %d)", i, plan.decode64, plan.decode64_block_n,
+              rows[i].want);
+        if (is_short) {
+            CHECK(plan.args.num_splits == 1 && plan.grid > 132 && plan.k_map.box[1] == (rows[i].page ? 16u : 64u) &&
+                      plan.args.paged_gather == (rows[i].page == 16),
+                  "row %zu: splits %d grid %u K box rows %u gather %d", i, plan.args.num_splits, plan.grid,
+                  plan.k_map.box[1], plan.args.paged_gather);
+            const int e = mgpu_select_attention_fwd_decode64(fwd, &hopper, MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N);
+            int block_n = 0;
+            CHECK(e >= 0 && mgpu_variants[e].attention.block_n == 64 && mgpu_variants[e].attention.block_m == 64 &&
+                      mgpu_variants[e].dtype == fwd->dtype && mgpu_variants[e].attention.head_dim == 128 &&
+                      mgpu_attention_fwd_decode_forced(mgpu_variants[e].name, fwd, &block_n) == 64 && block_n == 64,
+                  "row %zu: short entry %d, forced by name: key block %d", i, e, block_n);
+            const int e128 = mgpu_select_attention_fwd_decode64(fwd, &hopper, fwd->attention.block_n);
+            CHECK(e128 >= 0 && e128 != e && mgpu_variants[e128].attention.block_n == fwd->attention.block_n &&
+                      mgpu_attention_fwd_decode_forced(mgpu_variants[e128].name, fwd, &block_n) == 64 &&
+                      block_n == fwd->attention.block_n,
+                  "row %zu: the forward's key block entry %d", i, e128);
+        }
+        struct mgpu_attention_fwd_choice forced = choice;
+        forced.force_decode64_short = -1;
+        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &forced, &plan);
+        CHECK(!plan.decode64 || plan.decode64_block_n == fwd->attention.block_n, "row %zu: forced off", i);
+        forced = choice;
+        forced.decode64_short = 0;
+        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &forced, &plan);
+        CHECK(!plan.decode64 || plan.decode64_block_n == fwd->attention.block_n, "row %zu: no short entry", i);
+        /* forced on: the 64-row entry too (every row here fits 64) */
+        forced = choice;
+        forced.force_decode64_short = 1;
+        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &forced, &plan);
+        CHECK(plan.decode64 && plan.decode64_block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N,
+              "row %zu: forced on: decode64 %d key block %d", i, plan.decode64, plan.decode64_block_n);
+        /* both forced, the entry off: the 128-row entry */
+        forced.force_decode64 = -1;
+        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &forced, &plan);
+        CHECK(plan.decode_entry && !plan.decode64, "row %zu: 64-row entry forced off", i);
+    }
+    /* head dim 64: no short entry, so none planned (the runtime's choice
+     * says which entries exist) */
+    struct mgpu_attention_problem p;
+    struct mgpu_attention_plan plan;
+    const int idx = decode_plan(64, 1024, 64, 8, 64, &choice, &p, &plan);
+    if (idx < 0)
+        return;
+    struct mgpu_attention_fwd_choice c = choice;
+    c.decode64_short = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper,
+                                                          MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N) >= 0;
+    mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &c, &plan);
+    CHECK(!c.decode64_short && plan.decode64 && plan.decode64_block_n == 128, "d64: decode64 %d, key block %d",
+          plan.decode64, plan.decode64_block_n);
 }
 
 /* The plans of bench/attention_bench.py's 30 decode rows (DECODE_SHAPES
@@ -1467,11 +1575,11 @@ static void test_bench_decode_plans(void)
         const size_t i = k % n;
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan, off;
-        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        struct mgpu_attention_fwd_choice choice = {(size_t)(k < n ? 32 : 1024) << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
-        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
         choice.force_merge16 = -1;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &off);
         const struct mgpu_attention_fwd_args *a = &off.args;
@@ -1536,7 +1644,7 @@ static void test_split_fill_plan(void)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         for (int off = 0; off < 2; off++) {
-            struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, off ? -1 : 0};
+            struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, off ? -1 : 0, 0, 0};
             choice.force_splits = rows[i].force;
             struct mgpu_attention_problem p;
             struct mgpu_attention_plan plan;
@@ -1544,7 +1652,7 @@ static void test_split_fill_plan(void)
                 decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
             if (idx < 0)
                 return;
-            choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+            choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
             mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
             const int want = off ? rows[i].off_splits : rows[i].splits;
             CHECK(plan.args.num_splits == want && plan.grid <= 132,
@@ -1590,14 +1698,14 @@ static void test_merge16_plan(void)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         /* the wave rule's split counts (the split fill: test_split_fill_plan) */
-        struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1};
+        struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
         choice.force_splits = rows[i].force_splits;
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
-        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper) >= 0;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
         const int wide = rows[i].wide ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : 0;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
         const struct mgpu_attention_fwd_args *a = &plan.args;
@@ -1647,7 +1755,7 @@ static void test_merge16_plan(void)
     }
     /* 1 x 8192 GQA d128 forced wide: one pass of 8 warps in the 128-row
      * entry (the 64-row one's 4 warps would take two) */
-    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0};
+    struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
     struct mgpu_attention_problem p;
     struct mgpu_attention_plan plan;
     if (decode_plan(1, 8192, 64, 8, 128, &choice, &p, &plan) >= 0)
@@ -1683,7 +1791,7 @@ static void test_wide_plan(void)
         {1, 4096, 4096, 6, 6, 64, 0, 1, 1, 0},    /* 132 tiles of 192 rows: none split, one CTA each */
         {1, 4096, 4096, 4, 4, 64, 0, 0, 0, 0},    /* 128 tiles of 128 rows, 88 of 192 that would split: kept */
     };
-    const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice choice = {(size_t)32 << 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if (!has_attention_cc(9, 0))
         return;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -1836,6 +1944,7 @@ int main(void)
     test_programmatic_plan();
     test_decode_entry_plan();
     test_decode64_plan();
+    test_decode64_short_plan();
     test_bench_decode_plans();
     test_split_fill_plan();
     test_merge16_plan();

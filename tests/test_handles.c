@@ -218,7 +218,7 @@ static void check_graph_safe(void)
     CHECK_STATUS(paged_decode_attention(h), MGPU_STATUS_SUCCESS);
     /* on 9.0 a split call ends with the combine, mgpu_attention_fwd_combine_sm90_*,
      * or runs the decode entry, mgpu_attention_fwd_decode_sm90_* or its
-     * 64-row variant mgpu_attention_fwd_decode64_sm90_* */
+     * 64-row variants mgpu_attention_fwd_decode64_sm90_* */
     CHECK(ran_arch_kernel("mgpu_attention_fwd") || ran_arch_kernel("mgpu_attention_fwd_combine") ||
               ran_arch_kernel("mgpu_attention_fwd_decode") || ran_arch_kernel("mgpu_attention_fwd_decode64"),
           "paged decode attention ran %s", stats().last_kernel);

@@ -122,7 +122,8 @@
  *          and lpt_group 0; work tile t / num_splits of "Split keys" is
  *          blockIdx.z * tile_heads + blockIdx.y (its split counter).
  * Every other field means what it means above. Its 64-row variant
- * (mgpu_attention_fwd_decode64_sm90_<dtype>_d<D>, head dims 64 and 128): one
+ * (mgpu_attention_fwd_decode64_sm90_<dtype>_d<D>_n<block_n>, head dims 64 and
+ * 128 with the forward's key block, 128 also with 64-row key blocks): one
  * consumer warpgroup, block {MGPU_ATTENTION_FWD_DECODE64_THREADS, 1, 1},
  * kBlockM = MGPU_ATTENTION_FWD_DECODE64_BLOCK_M wherever the paragraphs above
  * say kBlockM (the Q map's box, tile_queries, group_size <= 64), its own
@@ -195,6 +196,9 @@
 /* The decode entry's 64-row variant: one consumer warpgroup ("Decode entry"). */
 #define MGPU_ATTENTION_FWD_DECODE64_BLOCK_M 64
 #define MGPU_ATTENTION_FWD_DECODE64_THREADS 256
+/* Its rows at head dim 128 come with the forward's key block and with
+ * 64-row key blocks: two CTAs of the latter fit an SM. */
+#define MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N 64
 /* The wide entry: 192 query rows, three consumer warpgroups ("Wide entry"). */
 #define MGPU_ATTENTION_FWD_WIDE_BLOCK_M 192
 #define MGPU_ATTENTION_FWD_WIDE_THREADS 512

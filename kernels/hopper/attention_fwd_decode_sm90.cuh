@@ -39,7 +39,8 @@
  *   mgpu_attention_fwd_decode_sm90_bf16_d128(const __grid_constant__ mgpu_attention_fwd_params p)
  *   { mgpu::sm90::attention_fwd_decode<mgpu::sm90::AttnFwdConfig<__nv_bfloat16, 128>>(p); }
  * and the 64-row one (launch bounds: Config::kThreads, Config::kMinBlocks):
- *   mgpu_attention_fwd_decode64_sm90_bf16_d128, AttnFwdDecode64Config<__nv_bfloat16, 128>.
+ *   mgpu_attention_fwd_decode64_sm90_bf16_d128_n128, AttnFwdDecode64Config<__nv_bfloat16, 128, 128>
+ *   mgpu_attention_fwd_decode64_sm90_bf16_d128_n64, AttnFwdDecode64Config<__nv_bfloat16, 128, 64>.
  */
 #pragma once
 
@@ -53,11 +54,13 @@ namespace sm90 {
  * (group <= 64 rows), MQA or a short MHA query block fills at most 64 rows:
  * the 128-row tile's second warpgroup would idle through the key loop and
  * its turns. Its Q tile, kBlockM = 64 rows, also halves Q's shared memory,
- * and at head dim 64 two CTAs fit an SM (kMinBlocks). */
-template <typename Element, int kHeadDim>
-using AttnFwdDecode64Config =
-    AttnFwdConfig<Element, kHeadDim, AttnFwdTile<kHeadDim>::kBlockN, AttnFwdTile<kHeadDim>::kLazyRescale,
-                  AttnFwdTile<kHeadDim>::kPolyExp2Every, 1>;
+ * and at head dim 64 two CTAs fit an SM (kMinBlocks). Head dim 128 has a
+ * second one with 64-row key blocks (kBlockN = 64, 98 KiB): two CTAs an SM,
+ * so that one's set-up and first loads overlap the other's key loop, which
+ * pays on short caches over more than a wave of CTAs (the runtime's rule). */
+template <typename Element, int kHeadDim, int kBlockN = AttnFwdTile<kHeadDim>::kBlockN>
+using AttnFwdDecode64Config = AttnFwdConfig<Element, kHeadDim, kBlockN, AttnFwdTile<kHeadDim>::kLazyRescale,
+                                            AttnFwdTile<kHeadDim>::kPolyExp2Every, 1>;
 
 /* This CTA's work tile: (split, tile head, sequence) = blockIdx. */
 __device__ __forceinline__ AttnTileCoord attn_fwd_decode_tile()

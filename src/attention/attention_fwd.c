@@ -86,7 +86,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     /* a forward variant forced by name runs itself, not its decode entry;
      * a decode entry forced by name runs where the call fits it */
     const int forced_by_name = force && strcmp(force, mgpu_variants[variant].name) == 0;
-    const int decode_forced = mgpu_attention_fwd_decode_forced(force, &mgpu_variants[variant]);
+    int forced_block_n = 0; /* a 64-row decode entry named: its key block */
+    const int decode_forced = mgpu_attention_fwd_decode_forced(force, &mgpu_variants[variant], &forced_block_n);
     if (decode_forced < 0)
         return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "MGPU_FORCE_VARIANT names %s, a decode entry for another dtype "
                          "or head dim than this call's (%s)", force, mgpu_variants[variant].name);
@@ -94,7 +95,11 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (wide_forced < 0)
         return mgpu_fail(MGPU_STATUS_NOT_SUPPORTED, "MGPU_FORCE_VARIANT names %s, a wide entry for another dtype "
                          "or head dim than this call's (%s)", force, mgpu_variants[variant].name);
-    const int decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps);
+    const int decode64 =
+        mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps, mgpu_variants[variant].attention.block_n);
+    const int decode64_short = mgpu_select_attention_fwd_decode64(&mgpu_variants[variant], &h->caps,
+                                                                  MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N);
+    const int short_forced = forced_block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N ? 1 : forced_block_n ? -1 : 0;
     const struct mgpu_attention_fwd_choice choice = {
         h->workspace_bytes,
         env->force_pack_gqa,
@@ -106,7 +111,9 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
         decode64 >= 0,
         decode_forced == 64 ? 1 : decode_forced == 128 ? -1 : env->attention_decode64,
         env->attention_merge16,
-        env->attention_split_fill};
+        env->attention_split_fill,
+        decode64_short >= 0,
+        short_forced ? short_forced : env->attention_decode64_short};
     struct mgpu_attention_plan plan;
     mgpu_attention_make_plan_ex(p, &mgpu_variants[variant], &h->caps, &choice, &plan);
     /* Prefill calls at head dim 64: the wide entry where it pays (forced
@@ -127,7 +134,8 @@ static mgpu_status run(mgpu_handle *h, const struct mgpu_driver *d, const struct
     if (plan.wide) {
         main_variant = wide; /* planned only where it exists */
     } else if (plan.decode64) {
-        main_variant = decode64; /* planned only where it exists */
+        /* planned only where it exists */
+        main_variant = plan.decode64_block_n == mgpu_variants[variant].attention.block_n ? decode64 : decode64_short;
     } else if (plan.decode_entry) {
         /* The variant's decode entry; without one in the registry, the
          * forward kernel on the same one-tile-per-CTA grid. */

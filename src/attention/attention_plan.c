@@ -191,18 +191,18 @@ static int decode_fits(const struct mgpu_variant *v, const void *ctx)
            v->smem_bytes == fwd->smem_bytes;
 }
 
-/* The first entry of kind `is_kind` on the device that `fits` sm_90a 16-bit
- * forward variant `fwd`, or -1: not the registry lookup, since a build
- * without such entries is no error. */
+/* The first entry of kind `is_kind` on the device that `fits` (given ctx)
+ * for sm_90a 16-bit forward variant `fwd`, or -1: not the registry lookup,
+ * since a build without such entries is no error. */
 static int select_sm90_entry(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
                              int (*is_kind)(enum mgpu_kernel_kind),
-                             int (*fits)(const struct mgpu_variant *, const void *))
+                             int (*fits)(const struct mgpu_variant *, const void *), const void *ctx)
 {
     if (fwd->kind != MGPU_KIND_ATTENTION_FWD_SM90)
         return -1;
     for (int i = 0; i < mgpu_variant_count; i++) {
         const struct mgpu_variant *v = &mgpu_variants[i];
-        if (is_kind(v->kind) && mgpu_variant_on_device(v, caps) && fits(v, fwd))
+        if (is_kind(v->kind) && mgpu_variant_on_device(v, caps) && fits(v, ctx))
             return i;
     }
     return -1;
@@ -210,7 +210,7 @@ static int select_sm90_entry(const struct mgpu_variant *fwd, const struct mgpu_d
 
 int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
 {
-    return select_sm90_entry(fwd, caps, is_decode_kind, decode_fits);
+    return select_sm90_entry(fwd, caps, is_decode_kind, decode_fits, fwd);
 }
 
 static int is_decode64_kind(enum mgpu_kernel_kind k)
@@ -218,19 +218,34 @@ static int is_decode64_kind(enum mgpu_kernel_kind k)
     return k == MGPU_KIND_ATTENTION_FWD_DECODE64_SM90;
 }
 
-/* The 64-row decode entry with the forward variant's dtype, head dim, key
- * block and stages. */
+/* A 64-row decode entry with the forward variant's dtype, head dim and
+ * stages, and its key block or the short one. */
 static int decode64_fits(const struct mgpu_variant *v, const void *ctx)
 {
     const struct mgpu_variant *fwd = ctx;
     return v->dtype == fwd->dtype && v->attention.head_dim == fwd->attention.head_dim &&
            v->attention.block_m == MGPU_ATTENTION_FWD_DECODE64_BLOCK_M &&
-           v->attention.block_n == fwd->attention.block_n && v->attention.stages == fwd->attention.stages;
+           (v->attention.block_n == fwd->attention.block_n ||
+            v->attention.block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N) &&
+           v->attention.stages == fwd->attention.stages;
 }
 
-int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
+struct decode64_want {
+    const struct mgpu_variant *fwd;
+    int block_n;
+};
+
+static int decode64_fits_block(const struct mgpu_variant *v, const void *ctx)
 {
-    return select_sm90_entry(fwd, caps, is_decode64_kind, decode64_fits);
+    const struct decode64_want *want = ctx;
+    return decode64_fits(v, want->fwd) && v->attention.block_n == want->block_n;
+}
+
+int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                                       int block_n)
+{
+    const struct decode64_want want = {fwd, block_n};
+    return select_sm90_entry(fwd, caps, is_decode64_kind, decode64_fits_block, &want);
 }
 
 static int is_wide_kind(enum mgpu_kernel_kind k)
@@ -250,7 +265,7 @@ static int wide_fits(const struct mgpu_variant *v, const void *ctx)
 
 int mgpu_select_attention_fwd_wide(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps)
 {
-    return select_sm90_entry(fwd, caps, is_wide_kind, wide_fits);
+    return select_sm90_entry(fwd, caps, is_wide_kind, wide_fits, fwd);
 }
 
 /* The variant that `force` (MGPU_FORCE_VARIANT, may be NULL) names, or NULL. */
@@ -270,11 +285,16 @@ int mgpu_attention_fwd_wide_forced(const char *force, const struct mgpu_variant 
     return fwd->kind == MGPU_KIND_ATTENTION_FWD_SM90 && wide_fits(v, fwd) ? 1 : -1;
 }
 
-int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd)
+int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd, int *block_n)
 {
     const struct mgpu_variant *v = forced_variant(force);
-    if (v && is_decode64_kind(v->kind))
-        return decode64_fits(v, fwd) ? 64 : -1;
+    if (v && is_decode64_kind(v->kind)) {
+        if (!decode64_fits(v, fwd))
+            return -1;
+        if (block_n)
+            *block_n = v->attention.block_n;
+        return 64;
+    }
     if (v && is_decode_kind(v->kind))
         return decode_fits(v, fwd) ? 128 : -1;
     return 0;
@@ -586,7 +606,7 @@ static int choose_splits(const struct mgpu_attention_problem *p, int64_t tiles, 
 void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                               const struct mgpu_device_caps *caps, struct mgpu_attention_plan *out)
 {
-    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const struct mgpu_attention_fwd_choice none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     mgpu_attention_make_plan_ex(p, v, caps, &none, out);
 }
 
@@ -838,6 +858,26 @@ static int decode64_pays(const struct mgpu_attention_problem *p, const struct mg
     return a->pack_gqa || p->head_dim != 64;
 }
 
+/* Whether the 64-row decode entry's 64-row key blocks pay (head dim 128):
+ * two of its CTAs fit an SM (98 KiB of shared memory; 166 KiB with 128-row
+ * blocks), so one CTA's set-up, first loads and epilogue overlap the other's
+ * key loop. That pays where the grid is more than one wave of single CTAs
+ * and each CTA walks a short cache; where the CTAs fit one wave, or walk
+ * long caches, half the bytes in flight a CTA (two stages of 64 rows) cost
+ * more. H200, GPU time, bf16 (decision 071), 64-row blocks against 128-row:
+ * GQA 64/8 64 x 1024 keys (512 CTAs) 72.1 -> 67.3 us, 32 x 2048 (256) 66.8
+ * -> 64.8; MHA 32/32 8 x 1024 (256) 37.8 -> 34.5, 64 x 1024 (2048) 257.3
+ * -> 250.6, 16 x 4096 (512) 245.7 -> 243.6; but GQA 16 x 1024 (128 CTAs)
+ * 20.0 -> 21.8, 64 x 8192 477.7 -> 482.2, MHA 8 x 8192 241.4 -> 248.8,
+ * 1 x 8192 (4 splits) 36.1 -> 39.4. */
+#define DECODE64_SHORT_MAX_KEYS 4096
+static int decode64_short_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
+                               int sms)
+{
+    return plan->args.num_splits == 1 && sms > 0 && plan->grid > (unsigned)sms &&
+           p->seqlen_k <= DECODE64_SHORT_MAX_KEYS;
+}
+
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out)
@@ -850,9 +890,26 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     c.force_decode_entry = 1;
     struct mgpu_attention_plan plan64;
     make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
-    if (decode64_pays(p, out, &plan64, choice->force_decode64)) {
-        *out = plan64;
+    /* forcing the 64-row key blocks on forces the 64-row entry too */
+    const int short_forced = choice->decode64_short && choice->force_decode64_short > 0;
+    if (!decode64_pays(p, out, &plan64, choice->force_decode64 ? choice->force_decode64 : short_forced))
+        return;
+    *out = plan64;
+    out->decode64 = 1;
+    out->decode64_block_n = v->attention.block_n;
+    if (!choice->decode64_short || choice->force_decode64_short < 0)
+        return;
+    /* and on its 64-row key blocks (the forward variant's plan with that
+     * key block: the maps' boxes, the key-block counts and the splits) */
+    struct mgpu_variant v_short = *v;
+    v_short.attention.block_n = MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
+    struct mgpu_attention_plan plan_short;
+    make_plan_tiles(p, &v_short, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan_short);
+    if (plan_short.decode_entry && plan_short.args.pack_gqa == out->args.pack_gqa &&
+        (choice->force_decode64_short > 0 || decode64_short_pays(p, &plan_short, caps->sm_count))) {
+        *out = plan_short;
         out->decode64 = 1;
+        out->decode64_block_n = MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
     }
 }
 

@@ -36,14 +36,18 @@ int mgpu_select_attention_fwd(const struct mgpu_attention_problem *p, const stru
 int mgpu_select_attention_fwd_decode(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
 
 /* The 64-row decode entry of sm_90a 16-bit forward variant `fwd` (same
- * dtype, head dim, key block) for the device: its index, or -1 when the
- * registry has none (no error; head dims 64 and 128 only). */
-int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps);
+ * dtype, head dim and stages) with key blocks of block_n rows (fwd's, or
+ * MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N) for the device: its index, or
+ * -1 when the registry has none (no error; head dims 64 and 128 with fwd's
+ * key block, 128 with the short one). */
+int mgpu_select_attention_fwd_decode64(const struct mgpu_variant *fwd, const struct mgpu_device_caps *caps,
+                                       int block_n);
 
 /* `force` (MGPU_FORCE_VARIANT, may be NULL) names a decode entry of `fwd`:
- * 64 (the 64-row one), 128 (the 128-row one); a decode entry of another
- * dtype, head dim or tile: -1 (the call cannot run it); anything else: 0. */
-int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd);
+ * 64 (a 64-row one; *block_n, where not NULL, its key block), 128 (the
+ * 128-row one); a decode entry of another dtype, head dim or tile: -1 (the
+ * call cannot run it); anything else: 0. */
+int mgpu_attention_fwd_decode_forced(const char *force, const struct mgpu_variant *fwd, int *block_n);
 
 /* `force` (MGPU_FORCE_VARIANT, may be NULL) names the wide entry of `fwd`:
  * 1; a wide entry of another dtype or head dim (or of a forward variant
@@ -73,6 +77,10 @@ struct mgpu_attention_plan {
     /* 1 (with decode_entry): the 64-row decode entry (one consumer
      * warpgroup); the plan's tiles, Q map and merge are its. */
     int decode64;
+    /* with decode64: its key block, the forward variant's or
+     * MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N (the plan's maps and splits
+     * are then those of 64-row key blocks) */
+    int decode64_block_n;
     /* 1: the wide entry (192 query rows, three consumer warpgroups) runs the
      * call; the plan's tiles, Q map and grid are its. */
     int wide;
@@ -114,6 +122,13 @@ struct mgpu_attention_fwd_choice {
     /* MGPU_ATTENTION_SPLIT_FILL: -1 ("0") no split fill (the wave rule
      * alone), else the planner's rule (attention_plan.c, choose_splits). */
     int split_fill;
+    /* 1: the 64-row decode entry with 64-row key blocks exists for the
+     * variant (head dim 128); 0: never. */
+    int decode64_short;
+    /* MGPU_ATTENTION_DECODE64_SHORT, or MGPU_FORCE_VARIANT naming a 64-row
+     * decode entry: 1 its 64-row key blocks wherever the 64-row entry runs,
+     * -1 the forward's key block, 0 the planner's choice. */
+    int force_decode64_short;
 };
 
 /* Passes of 8 warps in which one CTA merges the splits of a work tile's rows

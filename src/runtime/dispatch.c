@@ -108,6 +108,7 @@ void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size)
     env->attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");
     env->force_tail_split = env_switch("MGPU_FORCE_TAIL_SPLIT");
     env->attention_decode64 = env_switch("MGPU_ATTENTION_DECODE64");
+    env->attention_decode64_short = env_switch("MGPU_ATTENTION_DECODE64_SHORT");
     env->attention_merge16 = env_switch("MGPU_ATTENTION_MERGE16");
     env->attention_split_fill = env_switch("MGPU_ATTENTION_SPLIT_FILL");
     env->attention_wide = env_switch("MGPU_ATTENTION_WIDE");

@@ -112,6 +112,7 @@ struct mgpu_env {
                                    choice) */
     int force_tail_split;      /* MGPU_FORCE_TAIL_SPLIT: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
     int attention_decode64;    /* MGPU_ATTENTION_DECODE64: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
+    int attention_decode64_short; /* MGPU_ATTENTION_DECODE64_SHORT: the same, for its 64-row key blocks */
     int attention_merge16;     /* MGPU_ATTENTION_MERGE16: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int attention_split_fill;  /* MGPU_ATTENTION_SPLIT_FILL: 1 ("1"), -1 ("0": off), 0 when unset (the rule) */
     int attention_wide;        /* MGPU_ATTENTION_WIDE: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
