@@ -1503,6 +1503,31 @@ static void test_decode64_short_plan(void)
         mgpu_attention_make_plan_ex(&p, fwd, &hopper, &forced, &plan);
         CHECK(plan.decode_entry && !plan.decode64, "row %zu: 64-row entry forced off", i);
     }
+    /* MHA at head dim 64 (unpacked): the 64-row entry over more than a
+     * wave without splits where DRAM is faster than 4.5 TB/s, never on an
+     * H100 (DRAM bandwidth unknown: the H100 rule) */
+    {
+        static const struct mgpu_device_caps h100 = {9, 0, 132, 232448, 3352}, h200 = {9, 0, 132, 232448, 4915};
+        static const struct {
+            int batch, seqlen_k, want_h200;
+        } mha[] = {{8, 1024, 1}, {8, 8192, 1}, {1, 8192, 0}};
+        struct mgpu_attention_fwd_choice d64 = choice;
+        d64.decode64_short = 0; /* none at head dim 64 */
+        for (size_t i = 0; i < sizeof mha / sizeof mha[0]; i++) {
+            struct mgpu_attention_problem p;
+            struct mgpu_attention_plan plan;
+            const int idx = decode_plan(mha[i].batch, mha[i].seqlen_k, 32, 32, 64, &d64, &p, &plan);
+            if (idx < 0)
+                continue;
+            CHECK(!plan.decode64, "MHA d64 row %zu: decode64 without the DRAM bandwidth", i);
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h100, &d64, &plan);
+            CHECK(!plan.decode64, "MHA d64 row %zu: decode64 on an H100", i);
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &h200, &d64, &plan);
+            CHECK(plan.decode64 == mha[i].want_h200 && (!plan.decode64 || (plan.args.num_splits == 1 &&
+                                                                           plan.decode64_block_n == 128)),
+                  "MHA d64 row %zu: decode64 %d on an H200 (splits %d)", i, plan.decode64, plan.args.num_splits);
+        }
+    }
     /* head dim 64: no short entry, so none planned (the runtime's choice
      * says which entries exist) */
     struct mgpu_attention_problem p;

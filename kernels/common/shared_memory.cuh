@@ -30,11 +30,11 @@ __device__ __forceinline__ void st_shared_u64(uint32_t addr, uint64_t v)
     asm volatile("st.shared.b64 [%0], %1;\n" ::"r"(addr), "l"(v) : "memory");
 }
 
-/* Volatile, as ld_shared_s32. */
-__device__ __forceinline__ uint64_t ld_shared_u64(uint32_t addr)
+/* Two 64-bit words at a 16-byte aligned address; volatile, as ld_shared_s32. */
+__device__ __forceinline__ ulonglong2 ld_shared_u64x2(uint32_t addr)
 {
-    uint64_t v;
-    asm volatile("ld.shared.b64 %0, [%1];\n" : "=l"(v) : "r"(addr) : "memory");
+    ulonglong2 v;
+    asm volatile("ld.shared.v2.b64 {%0, %1}, [%2];\n" : "=l"(v.x), "=l"(v.y) : "r"(addr) : "memory");
     return v;
 }
 

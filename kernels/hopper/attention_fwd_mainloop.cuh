@@ -192,11 +192,12 @@ __device__ __forceinline__ int produce_kv_paged(const mgpu_attention_fwd_params 
  * where the 128-byte swizzle of the TMA boxes puts it (chunk c of tile row r
  * at chunk c ^ (r % 8) of the row, rows 128 bytes apart, tiles 1024-byte
  * aligned). A 16-row group lies in one page (page_size is a multiple of 16):
- * `rows` (shared memory) holds the global address of group g's first row at
- * 8 g, so that a group costs a thread one shared load, one add and its
- * copies. Rows from `valid` on (past the sequence) and columns past the head
- * dim are zero-filled. row_stride in elements. The copies' completion arrives
- * on bar (128 arrivals a phase). */
+ * `rows` (shared memory, 16-byte aligned) holds the global address of group
+ * g's first row at 8 g, so that two groups cost a thread one shared load,
+ * two adds and their copies. Rows from `valid` on
+ * (past the sequence) and columns past the head dim are zero-filled.
+ * row_stride in elements. The copies' completion arrives on bar (128
+ * arrivals a phase). */
 template <class Cfg>
 __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uint32_t rows, int64_t row_stride,
                                                int valid)
@@ -204,6 +205,7 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
     constexpr int kChunks = Cfg::kSwizzleBytes / 16;
     constexpr int kRowStep = Cfg::kGatherRowStep;
     static_assert(Cfg::kBlockN % kRowStep == 0 && Cfg::kGatherGroups <= 16, "two lanes a 16-row group");
+    static_assert(Cfg::kGatherGroups % 2 == 0, "row groups in pairs");
     /* The thread index read here (volatile: not hoisted), so that what
      * derives from it is not held in registers across the producer's loops
      * (24 registers). */
@@ -214,16 +216,21 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
     uint32_t dst = smem_u32(tile) + row * Cfg::kSwizzleBytes + ((chunk ^ (row % 8)) * 16);
     const uint64_t offset = static_cast<uint64_t>(row * row_stride) * Cfg::kElementBytes + chunk * 16;
     valid -= row;
-#pragma unroll 2
-    for (int g = 0; g < Cfg::kGatherGroups; ++g) {
-        const uint64_t at = ld_shared_u64(rows + 8 * g) + offset;
-        const uint32_t bytes = g * kRowStep < valid ? 16u : 0u;
+#pragma unroll 1
+    for (int g = 0; g < Cfg::kGatherGroups; g += 2) {
+        const ulonglong2 pair = ld_shared_u64x2(rows + 8 * g);
+        const uint64_t at[2] = {pair.x + offset, pair.y + offset};
 #pragma unroll
-        for (int d = 0; d < Cfg::kDimBlocks; ++d) {
-            const bool in_dim = d * Cfg::kSwizzleElems + chunk * 8 < Cfg::kHeadDim;
-            cp_async_16(dst + d * Cfg::kKVBlockBytes, at + d * Cfg::kSwizzleBytes, in_dim ? bytes : 0u);
+        for (int i = 0; i < 2; ++i) {
+            const uint32_t bytes = (g + i) * kRowStep < valid ? 16u : 0u;
+#pragma unroll
+            for (int d = 0; d < Cfg::kDimBlocks; ++d) {
+                const bool in_dim = d * Cfg::kSwizzleElems + chunk * 8 < Cfg::kHeadDim;
+                cp_async_16(dst + i * kRowStep * Cfg::kSwizzleBytes + d * Cfg::kKVBlockBytes,
+                            at[i] + d * Cfg::kSwizzleBytes, in_dim ? bytes : 0u);
+            }
         }
-        dst += kRowStep * Cfg::kSwizzleBytes;
+        dst += 2 * kRowStep * Cfg::kSwizzleBytes;
     }
     cp_async_arrive_noinc(bar);
 }

@@ -159,7 +159,7 @@ struct AttnFwdConfig {
         uint64_t v_empty[kStages];
         /* paged_gather: each producer warp's tile constants (ints, the first
          * four words), then each 16-row group's K and V row addresses */
-        uint64_t gather_state[4][4 + 2 * kGatherGroups];
+        alignas(16) uint64_t gather_state[4][4 + 2 * kGatherGroups];
     };
     /* + slack to align the dynamic shared memory base to a swizzle atom. */
     static constexpr int kSmemBytes = static_cast<int>(sizeof(SharedStorage)) + kSwizzleAtomBytes;
@@ -365,7 +365,8 @@ __device__ __forceinline__ void attention_fwd(const mgpu_attention_fwd_params &p
     } else if (warpgroup == 0) {
         setmaxnreg_dec<Cfg::kProducerRegisters>();
         if (gather) { /* false at compile time where !kPagedGather */
-            attn_fwd_producer_gather<Cfg>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
+            if constexpr (Cfg::kPagedGather)
+                attn_fwd_producer_gather<Cfg>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));
         } else if (threadIdx.x < 32) {
             if (inference)
                 attn_fwd_producer<Cfg, true, true>(p, smem, AttnFwdScheduler<Cfg, true>(p.args));

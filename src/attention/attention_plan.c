@@ -841,9 +841,14 @@ static void make_plan_tiles(const struct mgpu_attention_problem *p, const struct
  * keys 27.8 -> 29.5 us, 8 x 8192 178.4 -> 185.7). Where it runs: MHA d128
  * (1 x 1024 keys 9.2 -> 8.6 us), GQA whose splits merge in the combine
  * kernel either way (1 x 8192 keys d128 13.4 -> 13.2, d64 10.7 -> 10.5),
- * GQA without splits, MQA. */
+ * GQA without splits, MQA. On a device with more DRAM bandwidth
+ * (FAST_DRAM_GBPS) unpacked head dim 64 calls without splits whose grid
+ * exceeds the SMs take it too: two of its CTAs fit an SM where the 128-row
+ * entry's one does (registers). H200, GPU time, MHA 32/32 d64 (decision
+ * 071): 8 x 1024 keys 24.5 -> 20.0 us, 8 x 8192 128.8 -> 124.8; but with
+ * splits on one wave, 1 x 8192 22.0 -> 26.1. */
 static int decode64_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
-                         const struct mgpu_attention_plan *plan64, int force)
+                         const struct mgpu_attention_plan *plan64, int force, const struct mgpu_device_caps *caps)
 {
     const struct mgpu_attention_fwd_args *a = &plan64->args;
     const int64_t group = p->heads_q / p->heads_kv;
@@ -855,7 +860,8 @@ static int decode64_pays(const struct mgpu_attention_problem *p, const struct mg
         return force > 0;
     if (plan->merge_in_kernel && !plan64->merge_in_kernel)
         return 0;
-    return a->pack_gqa || p->head_dim != 64;
+    const int over_a_wave = a->num_splits == 1 && caps->sm_count > 0 && plan64->grid > (unsigned)caps->sm_count;
+    return a->pack_gqa || p->head_dim != 64 || (over_a_wave && caps->dram_gbps > FAST_DRAM_GBPS);
 }
 
 /* Whether the 64-row decode entry's 64-row key blocks pay (head dim 128):
@@ -892,7 +898,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
     /* forcing the 64-row key blocks on forces the 64-row entry too */
     const int short_forced = choice->decode64_short && choice->force_decode64_short > 0;
-    if (!decode64_pays(p, out, &plan64, choice->force_decode64 ? choice->force_decode64 : short_forced))
+    if (!decode64_pays(p, out, &plan64, choice->force_decode64 ? choice->force_decode64 : short_forced, caps))
         return;
     *out = plan64;
     out->decode64 = 1;
