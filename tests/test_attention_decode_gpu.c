@@ -591,6 +591,7 @@ static void quick_cases(mgpu_handle *h)
     CASE(.batch = 80, .sq = 1, .sk = 300, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16);
     CASE(.batch = 6, .sq = 1, .sk = 700, .hq = 16, .hkv = 2, .d = 128, .dtype = F16, .ragged = 1, .page_size = 16,
          .short_blocks = 1, .splits = 3);
+    CASE(.batch = 4, .sq = 1, .sk = 3000, .hq = 16, .hkv = 2, .d = 64, .dtype = BF16, .ragged = 1, .page_size = 16);
 }
 
 static void full_cases(mgpu_handle *h)
@@ -664,6 +665,9 @@ static void full_cases(mgpu_handle *h)
     CASE(.batch = 80, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .short_blocks = -1);
     CASE(.batch = 8, .sq = 1, .sk = 1000, .hq = 32, .hkv = 32, .d = 128, .dtype = F16, .ragged = 1);
     CASE(.batch = 64, .sq = 1, .sk = 500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16);
+    /* Paged at head dim 64 on few tiles: the 64-row entry split for two CTAs an SM. */
+    CASE(.batch = 4, .sq = 1, .sk = 3000, .hq = 16, .hkv = 2, .d = 64, .dtype = BF16, .ragged = 1, .page_size = 16);
+    CASE(.batch = 3, .sq = 1, .sk = 5000, .hq = 16, .hkv = 2, .d = 64, .dtype = F16, .ragged = 1, .page_size = 64);
     /* Append then attend: contiguous and paged caches. */
     CASE(.batch = 4, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .append = 1);
     CASE(.batch = 5, .sq = 1, .sk = 600, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .causal = 1, .ragged = 1,

@@ -1528,6 +1528,54 @@ static void test_decode64_short_plan(void)
                   "MHA d64 row %zu: decode64 %d on an H200 (splits %d)", i, plan.decode64, plan.args.num_splits);
         }
     }
+    /* Paged at head dim 64: the 64-row entry split to about two CTAs an SM
+     * where the planner's 64-row plan leaves a CTA or less an SM (at most
+     * twice its splits); not where splits or the entry are forced, nor on
+     * contiguous caches, nor where the grid exceeds the SMs already. */
+    {
+        static const struct {
+            int batch, seqlen_k, page, splits; /* splits 0: the rule does not apply */
+        } paged[] = {{8, 32768, 16, 4}, {8, 8192, 16, 4}, {8, 32768, 64, 4}, {8, 32768, 0, 0}, {64, 1024, 16, 0}};
+        struct mgpu_attention_fwd_choice d64 = choice;
+        d64.decode64_short = 0;
+        for (size_t i = 0; i < sizeof paged / sizeof paged[0]; i++) {
+            mgpu_status s;
+            mgpu_attention_fwd_desc d = base_desc();
+            d.batch = paged[i].batch;
+            d.seqlen_q = 1;
+            d.seqlen_k = paged[i].seqlen_k;
+            d.heads_q = 64;
+            d.heads_kv = 8;
+            d.head_dim = 64;
+            if (paged[i].page) {
+                d.page_size = paged[i].page;
+                d.max_blocks_per_seq = paged[i].seqlen_k / paged[i].page;
+                d.num_pages = d.batch * d.max_blocks_per_seq;
+                d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
+                d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
+            }
+            struct mgpu_attention_problem p;
+            struct mgpu_attention_plan plan;
+            CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+            const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+            if (idx < 0)
+                continue;
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &d64, &plan);
+            if (paged[i].splits)
+                CHECK(plan.decode64 && plan.args.num_splits == paged[i].splits &&
+                          plan.grid == (unsigned)(paged[i].splits * 8 * paged[i].batch),
+                      "paged d64 row %zu: decode64 %d, splits %d, grid %u", i, plan.decode64, plan.args.num_splits,
+                      plan.grid);
+            else
+                CHECK(plan.grid <= 132 || plan.args.num_splits == 1, "paged d64 row %zu: splits %d, grid %u", i,
+                      plan.args.num_splits, plan.grid);
+            struct mgpu_attention_fwd_choice forced = d64;
+            forced.force_splits = 2;
+            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
+            CHECK(plan.args.num_splits == 2 || (paged[i].batch == 64 && plan.args.num_splits == 1),
+                  "paged d64 row %zu: forced 2 splits, %d", i, plan.args.num_splits);
+        }
+    }
     /* head dim 64: no short entry, so none planned (the runtime's choice
      * says which entries exist) */
     struct mgpu_attention_problem p;
