@@ -624,10 +624,11 @@ static const struct mgpu_variant *select_sm100(const mgpu_attention_fwd_desc *d,
 }
 
 /* The plan of a decode step (one query row per sequence) of the given shape on
- * the Hopper caps; the selected variant, or -1 (checked). */
-static int decode_plan(int batch, int seqlen_k, int heads_q, int heads_kv, int head_dim,
-                       const struct mgpu_attention_fwd_choice *choice, struct mgpu_attention_problem *p,
-                       struct mgpu_attention_plan *plan)
+ * the Hopper caps, in a paged cache of `page`-row pages (0: contiguous); the
+ * selected variant, or -1 (checked). */
+static int paged_decode_plan(int batch, int seqlen_k, int heads_q, int heads_kv, int head_dim, int page,
+                             const struct mgpu_attention_fwd_choice *choice, struct mgpu_attention_problem *p,
+                             struct mgpu_attention_plan *plan)
 {
     mgpu_status s;
     mgpu_attention_fwd_desc d = base_desc();
@@ -637,12 +638,26 @@ static int decode_plan(int batch, int seqlen_k, int heads_q, int heads_kv, int h
     d.heads_q = heads_q;
     d.heads_kv = heads_kv;
     d.head_dim = head_dim;
+    if (page) {
+        d.page_size = page;
+        d.max_blocks_per_seq = seqlen_k / page;
+        d.num_pages = batch * d.max_blocks_per_seq;
+        d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
+        d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
+    }
     CHECK_STATUS(validate(&d, p), MGPU_STATUS_SUCCESS);
     const int idx = mgpu_select_attention_fwd(p, &hopper, NULL, &s);
     CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
     if (idx >= 0)
         mgpu_attention_make_plan_ex(p, &mgpu_variants[idx], &hopper, choice, plan);
     return idx;
+}
+
+static int decode_plan(int batch, int seqlen_k, int heads_q, int heads_kv, int head_dim,
+                       const struct mgpu_attention_fwd_choice *choice, struct mgpu_attention_problem *p,
+                       struct mgpu_attention_plan *plan)
+{
+    return paged_decode_plan(batch, seqlen_k, heads_q, heads_kv, head_dim, 0, choice, p, plan);
 }
 
 /* Split counts, and where the splits merge: in the main kernel where its
@@ -1438,30 +1453,13 @@ static void test_decode64_short_plan(void)
     if (!has_attention_cc(9, 0))
         return;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        mgpu_status s;
-        mgpu_attention_fwd_desc d = base_desc();
-        d.batch = rows[i].batch;
-        d.seqlen_q = 1;
-        d.seqlen_k = rows[i].seqlen_k;
-        d.heads_q = rows[i].heads_q;
-        d.heads_kv = rows[i].heads_kv;
-        d.head_dim = 128;
-        if (rows[i].page) {
-            d.page_size = rows[i].page;
-            d.max_blocks_per_seq = rows[i].seqlen_k / rows[i].page;
-            d.num_pages = d.batch * d.max_blocks_per_seq;
-            d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
-            d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
-        }
         struct mgpu_attention_problem p;
         struct mgpu_attention_plan plan;
-        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-        const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
-        CHECK(idx >= 0, "select: %s", mgpu_last_error_message());
+        const int idx = paged_decode_plan(rows[i].batch, rows[i].seqlen_k, rows[i].heads_q, rows[i].heads_kv, 128,
+                                          rows[i].page, &choice, &p, &plan);
         if (idx < 0)
             continue;
         const struct mgpu_variant *fwd = &mgpu_variants[idx];
-        mgpu_attention_make_plan_ex(&p, fwd, &hopper, &choice, &plan);
         const int is_short = plan.decode64 && plan.decode64_block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
         CHECK(is_short == rows[i].want && (!plan.decode64 || plan.decode64_block_n == 64 ||
                                            plan.decode64_block_n == fwd->attention.block_n),
@@ -1539,28 +1537,12 @@ static void test_decode64_short_plan(void)
         struct mgpu_attention_fwd_choice d64 = choice;
         d64.decode64_short = 0;
         for (size_t i = 0; i < sizeof paged / sizeof paged[0]; i++) {
-            mgpu_status s;
-            mgpu_attention_fwd_desc d = base_desc();
-            d.batch = paged[i].batch;
-            d.seqlen_q = 1;
-            d.seqlen_k = paged[i].seqlen_k;
-            d.heads_q = 64;
-            d.heads_kv = 8;
-            d.head_dim = 64;
-            if (paged[i].page) {
-                d.page_size = paged[i].page;
-                d.max_blocks_per_seq = paged[i].seqlen_k / paged[i].page;
-                d.num_pages = d.batch * d.max_blocks_per_seq;
-                d.block_table = (const int32_t *)(uintptr_t)PAGED_TABLE;
-                d.seqused_k = (const int32_t *)(uintptr_t)PAGED_USED;
-            }
             struct mgpu_attention_problem p;
             struct mgpu_attention_plan plan;
-            CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-            const int idx = mgpu_select_attention_fwd(&p, &hopper, NULL, &s);
+            const int idx =
+                paged_decode_plan(paged[i].batch, paged[i].seqlen_k, 64, 8, 64, paged[i].page, &d64, &p, &plan);
             if (idx < 0)
                 continue;
-            mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &d64, &plan);
             if (paged[i].splits)
                 CHECK(plan.decode64 && plan.args.num_splits == paged[i].splits &&
                           plan.grid == (unsigned)(paged[i].splits * 8 * paged[i].batch),
