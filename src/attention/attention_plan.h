@@ -163,7 +163,10 @@ void mgpu_attention_make_plan(const struct mgpu_attention_problem *p, const stru
  * (args.merge_splits_per_warp) and so merge in one pass in the kernel
  * (decision 056). Decode-entry calls of at
  * most 64 rows take the 64-row decode entry where choice->decode64 says it
- * exists and its rule holds (plan->decode64; the plan's tiles are then its). */
+ * exists and its rule holds (plan->decode64; the plan's tiles are then its),
+ * with its 64-row key blocks where choice->decode64_short says they exist
+ * and short caches fill more than a wave (plan->decode64_block_n); paged
+ * calls at head dim 64 on few tiles take it split for two CTAs an SM. */
 void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const struct mgpu_variant *v,
                                  const struct mgpu_device_caps *caps, const struct mgpu_attention_fwd_choice *choice,
                                  struct mgpu_attention_plan *out);
