@@ -101,15 +101,23 @@ static void unforce(void)
     force_unsetenv("MGPU_FORCE_PACK_GQA");
     force_unsetenv("MGPU_FORCE_NUM_SPLITS");
     force_unsetenv("MGPU_FORCE_SPLIT_MERGE");
-    force_unsetenv("MGPU_ATTENTION_DECODE64_SHORT");
 }
 
-/* Unforces the gather only where the case forced it, so that a run under
- * MGPU_FORCE_PAGED_GATHER keeps it for the other cases. */
+/* Unforces the gather (and the 64-row key blocks) only where the case forced
+ * it, so that a run under MGPU_FORCE_PAGED_GATHER (or
+ * MGPU_ATTENTION_DECODE64_SHORT) keeps it for the other cases. */
 static char env_gather[16]; /* MGPU_FORCE_PAGED_GATHER of the environment ("": unset) */
+
+static char env_short[16]; /* MGPU_ATTENTION_DECODE64_SHORT of the environment ("": unset) */
 
 static void unforce_gather(const struct dcase *c)
 {
+    if (c->short_blocks) {
+        if (env_short[0])
+            force_setenv("MGPU_ATTENTION_DECODE64_SHORT", env_short);
+        else
+            force_unsetenv("MGPU_ATTENTION_DECODE64_SHORT");
+    }
     if (!c->gather)
         return;
     if (env_gather[0])
@@ -664,7 +672,7 @@ static void full_cases(mgpu_handle *h)
     CASE(.batch = 80, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16);
     CASE(.batch = 80, .sq = 1, .sk = 1000, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .short_blocks = -1);
     CASE(.batch = 8, .sq = 1, .sk = 1000, .hq = 32, .hkv = 32, .d = 128, .dtype = F16, .ragged = 1);
-    CASE(.batch = 64, .sq = 1, .sk = 500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16);
+    CASE(.batch = 80, .sq = 1, .sk = 500, .hq = 16, .hkv = 2, .d = 128, .dtype = BF16, .ragged = 1, .page_size = 16);
     /* Paged at head dim 64 on few tiles: the 64-row entry split for two CTAs an SM. */
     CASE(.batch = 4, .sq = 1, .sk = 3000, .hq = 16, .hkv = 2, .d = 64, .dtype = BF16, .ragged = 1, .page_size = 16);
     CASE(.batch = 3, .sq = 1, .sk = 5000, .hq = 16, .hkv = 2, .d = 64, .dtype = F16, .ragged = 1, .page_size = 64);
@@ -701,6 +709,8 @@ int main(void)
         return check_exit();
     const char *gather = getenv("MGPU_FORCE_PAGED_GATHER");
     snprintf(env_gather, sizeof env_gather, "%s", gather ? gather : "");
+    const char *short_blocks = getenv("MGPU_ATTENTION_DECODE64_SHORT");
+    snprintf(env_short, sizeof env_short, "%s", short_blocks ? short_blocks : "");
     const char *quick = getenv("MGPU_TEST_QUICK");
     const int is_quick = quick && quick[0] == '1';
     if (is_quick)

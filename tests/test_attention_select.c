@@ -1461,10 +1461,8 @@ static void test_decode64_short_plan(void)
             continue;
         const struct mgpu_variant *fwd = &mgpu_variants[idx];
         const int is_short = plan.decode64 && plan.decode64_block_n == MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
-        CHECK(is_short == rows[i].want && (!plan.decode64 || plan.decode64_block_n == 64 ||
-                                           plan.decode64_block_n == fwd->attention.block_n),
-              "row %zu: decode64 %d, key block %d (want short %d)", i, plan.decode64, plan.decode64_block_n,
-              rows[i].want);
+        CHECK(is_short == rows[i].want, "row %zu: decode64 %d, key block %d (want short %d)", i, plan.decode64,
+              plan.decode64_block_n, rows[i].want);
         if (is_short) {
             CHECK(plan.args.num_splits == 1 && plan.grid > 132 && plan.k_map.box[1] == (rows[i].page ? 16u : 64u) &&
                       plan.args.paged_gather == (rows[i].page == 16),
@@ -1533,7 +1531,11 @@ static void test_decode64_short_plan(void)
     {
         static const struct {
             int batch, seqlen_k, page, splits; /* splits 0: the rule does not apply */
-        } paged[] = {{8, 32768, 16, 4}, {8, 8192, 16, 4}, {8, 32768, 64, 4}, {8, 32768, 0, 0}, {64, 1024, 16, 0}};
+            int decode64, plain_splits;        /* where it does not: the plan */
+        } paged[] = {{8, 32768, 16, 4, 1, 0},  {8, 8192, 16, 4, 1, 0}, {8, 32768, 64, 4, 1, 0},
+                     {8, 32768, 0, 0, 0, 2},   /* contiguous: the 128-row entry, 2 splits */
+                     {64, 1024, 16, 0, 1, 1},  /* 512 CTAs already */
+                     {1, 1024, 16, 0, 0, 8}};  /* 8 splits, one a key block: no more to add */
         struct mgpu_attention_fwd_choice d64 = choice;
         d64.decode64_short = 0;
         for (size_t i = 0; i < sizeof paged / sizeof paged[0]; i++) {
@@ -1549,13 +1551,24 @@ static void test_decode64_short_plan(void)
                       "paged d64 row %zu: decode64 %d, splits %d, grid %u", i, plan.decode64, plan.args.num_splits,
                       plan.grid);
             else
-                CHECK(plan.grid <= 132 || plan.args.num_splits == 1, "paged d64 row %zu: splits %d, grid %u", i,
-                      plan.args.num_splits, plan.grid);
+                CHECK(plan.decode64 == paged[i].decode64 && plan.args.num_splits == paged[i].plain_splits,
+                      "paged d64 row %zu: decode64 %d, splits %d, grid %u", i, plan.decode64, plan.args.num_splits,
+                      plan.grid);
             struct mgpu_attention_fwd_choice forced = d64;
             forced.force_splits = 2;
             mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &forced, &plan);
             CHECK(plan.args.num_splits == 2 || (paged[i].batch == 64 && plan.args.num_splits == 1),
                   "paged d64 row %zu: forced 2 splits, %d", i, plan.args.num_splits);
+        }
+        /* unpacked (MHA) paged d64: not this rule's (decode64_pays's) */
+        struct mgpu_attention_problem p;
+        struct mgpu_attention_plan plan, contiguous;
+        const int idx = paged_decode_plan(1, 8192, 32, 32, 64, 16, &d64, &p, &plan);
+        if (idx >= 0) {
+            paged_decode_plan(1, 8192, 32, 32, 64, 0, &d64, &p, &contiguous);
+            CHECK(plan.decode64 == contiguous.decode64 && plan.args.num_splits == contiguous.args.num_splits,
+                  "paged MHA d64: decode64 %d splits %d (contiguous %d, %d)", plan.decode64, plan.args.num_splits,
+                  contiguous.decode64, contiguous.args.num_splits);
         }
     }
     /* head dim 64: no short entry, so none planned (the runtime's choice
@@ -1634,7 +1647,10 @@ static void test_bench_decode_plans(void)
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
-        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper,
+                                                             mgpu_variants[idx].attention.block_n) >= 0;
+        choice.decode64_short = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper,
+                                                                   MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N) >= 0;
         choice.force_merge16 = -1;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &off);
         const struct mgpu_attention_fwd_args *a = &off.args;
@@ -1647,6 +1663,10 @@ static void test_bench_decode_plans(void)
               "grid %u combine %u programmatic %d",
               i, rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, a->num_splits, off.decode64,
               off.merge_in_kernel, off.combine_early, off.grid, off.combine_grid, off.programmatic);
+        /* the 64-row key blocks: the short caches over more than a wave (decision 071) */
+        const int want_short = rows[i].d == 128 && rows[i].sk == 1024 && rows[i].grid > 132;
+        CHECK(off.decode64_block_n == (want_short ? 64 : off.decode64 ? 128 : 0),
+              "bench row %zu: 64-row entry key block %d", i, off.decode64_block_n);
         choice.force_merge16 = 0;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
         wide_rows += rows[i].wide;
@@ -1707,7 +1727,8 @@ static void test_split_fill_plan(void)
                 decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
             if (idx < 0)
                 return;
-            choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
+            choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper,
+                                                                 mgpu_variants[idx].attention.block_n) >= 0;
             mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
             const int want = off ? rows[i].off_splits : rows[i].splits;
             CHECK(plan.args.num_splits == want && plan.grid <= 132,
@@ -1760,7 +1781,8 @@ static void test_merge16_plan(void)
         const int idx = decode_plan(rows[i].b, rows[i].sk, rows[i].hq, rows[i].hkv, rows[i].d, &choice, &p, &plan);
         if (idx < 0)
             return;
-        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper, mgpu_variants[idx].attention.block_n) >= 0;
+        choice.decode64 = mgpu_select_attention_fwd_decode64(&mgpu_variants[idx], &hopper,
+                                                             mgpu_variants[idx].attention.block_n) >= 0;
         const int wide = rows[i].wide ? MGPU_ATTENTION_FWD_MERGE_WIDE_SPLITS_PER_WARP : 0;
         mgpu_attention_make_plan_ex(&p, &mgpu_variants[idx], &hopper, &choice, &plan);
         const struct mgpu_attention_fwd_args *a = &plan.args;

@@ -890,7 +890,8 @@ static int decode64_short_pays(const struct mgpu_attention_problem *p, const str
  * wave of single CTAs does not. So such calls whose 64-row plan (the
  * planner's splits, plan64) leaves the SMs a CTA or less each take the
  * 64-row entry (two CTAs an SM at d64) split to about two CTAs an SM, at
- * most twice the planner's splits. H200, GPU time, GQA 64/8 (decision 072):
+ * most twice the planner's splits and where the splits do grow; packed GQA
+ * calls only (those measured; unpacked d64 has decode64_pays's rule). H200, GPU time, GQA 64/8 (decision 072):
  * 8 x 32768 keys, 16-row pages 178-179 -> 142-144 us (contiguous 131), 64-row
  * pages 153 -> 132; 8 x 8192, 16-row pages 50.0 -> 42.2 (contiguous 38.0).
  * Returns the split count, or 0 (the rule does not apply, or splits or the
@@ -899,7 +900,7 @@ static int paged_d64_splits(const struct mgpu_attention_problem *p, const struct
                             int sms, const struct mgpu_attention_fwd_choice *choice)
 {
     if (!p->block_table || p->head_dim != 64 || choice->force_splits > 0 || choice->force_decode64 || sms <= 0 ||
-        !plan64->decode_entry)
+        !plan64->decode_entry || !plan64->args.pack_gqa)
         return 0;
     const int splits = plan64->args.num_splits;
     const int64_t tiles = (int64_t)plan64->grid / splits;
@@ -925,9 +926,12 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
     const int paged_splits = paged_d64_splits(p, &plan64, caps->sm_count, choice);
     if (paged_splits > 0) {
+        const int planned_splits = plan64.args.num_splits;
         c.force_splits = paged_splits;
         make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
-        if (plan64.decode_entry && plan64.args.pack_gqa == out->args.pack_gqa) {
+        /* only where the splits did grow (at most one a key block) */
+        if (plan64.decode_entry && plan64.args.pack_gqa == out->args.pack_gqa &&
+            plan64.args.num_splits > planned_splits) {
             *out = plan64;
             out->decode64 = 1;
             out->decode64_block_n = v->attention.block_n;
