@@ -875,13 +875,13 @@ static int decode64_pays(const struct mgpu_attention_problem *p, const struct mg
  * -> 64.8; MHA 32/32 8 x 1024 (256) 37.8 -> 34.5, 64 x 1024 (2048) 257.3
  * -> 250.6, 16 x 4096 (512) 245.7 -> 243.6; but GQA 16 x 1024 (128 CTAs)
  * 20.0 -> 21.8, 64 x 8192 477.7 -> 482.2, MHA 8 x 8192 241.4 -> 248.8,
- * 1 x 8192 (4 splits) 36.1 -> 39.4. */
+ * 1 x 8192 (4 splits) 36.1 -> 39.4. The cache length (at most
+ * DECODE64_SHORT_MAX_KEYS) is checked before the call is planned on those
+ * blocks; the grid here, on its plan. */
 #define DECODE64_SHORT_MAX_KEYS 4096
-static int decode64_short_pays(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan,
-                               int sms)
+static int decode64_short_pays(const struct mgpu_attention_plan *plan, int sms)
 {
-    return plan->args.num_splits == 1 && sms > 0 && plan->grid > (unsigned)sms &&
-           p->seqlen_k <= DECODE64_SHORT_MAX_KEYS;
+    return plan->args.num_splits == 1 && sms > 0 && plan->grid > (unsigned)sms;
 }
 
 /* Paged calls at head dim 64 load a key block (16 KiB a tile) in less time
@@ -891,8 +891,8 @@ static int decode64_short_pays(const struct mgpu_attention_problem *p, const str
  * planner's splits, plan64) leaves the SMs a CTA or less each take the
  * 64-row entry (two CTAs an SM at d64) split to about two CTAs an SM, at
  * most twice the planner's splits and where the splits do grow; packed GQA
- * calls only (those measured; unpacked d64 has decode64_pays's rule). H200, GPU time, GQA 64/8 (decision 072):
- * 8 x 32768 keys, 16-row pages 178-179 -> 142-144 us (contiguous 131), 64-row
+ * calls only (those measured; unpacked d64 has decode64_pays's rule). H200,
+ * GPU time, GQA 64/8 (decision 072): 8 x 32768 keys, 16-row pages 178-179 -> 142-144 us (contiguous 131), 64-row
  * pages 153 -> 132; 8 x 8192, 16-row pages 50.0 -> 42.2 (contiguous 38.0).
  * Returns the split count, or 0 (the rule does not apply, or splits or the
  * entry are forced). */
@@ -926,19 +926,18 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
     const int paged_splits = paged_d64_splits(p, &plan64, caps->sm_count, choice);
     if (paged_splits > 0) {
-        const int planned_splits = plan64.args.num_splits;
-        c.force_splits = paged_splits;
-        make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
+        struct mgpu_attention_fwd_choice c_paged = c;
+        c_paged.force_splits = paged_splits;
+        struct mgpu_attention_plan plan_paged;
+        make_plan_tiles(p, v, caps, &c_paged, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan_paged);
         /* only where the splits did grow (at most one a key block) */
-        if (plan64.decode_entry && plan64.args.pack_gqa == out->args.pack_gqa &&
-            plan64.args.num_splits > planned_splits) {
-            *out = plan64;
+        if (plan_paged.decode_entry && plan_paged.args.pack_gqa == out->args.pack_gqa &&
+            plan_paged.args.num_splits > plan64.args.num_splits) {
+            *out = plan_paged;
             out->decode64 = 1;
             out->decode64_block_n = v->attention.block_n;
             return;
         }
-        c.force_splits = choice->force_splits;
-        make_plan_tiles(p, v, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan64);
     }
     /* forcing the 64-row key blocks on forces the 64-row entry too */
     const int short_forced = choice->decode64_short && choice->force_decode64_short > 0;
@@ -947,7 +946,8 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     *out = plan64;
     out->decode64 = 1;
     out->decode64_block_n = v->attention.block_n;
-    if (!choice->decode64_short || choice->force_decode64_short < 0)
+    if (!choice->decode64_short || choice->force_decode64_short < 0 ||
+        (choice->force_decode64_short == 0 && p->seqlen_k > DECODE64_SHORT_MAX_KEYS))
         return;
     /* and on its 64-row key blocks (the forward variant's plan with that
      * key block: the maps' boxes, the key-block counts and the splits) */
@@ -956,7 +956,7 @@ void mgpu_attention_make_plan_ex(const struct mgpu_attention_problem *p, const s
     struct mgpu_attention_plan plan_short;
     make_plan_tiles(p, &v_short, caps, &c, MGPU_ATTENTION_FWD_DECODE64_BLOCK_M, &plan_short);
     if (plan_short.decode_entry && plan_short.args.pack_gqa == out->args.pack_gqa &&
-        (choice->force_decode64_short > 0 || decode64_short_pays(p, &plan_short, caps->sm_count))) {
+        (choice->force_decode64_short > 0 || decode64_short_pays(&plan_short, caps->sm_count))) {
         *out = plan_short;
         out->decode64 = 1;
         out->decode64_block_n = MGPU_ATTENTION_FWD_DECODE64_SHORT_BLOCK_N;
