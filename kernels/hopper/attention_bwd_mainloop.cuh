@@ -168,17 +168,30 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
  * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. kSubtract:
- * d -= A B^T instead (d holds its initial values; Cfg::kDpsumAcc's dP^T). */
+ * d -= A B^T instead (d holds its initial values; Cfg::kDpsumAcc's dP^T).
+ * Cfg::kKVFrags: A comes from a_frags (bwd_load_a_frags, negated there for
+ * kSubtract), only B from shared memory; else a_frags is unused. */
 template <class Cfg, bool kSubtract = false>
-__device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_rows, uint32_t b_rows)
+__device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], const uint32_t (&a_frags)[Cfg::kKVFragRegs],
+                                         uint32_t a_rows, uint32_t b_rows)
 {
+    constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
+    constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
+    if constexpr (Cfg::kKVFrags) {
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kHeadDim / Cfg::kWgmmaK; ++kk) {
+            const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
+            const uint64_t db = wgmma_desc(b_rows + block * Cfg::kQBlockBytes + within, 16, Cfg::kAtomBytes);
+            const uint32_t a[4] = {a_frags[4 * kk], a_frags[4 * kk + 1], a_frags[4 * kk + 2], a_frags[4 * kk + 3]};
+            wgmma_rs<typename Cfg::T, false>(d, a, db, kSubtract || kk > 0);
+        }
+        return;
+    }
     /* a_rows (the consumer's K or V rows) is the same in every query block:
      * without this the compiler hoists the 8 descriptors derived from it out
      * of the consumer loop, 16 registers that head dim 128 cannot afford
      * (they spilled). Opaque here, they are recomputed at each issue. */
     asm volatile("" : "+r"(a_rows));
-    constexpr int kStepsPerBlock = Cfg::kSwizzleElems / Cfg::kWgmmaK;
-    constexpr uint32_t kStepBytes = Cfg::kWgmmaK * Cfg::kElementBytes;
 #pragma unroll
     for (int kk = 0; kk < Cfg::kHeadDim / Cfg::kWgmmaK; ++kk) {
         const uint32_t block = kk / kStepsPerBlock, within = (kk % kStepsPerBlock) * kStepBytes;
@@ -186,6 +199,30 @@ __device__ __forceinline__ void issue_xt(float (&d)[Cfg::kSN / 2], uint32_t a_ro
         const uint64_t db = wgmma_desc(b_rows + block * Cfg::kQBlockBytes + within, 16, Cfg::kAtomBytes);
         bwd_mma_ss<Cfg, Cfg::kSN, false, false, kSubtract ? -1 : 1>(d, da, db, kSubtract || kk > 0);
     }
+}
+
+/* Cfg::kKVFrags: the 16-bit A fragments of the consumer's 64 rows of a K-major
+ * [row][dim] tile (K or V) for every k-step of issue_xt. Register 4 kk + q
+ * holds row 16 warp + lane / 4 + 8 (q % 2), dims 16 kk + 8 (q / 2) +
+ * 2 (lane % 4) + {0, 1} (the A fragment of hopper/wgmma.cuh); with the
+ * 128-byte swizzle, 8-dim chunk c of row r sits at chunk c ^ (r % 8).
+ * kNegate flips every sign (for issue_xt's kSubtract). Once per CTA. */
+template <class Cfg, bool kNegate = false>
+__device__ __forceinline__ void bwd_load_a_frags(uint32_t (&a)[Cfg::kKVFragRegs], uint32_t rows, int warp, int lane)
+{
+    static_assert(Cfg::kKVFragRegs == Cfg::kHeadDim / 4, "one fragment register per 8 bytes of a row pair");
+#pragma unroll
+    for (int kk = 0; kk < Cfg::kHeadDim / Cfg::kWgmmaK; ++kk)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int row = 16 * warp + lane / 4 + 8 * (q % 2);
+            const int col = kk * Cfg::kWgmmaK + 8 * (q / 2);
+            const int block = col / Cfg::kSwizzleElems, chunk = (col % Cfg::kSwizzleElems) / 8;
+            const uint32_t addr = rows + block * Cfg::kKVBlockBytes + row * Cfg::kSwizzleBytes +
+                                  ((chunk ^ (row % 8)) * 16) + 4 * (lane % 4);
+            const uint32_t v = static_cast<uint32_t>(ld_shared_s32(addr));
+            a[4 * kk + q] = kNegate ? v ^ 0x80008000u : v; /* the sign bit of both 16-bit halves */
+        }
 }
 
 /* MN-major descriptor of columns [col, ...) of a [row][dim] tile at k-step kk
@@ -409,13 +446,22 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
         __syncwarp();
         bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
+        /* Cfg::kKVFrags: this consumer's K and V rows in registers for the
+         * whole loop (V negated for kDpsumAcc's dpsum - V dO^T). */
+        uint32_t k_frags[Cfg::kKVFragRegs], v_frags[Cfg::kKVFragRegs];
+        if constexpr (Cfg::kKVFrags) {
+            bwd_load_a_frags<Cfg>(k_frags, k_rows, warp, lane);
+            bwd_load_a_frags<Cfg, Cfg::kDpsumAcc>(v_frags, v_rows, warp, lane);
+        } else {
+            k_frags[0] = v_frags[0] = 0;
+        }
         /* S^T of the first block; every later one is issued at the end of the
          * previous iteration, so that it runs while that block's dQ leaves. */
         float st[kSN / 2];
         if constexpr (kPrefetchS) {
             mbar_wait(&smem.q_full[0], 0);
             wgmma_fence();
-            issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             wgmma_wait_group<0>();
             wgmma_fence_operands(st);
@@ -435,7 +481,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             if constexpr (!kPrefetchS) {
                 mbar_wait(&smem.q_full[s], parity);
                 wgmma_fence();
-                issue_xt<Cfg>(st, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
+                issue_xt<Cfg>(st, k_frags, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
             }
             /* This block's lse_log2 values (complete since the bar(ds) of
@@ -464,7 +510,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             }
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
-            issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_frags, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             if constexpr (!kPrefetchS) {
                 wgmma_fence_operands(st);
@@ -560,7 +606,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                     mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
                 __syncwarp();
                 wgmma_fence();
-                issue_xt<Cfg>(st, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
                 wgmma_fence_operands(st);
             };
@@ -639,6 +685,284 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
     attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, Cfg::kSplitDim ? col0 : 0, dk, dv, consumer);
 }
 
+/*
+ * Cfg::kDeferDq (head dims <= 128 with the dQ writer): the consumers' loop
+ * with dQ deferred by one block, so that the two consumers need not meet at
+ * each block and may run up to about half a block apart, one's exponentials
+ * under the other's products. Block i of consumer c:
+ *
+ *   [S^T(i) complete]  rows of block i + 1 (this warp's own buffer)
+ *   g1 dP^T(i) (dpsum - V dO^T)   P^T(i)   g2 dV += P^T dO
+ *   wait g1; bar.sync ann[other][(i - 1) % 2]: the other's dS^T(i - 1) is in
+ *     ds[(i - 1) % 2] and its dQ(i - 2) has read ds[i % 2]
+ *   dS^T(i) -> registers and ds[i % 2]   g3 dK += dS^T Q   fence.proxy.async
+ *   g4 dQ(i - 1) = dS(i - 1) K_c (both consumers' halves)
+ *   wait g2, g3: release Q[s], dO[s]; g5 S^T(i + 1)
+ *   wait g4: dQ(i - 1) into the writer's buffer; bar.arrive ann[c][i % 2]
+ *   wait g5
+ *
+ * and after the last block L: bar.sync ann[other][L % 2], dQ(L). Each
+ * announcement covers both hazards of the two dS^T buffers (the other's
+ * half of block i - 1 written, its read of block i - 2 done), so the
+ * consumers share no other per-block barrier. The lse_log2 / dpsum rows come
+ * to each warp's own pair of buffers (cp.async by its lanes, waited for with
+ * cp.async.wait_all and __syncwarp): no barrier between warps. Consumer 1
+ * starts its first P^T once consumer 0 has issued its first dV (bar.sync
+ * stagger), half a block behind. The dQ writer sees the blocks in the same
+ * order as with kDeferDq = 0.
+ */
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_rows_issue_warp(const mgpu_attention_bwd_args &a,
+                                                         typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
+                                                         int m, int b, int gwarp, int lane)
+{
+    static_assert(Cfg::kBlockM == 64, "two row values per lane");
+    const int64_t off = w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM + 2 * lane;
+    const float *lse = reinterpret_cast<const float *>(a.lse_log2) + off;
+    const float *dps = reinterpret_cast<const float *>(a.dpsum) + off;
+    const uint32_t buf = 2 * gwarp + b;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_u32(&smem.lse[buf][2 * lane])), "l"(lse)
+                 : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_u32(&smem.dpsum[buf][2 * lane])), "l"(dps)
+                 : "memory");
+}
+
+/* kRowsInRegs: lane l's values 2 l, 2 l + 1 of query block m's lse_log2 and
+ * dpsum rows (read-only here: written by the preprocess pass), loaded a
+ * block before they are used. */
+template <class Cfg>
+__device__ __forceinline__ float4 bwd_rows_lane(const mgpu_attention_bwd_args &a, const AttnBwdWork &w, int m,
+                                                int lane)
+{
+    const int64_t off = w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM + 2 * lane;
+    float4 v;
+    asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];\n"
+                 : "=f"(v.x), "=f"(v.y)
+                 : "l"(reinterpret_cast<const float *>(a.lse_log2) + off));
+    asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];\n"
+                 : "=f"(v.z), "=f"(v.w)
+                 : "l"(reinterpret_cast<const float *>(a.dpsum) + off));
+    return v;
+}
+
+/* The thread's query-column pairs j (columns 8 j + 2 (lane % 4), + 1: lane
+ * 4 j + lane % 4's values) of both rows, from the lanes' bwd_rows_lane. */
+template <class Cfg>
+__device__ __forceinline__ void bwd_rows_shuffle(float2 (&lse)[Cfg::kSN / 8], float2 (&dps)[Cfg::kSN / 8],
+                                                 const float4 &v, int lane)
+{
+#pragma unroll
+    for (int j = 0; j < Cfg::kSN / 8; ++j) {
+        const int src = 4 * j + lane % 4;
+        lse[j] = make_float2(__shfl_sync(0xffffffffu, v.x, src), __shfl_sync(0xffffffffu, v.y, src));
+        dps[j] = make_float2(__shfl_sync(0xffffffffu, v.z, src), __shfl_sync(0xffffffffu, v.w, src));
+    }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_bwd_args &a,
+                                                           typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
+                                                           int consumer)
+{
+    static_assert(!Cfg::kSplitDim && Cfg::kDqWriter && Cfg::kLseEarly && Cfg::kDpsumAcc, "the deferred-dQ loop");
+    static_assert(Cfg::kCols0 == Cfg::kCols1, "one copy of the loop for both consumers");
+    constexpr int kSN = Cfg::kSN;
+    constexpr int kKV = Cfg::kHeadDim;
+    constexpr int kDqCols = Cfg::kCols0;
+    /* The thread's index, read afresh where used: values derived from it
+     * (row offsets, keys, buffer addresses) are recomputed at each use
+     * rather than held across the loop, whose registers the accumulators
+     * need (held, they spilled at head dim 128). */
+    const auto tid = [] {
+        if constexpr (Cfg::kRowsInRegs)
+            return static_cast<int>(opaque_tid_x()) % Cfg::kWarpgroupThreads;
+        else
+            return static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
+    };
+    const int other = 1 - consumer;
+    const int col0 = consumer == 0 ? 0 : Cfg::kCols0;
+    const int key0 = Cfg::kSM * consumer;
+
+    float dk[kKV / 2], dv[kKV / 2];
+#pragma unroll
+    for (int i = 0; i < kKV / 2; ++i)
+        dk[i] = dv[i] = 0.f;
+
+    const float pre = a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f;
+    const float post = a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f;
+    const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
+    const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
+    const int key_first = w.n_block * Cfg::kBlockN;
+
+    if (w.m_block_begin < w.m_block_end) {
+        float4 rows_next = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (Cfg::kRowsInRegs)
+            rows_next = bwd_rows_lane<Cfg>(a, w, w.m_block_end - 1, tid() % 32);
+        else
+            attn_bwd_rows_issue_warp<Cfg>(a, smem, w, w.m_block_end - 1, 0, 4 * consumer + tid() / 32, tid() % 32);
+        mbar_wait(&smem.kv_full, 0);
+        uint32_t k_frags[Cfg::kKVFragRegs], v_frags[Cfg::kKVFragRegs];
+        if constexpr (Cfg::kKVFrags) {
+            bwd_load_a_frags<Cfg>(k_frags, k_rows, tid() / 32, tid() % 32);
+            bwd_load_a_frags<Cfg, true>(v_frags, v_rows, tid() / 32, tid() % 32);
+        } else {
+            k_frags[0] = v_frags[0] = 0;
+        }
+        float st[kSN / 2];
+        mbar_wait(&smem.q_full[0], 0);
+        wgmma_fence();
+        issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[0]));
+        wgmma_commit_group();
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(st);
+        if (consumer == 1)
+            bwd_barrier_sync(kBwdBarrierStagger, Cfg::kConsumerThreads);
+
+        int i = 0;
+        for (int m = w.m_block_end - 1; m >= w.m_block_begin; --m, ++i) {
+            const int s = i % Cfg::kStages;
+            const uint32_t parity = (i / Cfg::kStages) & 1;
+            const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
+            const bool has_next = m > w.m_block_begin;
+            float2 lse_row[kSN / 8], dps[kSN / 8];
+            const int lane = tid() % 32;
+            if constexpr (Cfg::kRowsInRegs) {
+                bwd_rows_shuffle<Cfg>(lse_row, dps, rows_next, lane);
+                if (has_next)
+                    rows_next = bwd_rows_lane<Cfg>(a, w, m - 1, lane);
+            } else {
+                cp_async_wait_all(); /* this warp's rows of block i */
+                __syncwarp();        /* every lane's copies landed; every lane is done with block i - 1's */
+                const int gwarp = 4 * consumer + tid() / 32; /* row buffers 2 gwarp + i % 2 */
+                const int rb = 2 * gwarp + i % 2;
+                if (has_next)
+                    attn_bwd_rows_issue_warp<Cfg>(a, smem, w, m - 1, (i + 1) % 2, gwarp, lane);
+                bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][2 * (lane % 4)]));
+                bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][2 * (lane % 4)]));
+            }
+            float dpt[kSN / 2];
+            {
+#pragma unroll
+                for (int j = 0; j < kSN / 8; ++j)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        dpt[4 * j + 2 * h] = dps[j].x;
+                        dpt[4 * j + 2 * h + 1] = dps[j].y;
+                    }
+            }
+            mbar_wait(&smem.do_full[s], parity);
+            wgmma_fence();
+            issue_xt<Cfg, true>(dpt, v_frags, v_rows, do_tile);
+            wgmma_commit_group();
+            wgmma_fence_operands(st);
+
+            const int row_first = m * Cfg::kBlockM;
+            const bool masked = row_first + Cfg::kBlockM > w.seqlen_q ||
+                                key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
+                                key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
+            uint32_t pr[kSN / 4];
+            if (a.softcap > 0.f)
+                bwd_probs_rows<Cfg, true>(st, pr, lse_row, a.scale_log2, pre, post);
+            else
+                bwd_probs_rows<Cfg, false>(st, pr, lse_row, a.scale_log2, pre, post);
+            if (masked) {
+                const int t = tid();
+                bwd_mask<Cfg>(st, pr, w, key_first + key0 + 16 * (t / 32) + t % 32 / 4, row_first + 2 * (t % 4));
+            }
+
+            /* dV += P^T dO */
+            wgmma_fence();
+            issue_kv_rs<Cfg>(dv, pr, do_tile);
+            wgmma_commit_group();
+            if (i == 0 && consumer == 0)
+                bwd_barrier_arrive(kBwdBarrierStagger, Cfg::kConsumerThreads);
+            wgmma_fence_operands(dv);
+            wgmma_fence_operands(pr);
+            wgmma_fence_operands(dpt);
+            wgmma_wait_group<1>();
+            wgmma_fence_operands(dpt);
+
+            /* The other consumer's dS^T(i - 1) is published and its dQ(i - 2)
+             * no longer reads ds[i % 2]. */
+            __syncwarp();
+            if (i > 0)
+                bwd_barrier_sync(kBwdBarrierAnnounce + 2 * other + (i - 1) % 2, Cfg::kConsumerThreads);
+
+            const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
+            const uint32_t kq = kq_base(key0, tid() / 32, tid() % 32);
+            uint32_t dsr[kSN / 4];
+#pragma unroll
+            for (int j = 0; j < kSN / 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const float d0 = st[4 * j + 2 * h] * -dpt[4 * j + 2 * h];
+                    const float d1 = st[4 * j + 2 * h + 1] * -dpt[4 * j + 2 * h + 1];
+                    dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
+                    st_shared_u32(ds_buf + kq_offset(kq, j, h), dsr[2 * j + h]);
+                }
+
+            /* dK += dS^T Q */
+            wgmma_fence();
+            issue_kv_rs<Cfg>(dk, dsr, q_tile);
+            wgmma_commit_group();
+            wgmma_fence_operands(dk);
+            wgmma_fence_operands(dsr);
+            fence_smem_to_async(); /* dS^T(i) for both consumers' dQ(i) (wgmma reads) */
+
+            /* dQ(i - 1); at block 0 on ds[1], which no one writes before both
+             * consumers have announced block 0 (result unused): no divergent
+             * wgmma path, so the compiler keeps the groups asynchronous. */
+            float dq[kDqCols / 2];
+            wgmma_fence();
+            issue_dq<Cfg, kDqCols>(dq, smem_u32(smem.ds[(i + 1) % 2]), k_tile, col0);
+            wgmma_commit_group();
+            wgmma_fence_operands(dq);
+            wgmma_wait_group<1>(); /* dV, dK */
+            wgmma_fence_operands(dk);
+            wgmma_fence_operands(dv);
+            /* Q and dO of this stage are no longer read. */
+            __syncwarp();
+            if (tid() % 32 == 0) {
+                mbar_arrive(&smem.q_empty[s]);
+                mbar_arrive(&smem.do_empty[s]);
+            }
+            __syncwarp();
+            /* S^T of block i + 1 (after the last block: on the idle stage,
+             * result unused; no divergent wgmma path). */
+            {
+                const int s1 = (i + 1) % Cfg::kStages;
+                if (has_next)
+                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                __syncwarp();
+                wgmma_fence();
+                issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[s1]));
+                wgmma_commit_group();
+                wgmma_fence_operands(st);
+            }
+            wgmma_wait_group<1>(); /* dQ(i - 1) */
+            wgmma_fence_operands(dq);
+            if (i > 0)
+                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i - 1, col0, kDqCols, dq);
+            __syncwarp();
+            bwd_barrier_arrive(kBwdBarrierAnnounce + 2 * consumer + i % 2, Cfg::kConsumerThreads);
+            wgmma_wait_group<0>();
+            wgmma_fence_operands(st);
+        }
+        /* dQ of the last block, once the other consumer's half is in. */
+        const int last = i - 1;
+        bwd_barrier_sync(kBwdBarrierAnnounce + 2 * other + last % 2, Cfg::kConsumerThreads);
+        float dq[kDqCols / 2];
+        wgmma_fence();
+        issue_dq<Cfg, kDqCols>(dq, smem_u32(smem.ds[last % 2]), k_tile, col0);
+        wgmma_commit_group();
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(dq);
+        attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0, kDqCols, dq);
+    }
+
+    attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, 0, dk, dv, consumer);
+}
+
 template <class Cfg>
 __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
                                                   const AttnBwdWork &w, int consumer)
@@ -650,7 +974,9 @@ __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args 
      * both consumers meet bar(ds) at one instruction. */
     static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
                   "consumer 1's dQ columns inside the K tile");
-    if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
+    if constexpr (Cfg::kDeferDq) {
+        attn_bwd_consumer_deferred<Cfg>(a, smem, w, consumer);
+    } else if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
         attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
     } else {
         if (consumer == 0)

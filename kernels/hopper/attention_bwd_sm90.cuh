@@ -156,6 +156,15 @@ struct AttnBwdConfig {
     static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
     static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
     static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
+    static constexpr bool kKVFrags = AttnBwdTile<kHeadDim>::kKVFrags;
+    /* Registers of one consumer's K (or V) A fragments with kKVFrags (a
+     * placeholder register without). */
+    static constexpr int kKVFragRegs = kKVFrags ? kHeadDim / 4 : 1;
+    static constexpr bool kDeferDq = AttnBwdTile<kHeadDim>::kDeferDq;
+    static constexpr bool kRowsInRegs = AttnBwdTile<kHeadDim>::kRowsInRegs;
+    /* Row buffers (lse_log2, dpsum): two per CTA, or with kDeferDq two per
+     * consumer warp (unless the rows are read from global memory). */
+    static constexpr int kRowBuffers = kDeferDq && !kRowsInRegs ? 2 * kConsumerWarps : 2;
     static constexpr int kPolyExp2Every = AttnBwdTile<kHeadDim>::kPolyExp2Every;
 
     struct alignas(kAtomBytes) SharedStorage {
@@ -166,8 +175,10 @@ struct AttnBwdConfig {
         uint8_t ds[2][kDsBytes];
         uint8_t p[kSplitDim ? 2 : 1][kSplitDim ? kDsBytes : 16];
         alignas(128) float dq[kDqBuffers][kDqWriter ? kBlockM * kHeadDim : 4];
-        alignas(16) float lse[2][kBlockM];   /* row buffers of query blocks i % 2 (attn_bwd_rows_issue) */
-        alignas(16) float dpsum[2][kBlockM];
+        /* row buffers of query blocks i % 2 (attn_bwd_rows_issue; kDeferDq: 2 warp + i % 2,
+         * attn_bwd_rows_issue_warp) */
+        alignas(16) float lse[kRowBuffers][kBlockM];
+        alignas(16) float dpsum[kRowBuffers][kBlockM];
         uint64_t kv_full;
         /* the consumers' dQ of a block is in dq[b] (8 warp arrivals); kSplitDim: staged in stage s for
          * attn_bwd_dq_split_writer (one per stage) */
@@ -193,6 +204,9 @@ struct AttnBwdConfig {
 enum AttnBwdBarrier : int {
     kBwdBarrierDs = 1,      /* both consumers' dS^T (and P^T) of a block are in shared memory */
     kBwdBarrierOrdered = 2, /* deterministic adds: the turn was taken / the adds are done */
+    kBwdBarrierStagger = 3, /* kDeferDq: consumer 0 has issued its first dV (consumer 1 starts behind it) */
+    kBwdBarrierAnnounce = 4, /* kDeferDq: 4 + 2 c + i % 2, consumer c's dS^T(i) is in ds[i % 2] and its
+                              * dQ(i - 1) has read ds[(i - 1) % 2] (ids 4..7) */
 };
 
 /* One CTA's work: one key block of one query head of one sequence. */

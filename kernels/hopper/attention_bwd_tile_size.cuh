@@ -44,6 +44,22 @@ struct AttnBwdTile {
      * accumulator's initial values serialize the wgmma. */
     static constexpr bool kDpsumAcc = kHeadDim == 64 || kHeadDim == 128;
     static_assert(!kDpsumAcc || !kSplitDim, "dpsum in dP^T's accumulator: not with the split head dim");
+    /* Head dim 64: each consumer holds its 64 rows of K and V as 16-bit A
+     * fragments (2 x 16 registers, loaded once per CTA), so that S^T = K Q^T
+     * and dP^T = V dO^T read only Q / dO from shared memory (register-A
+     * wgmma): half of those products' shared-memory reads. Head dims >= 96
+     * have no registers to spare (2 x 24 or more). */
+    static constexpr bool kKVFrags = kHeadDim == 64;
+    static_assert(!kKVFrags || !kSplitDim, "K / V fragments: the consumer owns whole key rows");
+    /* Head dims 64 and 128: dQ of each query block issued one block later,
+     * so that the consumers need not meet at every block and run apart (the
+     * deferred-dQ loop of attention_bwd_mainloop.cuh). Each warp then reads
+     * its own lse_log2 / dpsum rows: head dim 64 from per-warp shared
+     * buffers (8 KiB instead of 1), head dim 128 (whose shared memory is
+     * full) in registers (kRowsInRegs): each lane loads two values of each
+     * row a block ahead, shuffled to the lanes that use them. */
+    static constexpr bool kDeferDq = kHeadDim == 64 || kHeadDim == 128;
+    static constexpr bool kRowsInRegs = kHeadDim == 128;
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
      * Every 4th at head dims 64 and 128 measured no faster than 0. */
