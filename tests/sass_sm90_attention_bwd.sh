@@ -5,11 +5,19 @@
 # for, and fail when a count is off or local memory is used. With the tiles of
 # kernels/hopper/attention_bwd_tile_size.cuh (dim_blocks = ceil(head_dim / 64)):
 #   HGMMA, A from registers   dV += P^T dO and dK += dS^T Q (kBlockM / 16 = 4
-#                             each): exactly 8 for head dims <= 128, 0 for 192
-#                             and 256 (P^T, dS^T from shared memory there)
-#   HGMMA, both in smem       head dims <= 128: S^T of the first block, dP^T,
+#                             each): 8 for head dims 96 and 128, 0 for 192
+#                             and 256 (P^T, dS^T from shared memory there);
+#                             head dim 64 (K, V as register fragments) also
+#                             S^T of the first block, dP^T and the next
+#                             block's S^T (head_dim / 16 each): 3 head_dim /
+#                             16 + 8
+#   HGMMA, both in smem       head dim 96: S^T of the first block, dP^T,
 #                             the next block's S^T (head_dim / 16 each) and dQ
 #                             (kBlockN / 16 = 8): 3 head_dim / 16 + 8.
+#                             64 and 128 (the deferred-dQ loop): dQ in the
+#                             loop and after it (8 each), at 128 also the
+#                             three S^T / dP^T issues: 16 and 3 head_dim / 16
+#                             + 16.
 #                             192, 256: the same three S^T / dP^T issues
 #                             (head_dim / 16 each), dV, dK and dQ (4 each):
 #                             3 head_dim / 16 + 12 per copy of the consumer
@@ -48,7 +56,11 @@ for e in $entries; do
     printf "$fmt" "$e" "$rs" "$ss" "$ldg" "$bulk" "$tred" "$ldl" "$stl" "${local_bytes:-?}"
     d=$(sed -E 's/.*_d([0-9]+)$/\1/' <<<"$e")
     dim_blocks=$(( (d + 63) / 64 ))
-    if (( d <= 128 )); then
+    if (( d == 64 )); then
+        want_rs=$(( 3 * d / 16 + 8 )); want_ss=16; want_bulk=1; want_tred=0
+    elif (( d == 128 )); then
+        want_rs=8; want_ss=$(( 3 * d / 16 + 16 )); want_bulk=1; want_tred=0
+    elif (( d == 96 )); then
         want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1; want_tred=0
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations

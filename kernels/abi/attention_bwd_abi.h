@@ -208,7 +208,8 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
  * its storage fits this): K, V, `stages` Q and dO tiles, every tile's head dim
  * padded to whole 128-byte swizzle rows; two buffers of dS (and of P when
  * split_dim), 16-bit block_n x block_m; dq_buffers fp32 block_m x head_dim
- * tiles; two buffers of block_m fp32 of lse_log2 and of dpsum (head dim 64: two per consumer warp); 1 KiB of
+ * tiles; two buffers of block_m fp32 of lse_log2 and of dpsum (head dim 64:
+ * two per consumer warp, for the sm_90a kernel's deferred-dQ loop); 1 KiB of
  * barriers and 1 KiB for aligning the base. 0 for a head dim without kernels.
  */
 MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)

@@ -17,13 +17,14 @@
  * wait for another that is many blocks behind (ascending order would
  * stagger causal CTAs by two blocks per key block).
  *
- * Consumer c, per query block (groups of wgmma committed in this order):
+ * Consumer c, per query block (groups of wgmma committed in this order;
+ * head dims 64 and 128 run the deferred-dQ loop, attn_bwd_consumer_deferred,
+ * described there):
  *
- *   kSplitDim = 0 (head dims <= 128)         kSplitDim = 1 (192, 256)
+ *   kSplitDim = 0 (head dim 96)              kSplitDim = 1 (192, 256)
  *   [S^T = K_c Q^T issued by the block       [S^T = K Q_c^T issued by the block
  *    before, complete]                        before, complete]
- *   g2 dP^T = V_c dO^T (kDpsumAcc: dpsum -   g2 dP^T = V dO_c^T
- *      V_c dO^T, accumulator = dpsum rows)
+ *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
  *   P^T (registers, 16-bit A; mask pass      P^T (mask pass on edge blocks)
  *     on edge blocks)                               -> smem p[i % 2]
  *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
@@ -153,11 +154,6 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
                                                     int b, int consumer, int thread)
 {
     static_assert(Cfg::kBlockM == 64, "two row values per lane");
-    /* kDpsumAcc (16 more registers live at the loop's top): the row offset
-     * is recomputed at each call rather than kept across the loop (it
-     * spilled). */
-    if constexpr (Cfg::kDpsumAcc)
-        asm volatile("" : "+r"(thread));
     if (thread < 32) {
         const float *rows = reinterpret_cast<const float *>(consumer == 0 ? a.lse_log2 : a.dpsum) + w.q_row0 +
                             static_cast<int64_t>(m) * Cfg::kBlockM + 2 * thread;
@@ -168,7 +164,8 @@ __device__ __forceinline__ void attn_bwd_rows_issue(const mgpu_attention_bwd_arg
 
 /* X^T = A B^T with A = 64 rows (keys) of a K-major [row][dim] tile and B =
  * kSN rows (queries) of another: S^T = K Q^T and dP^T = V dO^T. kSubtract:
- * d -= A B^T instead (d holds its initial values; Cfg::kDpsumAcc's dP^T).
+ * d -= A B^T instead (d holds its initial values: the deferred loop's
+ * dpsum - dP^T).
  * Cfg::kKVFrags: A comes from a_frags (bwd_load_a_frags, negated there for
  * kSubtract), only B from shared memory; else a_frags is unused. */
 template <class Cfg, bool kSubtract = false>
@@ -446,22 +443,15 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
         __syncwarp();
         bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
-        /* Cfg::kKVFrags: this consumer's K and V rows in registers for the
-         * whole loop (V negated for kDpsumAcc's dpsum - V dO^T). */
-        uint32_t k_frags[Cfg::kKVFragRegs], v_frags[Cfg::kKVFragRegs];
-        if constexpr (Cfg::kKVFrags) {
-            bwd_load_a_frags<Cfg>(k_frags, k_rows, warp, lane);
-            bwd_load_a_frags<Cfg, Cfg::kDpsumAcc>(v_frags, v_rows, warp, lane);
-        } else {
-            k_frags[0] = v_frags[0] = 0;
-        }
+        static_assert(!Cfg::kKVFrags, "K / V from shared memory");
+        const uint32_t no_frags[1] = {0}; /* issue_xt's register A: unused here */
         /* S^T of the first block; every later one is issued at the end of the
          * previous iteration, so that it runs while that block's dQ leaves. */
         float st[kSN / 2];
         if constexpr (kPrefetchS) {
             mbar_wait(&smem.q_full[0], 0);
             wgmma_fence();
-            issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg>(st, no_frags, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             wgmma_wait_group<0>();
             wgmma_fence_operands(st);
@@ -481,36 +471,15 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             if constexpr (!kPrefetchS) {
                 mbar_wait(&smem.q_full[s], parity);
                 wgmma_fence();
-                issue_xt<Cfg>(st, k_frags, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
+                issue_xt<Cfg>(st, no_frags, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
             }
-            /* This block's lse_log2 values (complete since the bar(ds) of
-             * the block before): with kLseEarly loaded before dP^T is
-             * issued, so that their latency is not exposed in front of the
-             * P^T arithmetic; else where P^T uses them. */
-            float2 lse_row[kSN / 8];
-            if constexpr (Cfg::kLseEarly)
-                bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]));
-            /* kDpsumAcc: the accumulator of dP^T starts as this block's
-             * dpsum values (each query's in both of the thread's keys) and
-             * the product is subtracted, so that it ends as dpsum - dP^T,
-             * the negated factor of dS^T: no row loads after the wait for
-             * dP^T. Else dpt = dP^T. */
+            /* This block's rows are complete since the bar(ds) of the block
+             * before; P^T and dS^T read them where they use them. */
             float dpt[kSN / 2];
-            if constexpr (Cfg::kDpsumAcc) {
-                float2 dps[kSN / 8];
-                bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][qcol0 + 2 * (lane % 4)]));
-#pragma unroll
-                for (int j = 0; j < kSN / 8; ++j)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        dpt[4 * j + 2 * h] = dps[j].x;
-                        dpt[4 * j + 2 * h + 1] = dps[j].y;
-                    }
-            }
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
-            issue_xt<Cfg, Cfg::kDpsumAcc>(dpt, v_frags, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
+            issue_xt<Cfg>(dpt, no_frags, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
             if constexpr (!kPrefetchS) {
                 wgmma_fence_operands(st);
@@ -526,12 +495,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                                 key_first + Cfg::kBlockN > w.mask.key_end(row_first) ||
                                 key_first < w.mask.key_begin(row_first + Cfg::kBlockM - 1);
             uint32_t pr[kSN / 4];
-            if constexpr (Cfg::kLseEarly) {
-                if (a.softcap > 0.f)
-                    bwd_probs_rows<Cfg, true>(st, pr, lse_row, a.scale_log2, pre, post);
-                else
-                    bwd_probs_rows<Cfg, false>(st, pr, lse_row, a.scale_log2, pre, post);
-            } else {
+            {
                 const uint32_t lse_addr = smem_u32(&smem.lse[rb][qcol0 + 2 * (lane % 4)]);
                 if (a.softcap > 0.f)
                     bwd_probs<Cfg, true>(st, pr, lse_addr, a.scale_log2, pre, post);
@@ -567,19 +531,11 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             uint32_t dsr[kSN / 4];
 #pragma unroll
             for (int j = 0; j < kSN / 8; ++j) {
-                float2 dp_sum = make_float2(0.f, 0.f);
-                if constexpr (!Cfg::kDpsumAcc)
-                    dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][qcol0 + 8 * j + 2 * (lane % 4)]));
+                const float2 dp_sum = ld_shared_f32x2(smem_u32(&smem.dpsum[rb][qcol0 + 8 * j + 2 * (lane % 4)]));
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    float d0, d1;
-                    if constexpr (Cfg::kDpsumAcc) { /* dpt = dpsum - dP^T */
-                        d0 = st[4 * j + 2 * h] * -dpt[4 * j + 2 * h];
-                        d1 = st[4 * j + 2 * h + 1] * -dpt[4 * j + 2 * h + 1];
-                    } else {
-                        d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
-                        d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
-                    }
+                    const float d0 = st[4 * j + 2 * h] * (dpt[4 * j + 2 * h] - dp_sum.x);
+                    const float d1 = st[4 * j + 2 * h + 1] * (dpt[4 * j + 2 * h + 1] - dp_sum.y);
                     dsr[2 * j + h] = pack2<typename Cfg::T>(d0, d1);
                     st_shared_u32(ds_buf + kq_offset(kq, qcol0 / 8 + j, h), dsr[2 * j + h]);
                 }
@@ -606,7 +562,7 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                     mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
                 __syncwarp();
                 wgmma_fence();
-                issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
+                issue_xt<Cfg>(st, no_frags, k_rows, smem_u32(smem.q[s1]) + qcol0 * Cfg::kSwizzleBytes);
                 wgmma_commit_group();
                 wgmma_fence_operands(st);
             };
@@ -764,7 +720,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                                                            typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
                                                            int consumer)
 {
-    static_assert(!Cfg::kSplitDim && Cfg::kDqWriter && Cfg::kLseEarly && Cfg::kDpsumAcc, "the deferred-dQ loop");
+    static_assert(!Cfg::kSplitDim && Cfg::kDqWriter, "the deferred-dQ loop: whole key rows per consumer, the dQ writer");
     static_assert(Cfg::kCols0 == Cfg::kCols1, "one copy of the loop for both consumers");
     constexpr int kSN = Cfg::kSN;
     constexpr int kKV = Cfg::kHeadDim;

@@ -154,8 +154,6 @@ struct AttnBwdConfig {
     static constexpr bool kDqWriter = AttnBwdTile<kHeadDim>::kDqBuffers > 0;
     static constexpr int kDqBuffers = kDqWriter ? AttnBwdTile<kHeadDim>::kDqBuffers : 1;
     static constexpr int kDqTileBytes = kBlockM * kHeadDim * 4;
-    static constexpr bool kLseEarly = !kSplitDim && AttnBwdTile<kHeadDim>::kLseEarly;
-    static constexpr bool kDpsumAcc = AttnBwdTile<kHeadDim>::kDpsumAcc;
     static constexpr bool kKVFrags = AttnBwdTile<kHeadDim>::kKVFrags;
     /* Registers of one consumer's K (or V) A fragments with kKVFrags (a
      * placeholder register without). */

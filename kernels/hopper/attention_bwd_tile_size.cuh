@@ -31,19 +31,6 @@ struct AttnBwdTile {
     /* Shared dQ buffers of the dQ writer (0: the consumers add dQ, staged in
      * the stage's Q / dO tiles). */
     static constexpr int kDqBuffers = kHeadDim <= 128 ? 2 : 0;
-    /* Head dims 64 and 128: each query block's lse_log2 values are loaded
-     * into registers before dP^T is issued (the others read them where P^T
-     * uses them). */
-    static constexpr bool kLseEarly = kHeadDim == 64 || kHeadDim == 128;
-    /* Head dims 64 and 128: dP^T's accumulator starts as the block's dpsum
-     * values and the product is subtracted (dpsum - dP^T), so that dS^T
-     * needs no row loads after the wait for dP^T (the others load dpsum
-     * there). Head dim 64 gains 3.6-5.3 % in the default calls for 1.0 %
-     * in deterministic causal ones; 96 is not measured (decision
-     * 050-attention-bwd-early-loads). Not with kSplitDim: there the
-     * accumulator's initial values serialize the wgmma. */
-    static constexpr bool kDpsumAcc = kHeadDim == 64 || kHeadDim == 128;
-    static_assert(!kDpsumAcc || !kSplitDim, "dpsum in dP^T's accumulator: not with the split head dim");
     /* Head dim 64: each consumer holds its 64 rows of K and V as 16-bit A
      * fragments (2 x 16 registers, loaded once per CTA), so that S^T = K Q^T
      * and dP^T = V dO^T read only Q / dO from shared memory (register-A
@@ -53,16 +40,26 @@ struct AttnBwdTile {
     static_assert(!kKVFrags || !kSplitDim, "K / V fragments: the consumer owns whole key rows");
     /* Head dims 64 and 128: dQ of each query block issued one block later,
      * so that the consumers need not meet at every block and run apart (the
-     * deferred-dQ loop of attention_bwd_mainloop.cuh). Each warp then reads
-     * its own lse_log2 / dpsum rows: head dim 64 from per-warp shared
-     * buffers (8 KiB instead of 1), head dim 128 (whose shared memory is
-     * full) in registers (kRowsInRegs): each lane loads two values of each
-     * row a block ahead, shuffled to the lanes that use them. */
+     * deferred-dQ loop of attention_bwd_mainloop.cuh; decision
+     * 073-attention-bwd-deferred-dq). Each warp then reads its own lse_log2 /
+     * dpsum rows: head dim 64 from per-warp shared buffers (8 KiB instead of
+     * 1), head dim 128 (whose shared memory is full) in registers
+     * (kRowsInRegs): each lane loads two values of each row a block ahead,
+     * shuffled to the lanes that use them. That loop also loads the rows
+     * before dP^T is issued and starts dP^T's accumulator as the block's
+     * dpsum values, subtracting the product (dpsum - dP^T), so that dS^T
+     * needs no row loads after the wait for dP^T (decision
+     * 050-attention-bwd-early-loads). The other head dims keep one barrier
+     * between the consumers per block and read the rows where they are used
+     * (with kSplitDim the accumulator's initial values serialize the
+     * wgmma). */
     static constexpr bool kDeferDq = kHeadDim == 64 || kHeadDim == 128;
     static constexpr bool kRowsInRegs = kHeadDim == 128;
+    static_assert(!kKVFrags || kDeferDq, "K / V fragments: the deferred-dQ loop");
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
-     * Every 4th at head dims 64 and 128 measured no faster than 0. */
+     * Every 4th at head dims 64 and 128 measured no faster than 0
+     * (decision 050). */
     static constexpr int kPolyExp2Every = 0;
     /* Columns of one box of the dq_accum tensor map (kSplitDim: each
      * consumer warp adds its 16 dQ rows as kCols / kDqBoxCols boxes;
