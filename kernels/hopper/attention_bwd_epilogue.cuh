@@ -298,9 +298,13 @@ __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bw
 }
 
 /* Consumer side of the dQ writer: block i's dQ columns [col0, col0 + cols) into
- * dQ buffer i % kDqBuffers once the writer has read out its previous use. */
+ * dQ buffer i % kDqBuffers once the writer has read out its previous use
+ * (attn_bwd_store_dq), then handed to the writer (attn_bwd_publish_dq: the
+ * async-proxy fence, which waits for the stores, and the warp's arrival).
+ * The deferred-dQ loop publishes a block's tile a little later, once its
+ * stores have had time to complete. */
 template <class Cfg, int kN>
-__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0, int cols,
+__device__ __forceinline__ void attn_bwd_store_dq(typename Cfg::SharedStorage &smem, int i, int col0, int cols,
                                                   const float (&dq)[kN / 2])
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
@@ -313,10 +317,23 @@ __device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &s
             st_shared_f32x4(base + q * 16 * Cfg::kWarpgroupThreads, dq[4 * q], dq[4 * q + 1], dq[4 * q + 2],
                             dq[4 * q + 3]);
     }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void attn_bwd_publish_dq(typename Cfg::SharedStorage &smem, int i)
+{
     fence_smem_to_async(); /* the bulk reduction reads it through the async proxy */
     __syncwarp();
-    if ((thread % 32) == 0)
-        mbar_arrive(&smem.dq_full[b]);
+    if ((threadIdx.x % 32) == 0)
+        mbar_arrive(&smem.dq_full[i % Cfg::kDqBuffers]);
+}
+
+template <class Cfg, int kN>
+__device__ __forceinline__ void attn_bwd_stage_dq(typename Cfg::SharedStorage &smem, int i, int col0, int cols,
+                                                  const float (&dq)[kN / 2])
+{
+    attn_bwd_store_dq<Cfg, kN>(smem, i, col0, cols, dq);
+    attn_bwd_publish_dq<Cfg>(smem, i);
 }
 
 /*

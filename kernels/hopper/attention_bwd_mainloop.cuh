@@ -648,21 +648,25 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
  * under the other's products. Block i of consumer c:
  *
  *   [S^T(i) complete]  rows of block i + 1 (this warp's own buffer)
- *   g1 dP^T(i) (dpsum - V dO^T)   P^T(i)   g2 dV += P^T dO
+ *   g1 dP^T(i) (dpsum - V dO^T)   [kDqPublishLate: dQ(i - 2), stored in the
+ *     block before, to the writer (fence.proxy.async, arrive dq_full)]
+ *   P^T(i)   g2 dV += P^T dO
  *   wait g1; bar.sync ann[other][(i - 1) % 2]: the other's dS^T(i - 1) is in
  *     ds[(i - 1) % 2] and its dQ(i - 2) has read ds[i % 2]
  *   dS^T(i) -> registers and ds[i % 2]   g3 dK += dS^T Q   fence.proxy.async
  *   g4 dQ(i - 1) = dS(i - 1) K_c (both consumers' halves)
  *   wait g2, g3: release Q[s], dO[s]; g5 S^T(i + 1)
- *   wait g4: dQ(i - 1) into the writer's buffer; bar.arrive ann[c][i % 2]
+ *   wait g4: dQ(i - 1) stored in the writer's buffer (and handed to it, unless
+ *     kDqPublishLate); bar.arrive ann[c][i % 2]
  *   wait g5
  *
  * and after the last block L: bar.sync ann[other][L % 2], dQ(L). Each
  * announcement covers both hazards of the two dS^T buffers (the other's
  * half of block i - 1 written, its read of block i - 2 done), so the
  * consumers share no other per-block barrier. The lse_log2 / dpsum rows come
- * to each warp's own pair of buffers (cp.async by its lanes, waited for with
- * cp.async.wait_all and __syncwarp): no barrier between warps. Consumer 1
+ * to each warp itself (head dim 64: its own pair of shared buffers, cp.async
+ * by its lanes, cp.async.wait_all and __syncwarp; 128: registers loaded a
+ * block ahead and shuffled): no barrier between warps. Consumer 1
  * starts its first P^T once consumer 0 has issued its first dV (bar.sync
  * stagger), half a block behind. The dQ writer sees the blocks in the same
  * order as with kDeferDq = 0.
@@ -810,6 +814,11 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             wgmma_fence();
             issue_xt<Cfg, true>(dpt, v_frags, v_rows, do_tile);
             wgmma_commit_group();
+            /* kDqPublishLate: dQ(i - 2), stored at the end of the block
+             * before, to the writer: its stores have completed by now, so the
+             * fence does not wait. */
+            if (Cfg::kDqPublishLate && i >= 2)
+                attn_bwd_publish_dq<Cfg>(smem, i - 2);
             wgmma_fence_operands(st);
 
             const int row_first = m * Cfg::kBlockM;
@@ -897,8 +906,11 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             }
             wgmma_wait_group<1>(); /* dQ(i - 1) */
             wgmma_fence_operands(dq);
-            if (i > 0)
-                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i - 1, col0, kDqCols, dq);
+            if (i > 0) {
+                attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0, kDqCols, dq);
+                if constexpr (!Cfg::kDqPublishLate)
+                    attn_bwd_publish_dq<Cfg>(smem, i - 1);
+            }
             __syncwarp();
             bwd_barrier_arrive(kBwdBarrierAnnounce + 2 * consumer + i % 2, Cfg::kConsumerThreads);
             wgmma_wait_group<0>();
@@ -906,6 +918,8 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
         }
         /* dQ of the last block, once the other consumer's half is in. */
         const int last = i - 1;
+        if (Cfg::kDqPublishLate && last >= 1)
+            attn_bwd_publish_dq<Cfg>(smem, last - 1);
         bwd_barrier_sync(kBwdBarrierAnnounce + 2 * other + last % 2, Cfg::kConsumerThreads);
         float dq[kDqCols / 2];
         wgmma_fence();

@@ -160,6 +160,7 @@ struct AttnBwdConfig {
     static constexpr int kKVFragRegs = kKVFrags ? kHeadDim / 4 : 1;
     static constexpr bool kDeferDq = AttnBwdTile<kHeadDim>::kDeferDq;
     static constexpr bool kRowsInRegs = AttnBwdTile<kHeadDim>::kRowsInRegs;
+    static constexpr bool kDqPublishLate = AttnBwdTile<kHeadDim>::kDqPublishLate;
     /* Row buffers (lse_log2, dpsum): two per CTA, or with kDeferDq two per
      * consumer warp (unless the rows are read from global memory). */
     static constexpr int kRowBuffers = kDeferDq && !kRowsInRegs ? 2 * kConsumerWarps : 2;

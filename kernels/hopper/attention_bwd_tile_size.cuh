@@ -55,6 +55,13 @@ struct AttnBwdTile {
      * wgmma). */
     static constexpr bool kDeferDq = kHeadDim == 64 || kHeadDim == 128;
     static constexpr bool kRowsInRegs = kHeadDim == 128;
+    /* Head dim 64: the deferred loop hands each block's staged dQ tile to the
+     * writer (async-proxy fence, arrival) after the next block's dP^T is
+     * issued, when its stores have completed, rather than right after
+     * storing it (the fence then waited for them: the largest stall of the
+     * head-dim-64 loop). 3 % faster at head dim 64; at 128, whose 32 KiB
+     * tiles the writer takes longer to add, 6-11 % slower (H200). */
+    static constexpr bool kDqPublishLate = kHeadDim == 64;
     static_assert(!kKVFrags || kDeferDq, "K / V fragments: the deferred-dQ loop");
     /* > 0: every kPolyExp2Every-th group of 8 query columns takes its P^T
      * exponentials from the FMA pipe (poly_exp2) instead of the MUFU unit.
