@@ -11,13 +11,11 @@
 #                             S^T of the first block, dP^T and the next
 #                             block's S^T (head_dim / 16 each): 3 head_dim /
 #                             16 + 8
-#   HGMMA, both in smem       head dim 96: S^T of the first block, dP^T,
-#                             the next block's S^T (head_dim / 16 each) and dQ
-#                             (kBlockN / 16 = 8): 3 head_dim / 16 + 8.
-#                             64 and 128 (the deferred-dQ loop): dQ in the
-#                             loop and after it (8 each), at 128 also the
-#                             three S^T / dP^T issues: 16 and 3 head_dim / 16
-#                             + 16.
+#   HGMMA, both in smem       head dims <= 128 (the deferred-dQ loop): dQ in
+#                             the loop and after it (kBlockN / 16 = 8 each),
+#                             at 96 and 128 also S^T of the first block, dP^T
+#                             and the next block's S^T (head_dim / 16 each):
+#                             16 at 64, 3 head_dim / 16 + 16 at 96 and 128.
 #                             192, 256: the same three S^T / dP^T issues
 #                             (head_dim / 16 each), dV, dK and dQ (4 each):
 #                             3 head_dim / 16 + 12 per copy of the consumer
@@ -58,10 +56,8 @@ for e in $entries; do
     dim_blocks=$(( (d + 63) / 64 ))
     if (( d == 64 )); then
         want_rs=$(( 3 * d / 16 + 8 )); want_ss=16; want_bulk=1; want_tred=0
-    elif (( d == 128 )); then
+    elif (( d <= 128 )); then
         want_rs=8; want_ss=$(( 3 * d / 16 + 16 )); want_bulk=1; want_tred=0
-    elif (( d == 96 )); then
-        want_rs=8; want_ss=$(( 3 * d / 16 + 8 )); want_bulk=1; want_tred=0
     else
         copies=1; (( d == 192 )) && copies=2 # consumers own 128 / 64 columns: two loop instantiations
         want_rs=0; want_ss=$(( copies * (3 * d / 16 + 12) )); want_bulk=0

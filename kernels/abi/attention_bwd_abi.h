@@ -165,7 +165,7 @@
  *
  *   head_dim  block_m  block_n  stages  split_dim  dq_buffers  dq_cols0  dq_box_cols  smem (bytes)
  *        64       64      128       2        0          2          32            0     141 312
- *        96       64      128       2        0          2          64            0     216 064
+ *        96       64      128       2        0          2          64            0     223 232
  *       128       64      128       2        0          2          64            0     232 448
  *       192       64       64       2        1          0         128           64     183 296
  *       256       64       64       2        1          0         128          128     232 448
@@ -208,8 +208,8 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_tile(int head_dim, struct mgpu_atte
  * its storage fits this): K, V, `stages` Q and dO tiles, every tile's head dim
  * padded to whole 128-byte swizzle rows; two buffers of dS (and of P when
  * split_dim), 16-bit block_n x block_m; dq_buffers fp32 block_m x head_dim
- * tiles; two buffers of block_m fp32 of lse_log2 and of dpsum (head dim 64:
- * two per consumer warp, for the sm_90a kernel's deferred-dQ loop); 1 KiB of
+ * tiles; two buffers of block_m fp32 of lse_log2 and of dpsum (head dims 64
+ * and 96: two per consumer warp, for the sm_90a kernel's deferred-dQ loop); 1 KiB of
  * barriers and 1 KiB for aligning the base. 0 for a head dim without kernels.
  */
 MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
@@ -220,8 +220,8 @@ MGPU_ATTENTION_BWD_FN int mgpu_attention_bwd_smem_bytes(int head_dim)
     const int dim_rows = (head_dim + 63) / 64;
     const int tiles = dim_rows * 128 * (2 * t.block_n + 2 * t.stages * t.block_m);
     const int ds = 2 * (t.split_dim ? 2 : 1) * t.block_n * t.block_m * 2;
-    /* head dim 64 (the deferred-dQ loop): two row buffers per consumer warp */
-    const int rows = (head_dim == 64 ? 8 : 1) * 2 * 2 * t.block_m * 4;
+    /* head dims 64 and 96 (the deferred-dQ loop): two row buffers per consumer warp */
+    const int rows = (head_dim == 64 || head_dim == 96 ? 8 : 1) * 2 * 2 * t.block_m * 4;
     const int dq = t.dq_buffers * t.block_m * head_dim * 4;
     return tiles + ds + dq + rows + 2048;
 }

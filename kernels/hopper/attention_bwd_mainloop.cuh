@@ -725,7 +725,11 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                                                            int consumer)
 {
     static_assert(!Cfg::kSplitDim && Cfg::kDqWriter, "the deferred-dQ loop: whole key rows per consumer, the dQ writer");
-    static_assert(Cfg::kCols0 == Cfg::kCols1, "one copy of the loop for both consumers");
+    /* One copy of the loop for both consumers: at head dim 96 consumer 1
+     * computes kCols0 dQ columns from kCols0 (inside the K tile) and stores
+     * its kCols1, as the per-block loop does. */
+    static_assert(Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems,
+                  "consumer 1's dQ columns inside the K tile");
     constexpr int kSN = Cfg::kSN;
     constexpr int kKV = Cfg::kHeadDim;
     constexpr int kDqCols = Cfg::kCols0;
@@ -907,7 +911,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             wgmma_wait_group<1>(); /* dQ(i - 1) */
             wgmma_fence_operands(dq);
             if (i > 0) {
-                attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0, kDqCols, dq);
+                attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
                 if constexpr (!Cfg::kDqPublishLate)
                     attn_bwd_publish_dq<Cfg>(smem, i - 1);
             }
@@ -927,7 +931,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
         wgmma_commit_group();
         wgmma_wait_group<0>();
         wgmma_fence_operands(dq);
-        attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0, kDqCols, dq);
+        attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
     }
 
     attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, 0, dk, dv, consumer);

@@ -38,22 +38,21 @@ struct AttnBwdTile {
      * have no registers to spare (2 x 24 or more). */
     static constexpr bool kKVFrags = kHeadDim == 64;
     static_assert(!kKVFrags || !kSplitDim, "K / V fragments: the consumer owns whole key rows");
-    /* Head dims 64 and 128: dQ of each query block issued one block later,
-     * so that the consumers need not meet at every block and run apart (the
+    /* Head dims <= 128: dQ of each query block issued one block later, so
+     * that the consumers need not meet at every block and run apart (the
      * deferred-dQ loop of attention_bwd_mainloop.cuh; decision
      * 073-attention-bwd-deferred-dq). Each warp then reads its own lse_log2 /
-     * dpsum rows: head dim 64 from per-warp shared buffers (8 KiB instead of
-     * 1), head dim 128 (whose shared memory is full) in registers
+     * dpsum rows: head dims 64 and 96 from per-warp shared buffers (8 KiB
+     * instead of 1), head dim 128 (whose shared memory is full) in registers
      * (kRowsInRegs): each lane loads two values of each row a block ahead,
      * shuffled to the lanes that use them. That loop also loads the rows
      * before dP^T is issued and starts dP^T's accumulator as the block's
      * dpsum values, subtracting the product (dpsum - dP^T), so that dS^T
      * needs no row loads after the wait for dP^T (decision
-     * 050-attention-bwd-early-loads). The other head dims keep one barrier
+     * 050-attention-bwd-early-loads). The split head dims keep one barrier
      * between the consumers per block and read the rows where they are used
-     * (with kSplitDim the accumulator's initial values serialize the
-     * wgmma). */
-    static constexpr bool kDeferDq = kHeadDim == 64 || kHeadDim == 128;
+     * (there the accumulator's initial values serialize the wgmma). */
+    static constexpr bool kDeferDq = kHeadDim <= 128;
     static constexpr bool kRowsInRegs = kHeadDim == 128;
     /* Head dim 64: the deferred loop hands each block's staged dQ tile to the
      * writer (async-proxy fence, arrival) after the next block's dP^T is
