@@ -17,33 +17,31 @@
  * wait for another that is many blocks behind (ascending order would
  * stagger causal CTAs by two blocks per key block).
  *
- * Consumer c, per query block (groups of wgmma committed in this order;
- * head dims 64 and 128 run the deferred-dQ loop, attn_bwd_consumer_deferred,
- * described there):
+ * Consumers, two loops:
+ *   head dims <= 128 (kSplitDim = 0, consumer c owns keys [64c, 64c + 64),
+ *     P^T and dS^T in registers as the A of dV, dK): the deferred-dQ loop,
+ *     attn_bwd_consumer_deferred, whose order is described there;
+ *   head dims 192, 256 (kSplitDim = 1, consumer c owns query columns of S^T
+ *     and head-dim columns of dK, dV, dQ): attn_bwd_consumer_split, per query
+ *     block (groups of wgmma committed in this order):
  *
- *   kSplitDim = 0 (head dim 96)              kSplitDim = 1 (192, 256)
- *   [S^T = K_c Q^T issued by the block       [S^T = K Q_c^T issued by the block
- *    before, complete]                        before, complete]
- *   g2 dP^T = V_c dO^T                       g2 dP^T = V dO_c^T
- *   P^T (registers, 16-bit A; mask pass      P^T (mask pass on edge blocks)
- *     on edge blocks)                               -> smem p[i % 2]
- *   g3 dV  += P^T dO          (RS)           wait g2; dS^T -> smem ds[i % 2]
- *   wait g2; dS^T (registers + smem ds[i%2]) rows of block i + 1; fence.proxy.async; bar(ds)
- *   g4 dK  += dS^T Q          (RS)           g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
- *   rows of block i + 1; fence.proxy.async;  g4 dQ_c  = dS K_c                     (SS)
- *   bar(ds)                                  g5 S^T of block i + 1 (after the last
- *   g5 dQ_c = dS K_c          (SS)             block: on the idle stage, result
- *   wait g3, g4; g6 S^T of block i + 1 (after   unused); wait g3, g4; dQ_c staged
- *     the last block: on the idle stage,       row-major in this consumer's column
- *     result unused); wait g5                  blocks of Q[s] and dO[s] as 16-row
- *   release q_empty[s], do_empty[s]; dQ_c      boxes of tmap_dq; arrive dq_full[s]
- *   into the dQ writer's buffer; wait g6.      (the split dQ writer adds them and
- *                                              releases q_empty[s], do_empty[s]);
- *                                              wait g5
- * (K_c / Q_c: the consumer's keys or query columns; dQ_c, dV_c, dK_c: its
- * head-dim columns.) The bar(ds) of block i also tells each consumer that the
- * other has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two
- * buffers make that one barrier enough.
+ *   [S^T = K Q_c^T issued by the block before, complete]
+ *   g2 dP^T = V dO_c^T
+ *   P^T (mask pass on edge blocks) -> smem p[i % 2]
+ *   wait g2; dS^T -> smem ds[i % 2]
+ *   rows of block i + 1; fence.proxy.async; bar(ds)
+ *   g3 dV_c += P^T dO_c, dK_c += dS^T Q_c (SS)
+ *   g4 dQ_c  = dS K_c                     (SS)
+ *   g5 S^T of block i + 1 (after the last block: on the idle stage, result
+ *     unused); wait g3, g4; dQ_c staged row-major in this consumer's column
+ *     blocks of Q[s] and dO[s] as 16-row boxes of tmap_dq; arrive dq_full[s]
+ *     (the split dQ writer adds them and releases q_empty[s], do_empty[s]);
+ *     wait g5
+ *
+ * (Q_c: the consumer's query columns; dQ_c, dV_c, dK_c: its head-dim
+ * columns.) The bar(ds) of block i also tells each consumer that the other
+ * has finished block i - 1's dQ, which read ds[(i + 1) % 2]: two buffers make
+ * that one barrier enough.
  *
  * Operand layouts (all 128-byte swizzled, 1024-byte aligned tiles):
  *   K, V, Q, dO  [row][dim] in 64-column blocks (TMA): K-major for S^T / dP^T,
@@ -245,7 +243,7 @@ __device__ __forceinline__ void issue_dq(float (&dq)[kN / 2], uint32_t ds, uint3
 }
 
 /* acc_c += X^T Y_c with X^T (64 keys x kBlockM queries) K-major in shared
- * memory and Y = Q or dO MN-major (kSplitDim: dV += P^T dO, dK += dS^T Q). */
+ * memory and Y = Q or dO MN-major (the split loop: dV += P^T dO, dK += dS^T Q). */
 template <class Cfg, int kN>
 __device__ __forceinline__ void issue_kv_ss(float (&acc)[kN / 2], uint32_t xt, uint32_t y_tile, int col0)
 {
@@ -259,7 +257,7 @@ __device__ __forceinline__ void issue_kv_ss(float (&acc)[kN / 2], uint32_t xt, u
 }
 
 /* acc += X^T Y with X^T from registers (16-bit A fragments over the kBlockM
- * queries) and Y = Q or dO MN-major, all head-dim columns (kSplitDim = 0). */
+ * queries) and Y = Q or dO MN-major, all head-dim columns (the deferred loop). */
 template <class Cfg>
 __device__ __forceinline__ void issue_kv_rs(float (&acc)[Cfg::kHeadDim / 2], uint32_t (&xr)[Cfg::kSN / 4],
                                             uint32_t y_tile)
@@ -402,25 +400,26 @@ __device__ __forceinline__ void bwd_mask(float (&st)[Cfg::kSN / 2], uint32_t (&p
     }
 }
 
+/* The split head dims' loop (192, 256: kSplitDim), one barrier between the
+ * consumers per block (the table at the top of this file). Consumer c holds
+ * the dK, dV and dQ columns [col0, col0 + kDqCols). S^T of block i + 1 is
+ * issued at the end of block i, once dV and dK of block i are complete, and
+ * runs while dQ(i) leaves: 16 S^T registers beside dK, dV and a 64-column
+ * dQ, which fit in 240 without local memory since the K descriptors are not
+ * hoisted out of the loop (issue_xt). */
 template <class Cfg, int kDqCols>
-__device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_args &a,
-                                                       typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
-                                                       int consumer)
+__device__ __forceinline__ void attn_bwd_consumer_split(const mgpu_attention_bwd_args &a,
+                                                        typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
+                                                        int consumer)
 {
+    static_assert(Cfg::kSplitDim && !Cfg::kKVFrags, "the split head dims' loop");
     constexpr int kSN = Cfg::kSN;
-    constexpr int kKV = Cfg::kSplitDim ? kDqCols : Cfg::kHeadDim; /* dK / dV columns held */
-    /* S^T of block i + 1 issued at the end of block i, once dV and dK of
-     * block i are complete, and running while dQ(i) leaves. With kSplitDim
-     * that is 16 S^T registers beside dK, dV and a 64-column dQ: it fits in
-     * 240 without local memory since the K descriptors are not hoisted out of
-     * the loop (issue_xt). false: each block issues its own S^T first and
-     * waits for every group at its end (no group in flight across dQ). */
-    constexpr bool kPrefetchS = true;
+    constexpr int kKV = kDqCols; /* dK / dV columns held */
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int warp = thread / 32, lane = thread % 32;
-    const int col0 = consumer == 0 ? 0 : Cfg::kCols0;           /* head-dim columns of dQ (dK, dV if split) */
-    const int key0 = Cfg::kSplitDim ? 0 : Cfg::kSM * consumer; /* S^T rows: keys within the block */
-    const int qcol0 = Cfg::kSplitDim ? kSN * consumer : 0;      /* S^T columns: queries within the block */
+    const int col0 = consumer == 0 ? 0 : Cfg::kCols0; /* head-dim columns of dQ, dK, dV */
+    constexpr int key0 = 0;                           /* S^T rows: all the block's keys */
+    const int qcol0 = kSN * consumer;                 /* S^T columns: queries within the block */
 
     float dk[kKV / 2], dv[kKV / 2];
 #pragma unroll
@@ -443,19 +442,16 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
         __syncwarp();
         bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
         mbar_wait(&smem.kv_full, 0);
-        static_assert(!Cfg::kKVFrags, "K / V from shared memory");
         const uint32_t no_frags[1] = {0}; /* issue_xt's register A: unused here */
         /* S^T of the first block; every later one is issued at the end of the
          * previous iteration, so that it runs while that block's dQ leaves. */
         float st[kSN / 2];
-        if constexpr (kPrefetchS) {
-            mbar_wait(&smem.q_full[0], 0);
-            wgmma_fence();
-            issue_xt<Cfg>(st, no_frags, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
-            wgmma_commit_group();
-            wgmma_wait_group<0>();
-            wgmma_fence_operands(st);
-        }
+        mbar_wait(&smem.q_full[0], 0);
+        wgmma_fence();
+        issue_xt<Cfg>(st, no_frags, k_rows, smem_u32(smem.q[0]) + qcol0 * Cfg::kSwizzleBytes);
+        wgmma_commit_group();
+        wgmma_wait_group<0>();
+        wgmma_fence_operands(st);
 
         for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
             const int s = i % Cfg::kStages;
@@ -468,12 +464,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             if (has_next)
                 attn_bwd_rows_issue<Cfg>(a, smem, w, m - 1, (i + 1) % 2, consumer, thread);
 
-            if constexpr (!kPrefetchS) {
-                mbar_wait(&smem.q_full[s], parity);
-                wgmma_fence();
-                issue_xt<Cfg>(st, no_frags, k_rows, q_tile + qcol0 * Cfg::kSwizzleBytes);
-                wgmma_commit_group();
-            }
             /* This block's rows are complete since the bar(ds) of the block
              * before; P^T and dS^T read them where they use them. */
             float dpt[kSN / 2];
@@ -481,11 +471,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             wgmma_fence();
             issue_xt<Cfg>(dpt, no_frags, v_rows, do_tile + qcol0 * Cfg::kSwizzleBytes);
             wgmma_commit_group();
-            if constexpr (!kPrefetchS) {
-                wgmma_fence_operands(st);
-                wgmma_fence_operands(dpt);
-                wgmma_wait_group<1>();
-            }
             wgmma_fence_operands(st);
 
             /* P^T = exp2(S^T scale_log2 - lse_log2), masked to 0; st keeps P^T
@@ -504,27 +489,13 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
             }
             if (masked) /* only blocks on a mask edge or the end of the queries */
                 bwd_mask<Cfg>(st, pr, w, my_key, row_first + qcol0 + 2 * (lane % 4));
-            if constexpr (Cfg::kSplitDim) {
 #pragma unroll
-                for (int j = 0; j < kSN / 8; ++j)
+            for (int j = 0; j < kSN / 8; ++j)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        st_shared_u32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), pr[2 * j + h]);
-            }
-
-            if constexpr (!Cfg::kSplitDim) {
-                /* dV += P^T dO */
-                wgmma_fence();
-                issue_kv_rs<Cfg>(dv, pr, do_tile);
-                wgmma_commit_group();
-                wgmma_fence_operands(dv);
-                wgmma_fence_operands(pr);
-                wgmma_fence_operands(dpt);
-                wgmma_wait_group<1>();
-            } else {
-                wgmma_fence_operands(dpt);
-                wgmma_wait_group<0>();
-            }
+                for (int h = 0; h < 2; ++h)
+                    st_shared_u32(smem_u32(smem.p[i % 2]) + kq_offset(kq, qcol0 / 8 + j, h), pr[2 * j + h]);
+            wgmma_fence_operands(dpt);
+            wgmma_wait_group<0>();
             wgmma_fence_operands(dpt);
 
             /* dS^T = P^T (dP^T - dpsum) [soft-cap derivative], 16-bit, into ds. */
@@ -541,14 +512,6 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 }
             }
 
-            if constexpr (!Cfg::kSplitDim) {
-                /* dK += dS^T Q */
-                wgmma_fence();
-                issue_kv_rs<Cfg>(dk, dsr, q_tile);
-                wgmma_commit_group();
-                wgmma_fence_operands(dk);
-                wgmma_fence_operands(dsr);
-            }
             cp_async_wait_all(); /* this thread's row copies have landed */
             fence_smem_to_async();
             __syncwarp(); /* bar.sync with converged warps (the mask pass may branch) */
@@ -566,79 +529,39 @@ __device__ __forceinline__ void attn_bwd_consumer_cols(const mgpu_attention_bwd_
                 wgmma_commit_group();
                 wgmma_fence_operands(st);
             };
-            if constexpr (Cfg::kSplitDim) {
-                static_assert(kPrefetchS, "the split layout always issues the next S^T here");
-                const uint32_t p_buf = smem_u32(smem.p[i % 2]);
-                issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
-                issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
-                wgmma_commit_group();
-                wgmma_fence_operands(dv);
-                wgmma_fence_operands(dk);
-                issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
-                wgmma_commit_group();
-                wgmma_fence_operands(dq);
-                /* S^T of the next block (on the idle stage after the last
-                 * block: no divergent wgmma path) runs while dQ leaves. */
-                issue_next_st();
-                wgmma_wait_group<1>(); /* dV, dK, dQ */
-                wgmma_fence_operands(dq);
-                wgmma_fence_operands(dk);
-                wgmma_fence_operands(dv);
-                /* dQ through this consumer's columns of the stage's Q and dO
-                 * tiles (read by nothing else any more) and bulk reductions. */
-                attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
-                /* the split dQ writer adds the staged boxes and releases the stage */
-                __syncwarp();
-                if (lane == 0)
-                    mbar_arrive(&smem.dq_full[s]);
-                __syncwarp();
-                /* The next S^T is complete before the loop's back edge. */
-                wgmma_wait_group<0>();
-                wgmma_fence_operands(st);
-                continue;
-            }
+            const uint32_t p_buf = smem_u32(smem.p[i % 2]);
+            issue_kv_ss<Cfg, kKV>(dv, p_buf, do_tile, col0);
+            issue_kv_ss<Cfg, kKV>(dk, ds_buf, q_tile, col0);
+            wgmma_commit_group();
+            wgmma_fence_operands(dv);
+            wgmma_fence_operands(dk);
             issue_dq<Cfg, kDqCols>(dq, ds_buf, k_tile, col0);
             wgmma_commit_group();
             wgmma_fence_operands(dq);
-            if constexpr (kPrefetchS) {
-                /* dV and dK (and with them the P^T, dS^T registers) are done
-                 * before S^T takes registers again. */
-                wgmma_wait_group<1>();
-                wgmma_fence_operands(dk);
-                wgmma_fence_operands(dv);
-                /* S^T of the next block runs while this block's dQ is written.
-                 * After the last block it is issued all the same on the idle
-                 * stage (its result is never read): no divergent wgmma path, so
-                 * the compiler keeps the groups asynchronous. */
-                issue_next_st();
-                wgmma_wait_group<1>();
-            } else {
-                wgmma_wait_group<0>();
-            }
+            /* S^T of the next block (on the idle stage after the last
+             * block: no divergent wgmma path) runs while dQ leaves. */
+            issue_next_st();
+            wgmma_wait_group<1>(); /* dV, dK, dQ */
             wgmma_fence_operands(dq);
             wgmma_fence_operands(dk);
             wgmma_fence_operands(dv);
-
-            /* Q and dO of this stage are no longer read. */
+            /* dQ through this consumer's columns of the stage's Q and dO
+             * tiles (read by nothing else any more) and bulk reductions. */
+            attn_bwd_stage_dq_split<Cfg, kDqCols>(q_tile, do_tile, col0, dq);
+            /* the split dQ writer adds the staged boxes and releases the stage */
             __syncwarp();
-            if (lane == 0) {
-                mbar_arrive(&smem.q_empty[s]);
-                mbar_arrive(&smem.do_empty[s]);
-            }
+            if (lane == 0)
+                mbar_arrive(&smem.dq_full[s]);
             __syncwarp();
-            if constexpr (Cfg::kDqWriter)
-                attn_bwd_stage_dq<Cfg, kDqCols>(smem, i, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
             /* The next S^T is complete before the loop's back edge (an
              * accumulator still in flight across it makes the compiler
              * serialize every wgmma); its P then overlaps dP^T. */
-            if constexpr (kPrefetchS) {
-                wgmma_wait_group<0>();
-                wgmma_fence_operands(st);
-            }
+            wgmma_wait_group<0>();
+            wgmma_fence_operands(st);
         }
     }
 
-    attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, Cfg::kSplitDim ? col0 : 0, dk, dv, consumer);
+    attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, col0, dk, dv, consumer);
 }
 
 /*
@@ -941,22 +864,19 @@ template <class Cfg>
 __device__ __forceinline__ void attn_bwd_consumer(const mgpu_attention_bwd_args &a, typename Cfg::SharedStorage &smem,
                                                   const AttnBwdWork &w, int consumer)
 {
-    /* One copy of the loop for both consumers where their column ranges are
-     * equal (head dims 64, 128, 256) or dK, dV are not split (head dim 96:
-     * consumer 1 computes kCols0 dQ columns from kCols0, inside the K tile,
-     * and stages its kCols1): half the code for the instruction cache, and
-     * both consumers meet bar(ds) at one instruction. */
-    static_assert(Cfg::kSplitDim || (Cfg::kCols0 >= Cfg::kCols1 && 2 * Cfg::kCols0 <= Cfg::kDimBlocks * Cfg::kSwizzleElems),
-                  "consumer 1's dQ columns inside the K tile");
+    /* One copy of the loop for both consumers (half the code for the
+     * instruction cache), except at head dim 192 whose split column ranges
+     * (128 and 64) need one each. */
+    static_assert(Cfg::kDeferDq != Cfg::kSplitDim, "head dims <= 128 defer dQ, the split ones do not");
     if constexpr (Cfg::kDeferDq) {
         attn_bwd_consumer_deferred<Cfg>(a, smem, w, consumer);
-    } else if constexpr (Cfg::kCols0 == Cfg::kCols1 || !Cfg::kSplitDim) {
-        attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+    } else if constexpr (Cfg::kCols0 == Cfg::kCols1) {
+        attn_bwd_consumer_split<Cfg, Cfg::kCols0>(a, smem, w, consumer);
     } else {
         if (consumer == 0)
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols0>(a, smem, w, consumer);
+            attn_bwd_consumer_split<Cfg, Cfg::kCols0>(a, smem, w, consumer);
         else
-            attn_bwd_consumer_cols<Cfg, Cfg::kCols1>(a, smem, w, consumer);
+            attn_bwd_consumer_split<Cfg, Cfg::kCols1>(a, smem, w, consumer);
     }
 }
 

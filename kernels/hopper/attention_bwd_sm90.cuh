@@ -38,10 +38,11 @@
  *     writer adds the boxes into the fp32 dq_accum with one tensor bulk
  *     reduction each (deterministic: in the block's turn, so the consumers
  *     never wait for a turn inside the loop) and releases the stage.
- *     The kBlockM lse_log2 and dpsum values of each block are copied by warp
- *     0 of each consumer (cp.async) during the block before into one of two
- *     row buffers, complete before that block's bar(ds) (named barriers
- *     order them).
+ *     The kBlockM lse_log2 and dpsum values of each block: head dims 192,
+ *     256 copy them with warp 0 of each consumer (cp.async) during the block
+ *     before into one of two row buffers, complete before that block's
+ *     bar(ds) (named barriers order them); head dims <= 128 per warp (the
+ *     deferred-dQ loop).
  *     Two layouts of the work between the consumers (AttnBwdTile):
  *       kSplitDim = 0 (head dims <= 128, kBlockN = 128): consumer c owns keys
  *         [64c, 64c + 64): S^T, dP^T are 64 x kBlockM per consumer, P^T and
@@ -51,9 +52,12 @@
  *         the query columns [32c, 32c + 32) of S^T, dP^T for all 64 keys,
  *         writes P^T and dS^T to shared memory, and owns a column range of
  *         dV, dK and dQ (dK, dV then fit in registers).
- *     dQ's columns are split between the consumers in both layouts; a named
- *     barrier over the 256 consumer threads publishes each dS^T (two buffers,
- *     so one barrier per query block suffices).
+ *     dQ's columns are split between the consumers in both layouts. With
+ *     kSplitDim a named barrier over the 256 consumer threads publishes each
+ *     dS^T (two buffers, so one barrier per query block suffices); without,
+ *     each consumer computes a block's dQ one block later and waits only for
+ *     the other's announcement that its half of that dS^T is written
+ *     (attn_bwd_consumer_deferred, decision 073).
  *   Epilogue: dK (times softmax_scale) and dV straight from registers: 16-bit
  *   stores clipped to seqlen_k when group_size == 1, else fp32 adds into
  *   dk_accum / dv_accum (deterministic: query-head order behind dkv_semaphore).
