@@ -301,6 +301,17 @@ __device__ __forceinline__ void bwd_load_row(float2 (&v)[Cfg::kSN / 8], uint32_t
         v[j] = ld_shared_f32x2(addr + 32 * j);
 }
 
+/* The soft-cap's factors for bwd_probs_chunk: tanh's argument is the score
+ * times pre, the capped score tanh times post (both 0 without a soft-cap). */
+struct BwdSoftcap {
+    float pre, post;
+};
+
+__device__ __forceinline__ BwdSoftcap bwd_softcap(const mgpu_attention_bwd_args &a)
+{
+    return {a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f, a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f};
+}
+
 /* P^T = exp2(S^T scale_log2 - lse_log2) of the thread's query chunk j
  * (columns 8 j + 2 (lane % 4) + {0, 1}, whose lse_log2 values are lse),
  * unmasked: pr gets it as 16-bit pairs (the A operand of dV), st keeps P^T
@@ -426,8 +437,8 @@ __device__ __forceinline__ void attn_bwd_consumer_split(const mgpu_attention_bwd
     for (int i = 0; i < kKV / 2; ++i)
         dk[i] = dv[i] = 0.f;
 
-    const float pre = a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f;
-    const float post = a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f;
+    const BwdSoftcap cap = bwd_softcap(a);
+    const float pre = cap.pre, post = cap.post;
     const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
     const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
     const int key_first = w.n_block * Cfg::kBlockN; /* first key of the block in the sequence */
@@ -647,7 +658,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                                                            typename Cfg::SharedStorage &smem, const AttnBwdWork &w,
                                                            int consumer)
 {
-    static_assert(!Cfg::kSplitDim && Cfg::kDqWriter, "the deferred-dQ loop: whole key rows per consumer, the dQ writer");
+    static_assert(!Cfg::kSplitDim && Cfg::kDqWriter, "the deferred-dQ loop: whole key rows, the dQ writer");
     /* One copy of the loop for both consumers: at head dim 96 consumer 1
      * computes kCols0 dQ columns from kCols0 (inside the K tile) and stores
      * its kCols1, as the per-block loop does. */
@@ -675,8 +686,8 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
     for (int i = 0; i < kKV / 2; ++i)
         dk[i] = dv[i] = 0.f;
 
-    const float pre = a.softcap > 0.f ? a.softmax_scale / a.softcap : 0.f;
-    const float post = a.softcap > 0.f ? a.softcap / a.softmax_scale : 0.f;
+    const BwdSoftcap cap = bwd_softcap(a);
+    const float pre = cap.pre, post = cap.post;
     const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
     const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
     const int key_first = w.n_block * Cfg::kBlockN;
