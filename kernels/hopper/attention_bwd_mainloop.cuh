@@ -679,18 +679,17 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
     };
     const int other = 1 - consumer;
     const int col0 = consumer == 0 ? 0 : Cfg::kCols0;
-    const int key0 = Cfg::kSM * consumer;
+    const int key0 = Cfg::kSM * consumer;        /* this consumer's keys within the block */
+    const int key_first = w.n_block * Cfg::kBlockN; /* the block's first key in the sequence */
+    const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
+    const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
+    const BwdSoftcap cap = bwd_softcap(a);
+    const float pre = cap.pre, post = cap.post;
 
     float dk[kKV / 2], dv[kKV / 2];
 #pragma unroll
     for (int i = 0; i < kKV / 2; ++i)
         dk[i] = dv[i] = 0.f;
-
-    const BwdSoftcap cap = bwd_softcap(a);
-    const float pre = cap.pre, post = cap.post;
-    const uint32_t k_tile = smem_u32(smem.k), v_tile = smem_u32(smem.v);
-    const uint32_t k_rows = k_tile + key0 * Cfg::kSwizzleBytes, v_rows = v_tile + key0 * Cfg::kSwizzleBytes;
-    const int key_first = w.n_block * Cfg::kBlockN;
 
     if (w.m_block_begin < w.m_block_end) {
         float4 rows_next = make_float4(0.f, 0.f, 0.f, 0.f);
