@@ -7,8 +7,9 @@
  * ...; stage s = i % kStages, parity (i / kStages) & 1): wait q_empty[s],
  * Q[m] on q_full[s]; wait do_empty[s], dO[m] on do_full[s]. Empty barriers
  * start "free" (the first round waits for the parity before the first phase).
- * The lse_log2 / dpsum rows of block i are staged by the consumers in row
- * buffer i % 2 (attn_bwd_rows_issue, then cp_async_wait_all).
+ * The lse_log2 / dpsum rows of block i are staged by the consumers: in row
+ * buffer i % 2 (attn_bwd_rows_issue, then cp_async_wait_all) for the split
+ * head dims, per warp for the others (attn_bwd_consumer_deferred).
  *
  * Query blocks go from last to first: every key block's CTA then meets a
  * given query block after the same number of steps from its own start (the
