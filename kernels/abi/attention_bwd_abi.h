@@ -170,8 +170,9 @@
  *       192       64       64       2        1          0         128           64     183 296
  *       256       64       64       2        1          0         128          128     232 448
  * stages: buffers of Q and of dO (the lse_log2 and dpsum rows have two
- * buffers of their own, two per consumer warp at head dims 64 and 96, none
- * in shared memory at 128 on sm_90a). dq_buffers: shared fp32 dQ tiles (block_m x
+ * buffers of their own, two per consumer warp at head dims 64 and 96; the
+ * sm_90a kernel keeps head dim 128's in registers, its two buffers unused).
+ * dq_buffers: shared fp32 dQ tiles (block_m x
  * head_dim) of the dQ writer, whose dq_accum tiles are in fragment order (0:
  * row-major tiles, added without a dQ writer). dq_cols0: dQ
  * columns of consumer 0 (consumer 1 has the rest). dq_box_cols: columns of
