@@ -42,16 +42,6 @@ __device__ __forceinline__ void bwd_barrier_sync(int id, int threads)
     asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/* threadIdx.x read by a volatile instruction: what derives from it is
- * recomputed where it is used instead of being held in registers across the
- * consumers' loop (whose registers the accumulators need). */
-__device__ __forceinline__ uint32_t opaque_tid_x()
-{
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-    return tid;
-}
-
 /* Counts this thread in at named barrier `id` without waiting (the
  * non-.aligned barrier.arrive, as bwd_barrier_sync). */
 __device__ __forceinline__ void bwd_barrier_arrive(int id, int threads)

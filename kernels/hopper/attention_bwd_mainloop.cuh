@@ -738,16 +738,16 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                 bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][2 * (lane % 4)]));
                 bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][2 * (lane % 4)]));
             }
+            /* dP^T's accumulator starts as the dpsum values (each query's in
+             * both of the thread's keys): it ends as dpsum - dP^T. */
             float dpt[kSN / 2];
-            {
 #pragma unroll
-                for (int j = 0; j < kSN / 8; ++j)
+            for (int j = 0; j < kSN / 8; ++j)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        dpt[4 * j + 2 * h] = dps[j].x;
-                        dpt[4 * j + 2 * h + 1] = dps[j].y;
-                    }
-            }
+                for (int h = 0; h < 2; ++h) {
+                    dpt[4 * j + 2 * h] = dps[j].x;
+                    dpt[4 * j + 2 * h + 1] = dps[j].y;
+                }
             mbar_wait(&smem.do_full[s], parity);
             wgmma_fence();
             issue_xt<Cfg, true>(dpt, v_frags, v_rows, do_tile);

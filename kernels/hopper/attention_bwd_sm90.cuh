@@ -84,6 +84,7 @@
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
 #include "common/shared_memory.cuh"
+#include "common/thread_index.cuh"
 #include "hopper/attention_bwd_tile_size.cuh"
 #include "hopper/attention_fwd_mask.cuh"    /* AttnMask */
 #include "hopper/attention_fwd_softmax.cuh" /* fast_exp2, fast_tanh */

@@ -32,6 +32,7 @@
 #include "common/barrier.cuh"
 #include "common/numeric.cuh"
 #include "common/shared_memory.cuh"
+#include "common/thread_index.cuh"
 #include "hopper/attention_fwd_mask.cuh"
 #include "hopper/attention_fwd_softmax.cuh"
 #include "hopper/attention_fwd_tile_scheduler.cuh"
@@ -209,9 +210,7 @@ __device__ __forceinline__ void gather_kv_tile(uint8_t *tile, uint64_t *bar, uin
     /* The thread index read here (volatile: not hoisted), so that what
      * derives from it is not held in registers across the producer's loops
      * (24 registers). */
-    uint32_t tid;
-    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
-    const int thread = static_cast<int>(tid % Cfg::kWarpgroupThreads);
+    const int thread = static_cast<int>(opaque_tid_x() % Cfg::kWarpgroupThreads);
     const int chunk = thread % kChunks, row = thread / kChunks;
     uint32_t dst = smem_u32(tile) + row * Cfg::kSwizzleBytes + ((chunk ^ (row % 8)) * 16);
     const uint64_t offset = static_cast<uint64_t>(row * row_stride) * Cfg::kElementBytes + chunk * 16;
