@@ -892,8 +892,9 @@ static int decode64_short_pays(const struct mgpu_attention_plan *plan, int sms)
  * 64-row entry (two CTAs an SM at d64) split to about two CTAs an SM, at
  * most twice the planner's splits and where the splits do grow; packed GQA
  * calls only (those measured; unpacked d64 has decode64_pays's rule). H200,
- * GPU time, GQA 64/8 (decision 072): 8 x 32768 keys, 16-row pages 178-179 -> 142-144 us (contiguous 131), 64-row
- * pages 153 -> 132; 8 x 8192, 16-row pages 50.0 -> 42.2 (contiguous 38.0).
+ * GPU time, GQA 64/8 (decision 072): 8 x 32768 keys, 16-row pages 178-179
+ * -> 142-144 us (contiguous 131), 64-row pages 153 -> 132; 8 x 8192, 16-row
+ * pages 50.0 -> 42.2 (contiguous 38.0).
  * Returns the split count, or 0 (the rule does not apply, or splits or the
  * entry are forced). */
 static int paged_d64_splits(const struct mgpu_attention_problem *p, const struct mgpu_attention_plan *plan64,
