@@ -649,38 +649,42 @@ static void test_sm100_cta_map(void)
     }
 }
 
-/* The sm_90a grid (mgpu_attention_bwd_sm90_cta) for every pair_group: each
- * (key block, pair) once, pair_group 1 is key blocks fastest, and the
- * deterministic turns wait only for CTAs of a smaller index: key block kb - 1
- * of the pair (dQ) and the pair before, same key block (dK / dV: the query
- * head before in the group; same sequence, since a group's heads are
- * consecutive pairs). */
+/* The sm_90a grid (mgpu_attention_bwd_sm90_cta) for every pair_group, both
+ * modes: each (key block, pair) once, pair_group 1 is key blocks fastest
+ * (deterministic: in decreasing order), and the deterministic turns wait only
+ * for CTAs of a smaller index: key block kb + 1 of the pair (dQ, whose turns
+ * go in decreasing key-block order on sm_90a) and the pair before, same key
+ * block (dK / dV: the query head before in the group; same sequence, since a
+ * group's heads are consecutive pairs). */
 static void test_sm90_cta_map(void)
 {
     enum { MAX_PAIRS = 13, MAX_BLOCKS = 9 };
-    for (int pairs = 1; pairs <= MAX_PAIRS; pairs++) {
-        for (int n_blocks = 1; n_blocks <= MAX_BLOCKS; n_blocks++) {
-            for (int group = 1; group <= pairs; group++) {
-                int at[MAX_PAIRS][MAX_BLOCKS];
-                memset(at, 0xff, sizeof at);
-                int bad = 0;
-                for (int x = 0; x < pairs * n_blocks; x++) {
-                    int kb = -1, pair = -1;
-                    mgpu_attention_bwd_sm90_cta(x, n_blocks, pairs, group, &kb, &pair);
-                    if (kb < 0 || kb >= n_blocks || pair < 0 || pair >= pairs || at[pair][kb] >= 0) {
-                        bad++;
-                        continue;
+    for (int det = 0; det <= 1; det++) {
+        for (int pairs = 1; pairs <= MAX_PAIRS; pairs++) {
+            for (int n_blocks = 1; n_blocks <= MAX_BLOCKS; n_blocks++) {
+                for (int group = 1; group <= pairs; group++) {
+                    int at[MAX_PAIRS][MAX_BLOCKS];
+                    memset(at, 0xff, sizeof at);
+                    int bad = 0;
+                    for (int x = 0; x < pairs * n_blocks; x++) {
+                        int kb = -1, pair = -1;
+                        mgpu_attention_bwd_sm90_cta(x, n_blocks, pairs, group, det, &kb, &pair);
+                        if (kb < 0 || kb >= n_blocks || pair < 0 || pair >= pairs || at[pair][kb] >= 0) {
+                            bad++;
+                            continue;
+                        }
+                        at[pair][kb] = x;
+                        if (group == 1)
+                            bad += kb != (det ? n_blocks - 1 - x % n_blocks : x % n_blocks) || pair != x / n_blocks;
                     }
-                    at[pair][kb] = x;
-                    if (group == 1)
-                        bad += kb != x % n_blocks || pair != x / n_blocks;
+                    for (int pair = 0; pair < pairs; pair++)
+                        for (int kb = 0; kb < n_blocks; kb++)
+                            bad += at[pair][kb] < 0 || (pair > 0 && at[pair - 1][kb] >= at[pair][kb]) ||
+                                   (det ? kb + 1 < n_blocks && at[pair][kb + 1] >= at[pair][kb]
+                                        : kb > 0 && at[pair][kb - 1] >= at[pair][kb]);
+                    CHECK(bad == 0, "deterministic %d, pairs %d, n_blocks %d, pair_group %d: sm_90a CTA map, %d errors",
+                          det, pairs, n_blocks, group, bad);
                 }
-                for (int pair = 0; pair < pairs; pair++)
-                    for (int kb = 0; kb < n_blocks; kb++)
-                        bad += at[pair][kb] < 0 || (kb > 0 && at[pair][kb - 1] >= at[pair][kb]) ||
-                               (pair > 0 && at[pair - 1][kb] >= at[pair][kb]);
-                CHECK(bad == 0, "pairs %d, n_blocks %d, pair_group %d: sm_90a CTA map, %d errors", pairs, n_blocks,
-                      group, bad);
             }
         }
     }

@@ -258,11 +258,12 @@ template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bwd_args &a, const CUtensorMap *dq_map,
                                                          typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
-    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+    const int count = w.m_block_end - w.m_block_begin;
+    for (int i = 0, m = w.m_first; i < count; ++i, m += w.m_step) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
-        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        const int turn = attn_bwd_last_n_block<Cfg>(w, m) - w.n_block;
         if (a.deterministic) {
             while (ld_acquire_s32(sem) != turn) {
             }
@@ -299,7 +300,9 @@ __device__ __forceinline__ void attn_bwd_store_dq(typename Cfg::SharedStorage &s
 {
     const int thread = static_cast<int>(threadIdx.x) % Cfg::kWarpgroupThreads;
     const int b = i % Cfg::kDqBuffers;
-    mbar_wait(&smem.dq_empty[b], ((i / Cfg::kDqBuffers) & 1) ^ 1);
+    MGPU_ATTN_BWD_TIMED(kBwdTlDqEmpty0 + static_cast<int>(opaque_tid_x()) / Cfg::kWarpgroupThreads - 1,
+                        opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                        mbar_wait(&smem.dq_empty[b], ((i / Cfg::kDqBuffers) & 1) ^ 1));
     const uint32_t base = smem_u32(&smem.dq[b][Cfg::kBlockM * col0 + 4 * thread]);
 #pragma unroll
     for (int q = 0; q < kN / 8; ++q) {
@@ -338,18 +341,18 @@ template <class Cfg>
 __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args &a,
                                                    typename Cfg::SharedStorage &smem, const AttnBwdWork &w)
 {
-    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+    const int count = w.m_block_end - w.m_block_begin;
+    for (int i = 0, m = w.m_first; i < count; ++i, m += w.m_step) {
         const int b = i % Cfg::kDqBuffers;
         float *dst = reinterpret_cast<float *>(a.dq_accum) +
                      (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
-        const int turn = w.n_block - attn_bwd_first_n_block<Cfg>(w, m);
+        const int turn = attn_bwd_last_n_block<Cfg>(w, m) - w.n_block;
         if (a.deterministic) {
-            while (ld_acquire_s32(sem) != turn) {
-            }
+            MGPU_ATTN_BWD_TIMED(kBwdTlTurn, true, while (ld_acquire_s32(sem) != turn){});
             fence_global_async_proxy();
         }
-        mbar_wait(&smem.dq_full[b], (i / Cfg::kDqBuffers) & 1);
+        MGPU_ATTN_BWD_TIMED(kBwdTlDqFull, true, mbar_wait(&smem.dq_full[b], (i / Cfg::kDqBuffers) & 1));
         ptx::cp_reduce_async_bulk(ptx::space_global, ptx::space_shared, ptx::op_add, dst, &smem.dq[b][0],
                                   static_cast<uint32_t>(Cfg::kDqTileBytes));
         ptx::cp_async_bulk_commit_group();
@@ -361,12 +364,13 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
             /* The reduction's writes are complete, ordered before this
              * thread's generic-proxy accesses, then released at GPU scope by
              * the store itself (st.release, as in ordered_release). */
-            ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+            MGPU_ATTN_BWD_TIMED(kBwdTlDqComplete, true, ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{}));
             fence_global_async_proxy();
             st_release_s32(sem, turn + 1);
         }
     }
     ptx::cp_async_bulk_wait_group(ptx::n32_t<0>{});
+    MGPU_ATTN_BWD_STAMP(kBwdTlWriterDone, true);
 }
 
 /*

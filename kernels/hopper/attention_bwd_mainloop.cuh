@@ -3,20 +3,27 @@
  * over query blocks.
  *
  * Producer (thread 0 of warpgroup 0): K[n], V[n] on kv_full; then per query
- * block m, from the last one the mask leaves down to the first (i = 0, 1,
- * ...; stage s = i % kStages, parity (i / kStages) & 1): wait q_empty[s],
+ * block m the mask leaves, in the work's order (AttnBwdWork::m_first, m_step;
+ * i = 0, 1, ...; stage s = i % kStages, parity (i / kStages) & 1): wait q_empty[s],
  * Q[m] on q_full[s]; wait do_empty[s], dO[m] on do_full[s]. Empty barriers
  * start "free" (the first round waits for the parity before the first phase).
  * The lse_log2 / dpsum rows of block i are staged by the consumers: in row
  * buffer i % 2 (attn_bwd_rows_issue, then cp_async_wait_all) for the split
  * head dims, per warp for the others (attn_bwd_consumer_deferred).
  *
- * Query blocks go from last to first: every key block's CTA then meets a
- * given query block after the same number of steps from its own start (the
- * last block is common to all, or later for later key blocks under a
- * window), so the deterministic mode's in-order dQ adds never make a CTA
- * wait for another that is many blocks behind (ascending order would
- * stagger causal CTAs by two blocks per key block).
+ * The order of the query blocks. Non-deterministic calls go from the last to
+ * the first (the diagonal blocks of a causal mask, cheaper, come last).
+ * Deterministic calls go from the first to the last, and their dQ adds into a
+ * query block in decreasing key-block order (the ABI's grid launches the key
+ * blocks of a pair in that order): the key block whose turn comes next then
+ * meets a query block as many blocks later in its own loop as the mask
+ * shifts its range (two under a causal diagonal, kBlockN = 2 kBlockM), so its
+ * dQ writer seldom waits for the one before. From the last to the first with
+ * turns in increasing order, every key block of a pair met a query block at
+ * the same step, and each turn waited for the one before it (the reduction's
+ * completion and the semaphore's round trip, a chain as long as the key
+ * blocks running together): measured, that cost causal calls about 8 % of
+ * their time (decision 074).
  *
  * Consumers, two loops:
  *   head dims <= 128 (kSplitDim = 0, consumer c owns keys [64c, 64c + 64),
@@ -111,19 +118,20 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
         else
             return Cfg::kQTileBytes;
     }();
-    for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+    const int count = w.m_block_end - w.m_block_begin;
+    for (int i = 0, m = w.m_first; i < count; ++i, m += w.m_step) {
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         const int q_row = w.q_offset + m * Cfg::kBlockM;
         const int64_t row0 = w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM;
-        mbar_wait(&smem.q_empty[s], parity ^ 1);
+        MGPU_ATTN_BWD_TIMED(kBwdTlStageEmpty, true, mbar_wait(&smem.q_empty[s], parity ^ 1));
         mbar_arrive_expect_tx(&smem.q_full[s], kStageBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.q[s], &p.tmap_q, &smem.q_full[s], q_row, w.head_q, w.tma_batch);
         if constexpr (kRowsOnStage)
             ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, smem.lse[s],
                                reinterpret_cast<const float *>(p.args.lse_log2) + row0, Cfg::kRowBytes,
                                &smem.q_full[s]);
-        mbar_wait(&smem.do_empty[s], parity ^ 1);
+        MGPU_ATTN_BWD_TIMED(kBwdTlStageEmpty, true, mbar_wait(&smem.do_empty[s], parity ^ 1));
         mbar_arrive_expect_tx(&smem.do_full[s], kStageBytes);
         bwd_load_tile<Cfg, Cfg::kQBlockBytes>(smem.dout[s], &p.tmap_do, &smem.do_full[s], q_row, w.head_q,
                                               w.tma_batch);
@@ -132,6 +140,7 @@ __device__ __forceinline__ void attn_bwd_producer(const mgpu_attention_bwd_param
                                reinterpret_cast<const float *>(p.args.dpsum) + row0, Cfg::kRowBytes,
                                &smem.do_full[s]);
     }
+    MGPU_ATTN_BWD_STAMP(kBwdTlProducerDone, true);
 }
 
 /*
@@ -449,7 +458,7 @@ __device__ __forceinline__ void attn_bwd_consumer_split(const mgpu_attention_bwd
 
     if (w.m_block_begin < w.m_block_end) {
         /* The first block's rows, published by one bar(ds) before the loop. */
-        attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_block_end - 1, 0, consumer, thread);
+        attn_bwd_rows_issue<Cfg>(a, smem, w, w.m_first, 0, consumer, thread);
         cp_async_wait_all(); /* this thread's row copies have landed */
         __syncwarp();
         bwd_barrier_sync(kBwdBarrierDs, Cfg::kConsumerThreads);
@@ -465,16 +474,18 @@ __device__ __forceinline__ void attn_bwd_consumer_split(const mgpu_attention_bwd
         wgmma_wait_group<0>();
         wgmma_fence_operands(st);
 
-        for (int m = w.m_block_end - 1, i = 0; m >= w.m_block_begin; --m, ++i) {
+        const int m_stop = w.m_step > 0 ? w.m_block_end : w.m_block_begin - 1;
+        int i = 0;
+        for (int m = w.m_first; m != m_stop; m += w.m_step, ++i) {
             const int s = i % Cfg::kStages;
             const uint32_t parity = (i / Cfg::kStages) & 1;
             const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
             const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
             const int rb = i % 2; /* row buffer of this block */
-            const bool has_next = m > w.m_block_begin;
+            const bool has_next = m + w.m_step != m_stop;
             /* The next block's rows: copied now, complete before this block's bar(ds). */
             if (has_next)
-                attn_bwd_rows_issue<Cfg>(a, smem, w, m - 1, (i + 1) % 2, consumer, thread);
+                attn_bwd_rows_issue<Cfg>(a, smem, w, m + w.m_step, (i + 1) % 2, consumer, thread);
 
             /* This block's rows are complete since the bar(ds) of the block
              * before; P^T and dS^T read them where they use them. */
@@ -695,9 +706,9 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
     if (w.m_block_begin < w.m_block_end) {
         float4 rows_next = make_float4(0.f, 0.f, 0.f, 0.f);
         if constexpr (Cfg::kRowsInRegs)
-            rows_next = bwd_rows_lane<Cfg>(a, w, w.m_block_end - 1, tid() % 32);
+            rows_next = bwd_rows_lane<Cfg>(a, w, w.m_first, tid() % 32);
         else
-            attn_bwd_rows_issue_warp<Cfg>(a, smem, w, w.m_block_end - 1, 0, 4 * consumer + tid() / 32, tid() % 32);
+            attn_bwd_rows_issue_warp<Cfg>(a, smem, w, w.m_first, 0, 4 * consumer + tid() / 32, tid() % 32);
         mbar_wait(&smem.kv_full, 0);
         uint32_t k_frags[Cfg::kKVFragRegs], v_frags[Cfg::kKVFragRegs];
         if constexpr (Cfg::kKVFrags) {
@@ -715,26 +726,28 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
         wgmma_fence_operands(st);
         if (consumer == 1)
             bwd_barrier_sync(kBwdBarrierStagger, Cfg::kConsumerThreads);
+        MGPU_ATTN_BWD_STAMP(kBwdTlLoopBegin, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0);
 
+        const int count = w.m_block_end - w.m_block_begin;
         int i = 0;
-        for (int m = w.m_block_end - 1; m >= w.m_block_begin; --m, ++i) {
+        for (int m = w.m_first; i < count; ++i, m += w.m_step) {
             const int s = i % Cfg::kStages;
             const uint32_t parity = (i / Cfg::kStages) & 1;
             const uint32_t q_tile = smem_u32(smem.q[s]), do_tile = smem_u32(smem.dout[s]);
-            const bool has_next = m > w.m_block_begin;
+            const bool has_next = i + 1 < count;
             float2 lse_row[kSN / 8], dps[kSN / 8];
             const int lane = tid() % 32;
             if constexpr (Cfg::kRowsInRegs) {
                 bwd_rows_shuffle<Cfg>(lse_row, dps, rows_next, lane);
                 if (has_next)
-                    rows_next = bwd_rows_lane<Cfg>(a, w, m - 1, lane);
+                    rows_next = bwd_rows_lane<Cfg>(a, w, m + w.m_step, lane);
             } else {
                 cp_async_wait_all(); /* this warp's rows of block i */
                 __syncwarp();        /* every lane's copies landed; every lane is done with block i - 1's */
                 const int gwarp = 4 * consumer + tid() / 32; /* row buffers 2 gwarp + i % 2 */
                 const int rb = 2 * gwarp + i % 2;
                 if (has_next)
-                    attn_bwd_rows_issue_warp<Cfg>(a, smem, w, m - 1, (i + 1) % 2, gwarp, lane);
+                    attn_bwd_rows_issue_warp<Cfg>(a, smem, w, m + w.m_step, (i + 1) % 2, gwarp, lane);
                 bwd_load_row<Cfg>(lse_row, smem_u32(&smem.lse[rb][2 * (lane % 4)]));
                 bwd_load_row<Cfg>(dps, smem_u32(&smem.dpsum[rb][2 * (lane % 4)]));
             }
@@ -748,7 +761,8 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                     dpt[4 * j + 2 * h] = dps[j].x;
                     dpt[4 * j + 2 * h + 1] = dps[j].y;
                 }
-            mbar_wait(&smem.do_full[s], parity);
+            MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDoFull, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                mbar_wait(&smem.do_full[s], parity));
             wgmma_fence();
             issue_xt<Cfg, true>(dpt, v_frags, v_rows, do_tile);
             wgmma_commit_group();
@@ -782,14 +796,17 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             wgmma_fence_operands(dv);
             wgmma_fence_operands(pr);
             wgmma_fence_operands(dpt);
-            wgmma_wait_group<1>();
+            MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDpt, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                wgmma_wait_group<1>());
             wgmma_fence_operands(dpt);
 
             /* The other consumer's dS^T(i - 1) is published and its dQ(i - 2)
              * no longer reads ds[i % 2]. */
             __syncwarp();
             if (i > 0)
-                bwd_barrier_sync(kBwdBarrierAnnounce + 2 * other + (i - 1) % 2, Cfg::kConsumerThreads);
+                MGPU_ATTN_BWD_TIMED(kBwdTlAnnounce0 + consumer, opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                    bwd_barrier_sync(kBwdBarrierAnnounce + 2 * other + (i - 1) % 2,
+                                                     Cfg::kConsumerThreads));
 
             const uint32_t ds_buf = smem_u32(smem.ds[i % 2]);
             const uint32_t kq = kq_base(key0, tid() / 32, tid() % 32);
@@ -820,7 +837,8 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             issue_dq<Cfg, kDqCols>(dq, smem_u32(smem.ds[(i + 1) % 2]), k_tile, col0);
             wgmma_commit_group();
             wgmma_fence_operands(dq);
-            wgmma_wait_group<1>(); /* dV, dK */
+            MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDkv, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                wgmma_wait_group<1>()); /* dV, dK */
             wgmma_fence_operands(dk);
             wgmma_fence_operands(dv);
             /* Q and dO of this stage are no longer read. */
@@ -835,23 +853,28 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             {
                 const int s1 = (i + 1) % Cfg::kStages;
                 if (has_next)
-                    mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1);
+                    MGPU_ATTN_BWD_TIMED_STEP(kBwdTlQFull, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                        mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1));
                 __syncwarp();
                 wgmma_fence();
                 issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[s1]));
                 wgmma_commit_group();
                 wgmma_fence_operands(st);
             }
-            wgmma_wait_group<1>(); /* dQ(i - 1) */
+            MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDq, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                wgmma_wait_group<1>()); /* dQ(i - 1) */
             wgmma_fence_operands(dq);
             if (i > 0) {
-                attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
+                MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDqStores, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                    attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0,
+                                                                    consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq));
                 if constexpr (!Cfg::kDqPublishLate)
                     attn_bwd_publish_dq<Cfg>(smem, i - 1);
             }
             __syncwarp();
             bwd_barrier_arrive(kBwdBarrierAnnounce + 2 * consumer + i % 2, Cfg::kConsumerThreads);
-            wgmma_wait_group<0>();
+            MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitSt, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                                wgmma_wait_group<0>());
             wgmma_fence_operands(st);
         }
         /* dQ of the last block, once the other consumer's half is in. */
@@ -865,10 +888,14 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
         wgmma_commit_group();
         wgmma_wait_group<0>();
         wgmma_fence_operands(dq);
-        attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0, consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq);
+        MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDqStores, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
+                            attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0,
+                                                            consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq));
+        MGPU_ATTN_BWD_STAMP(kBwdTlLoopEnd0 + consumer, opaque_tid_x() % Cfg::kWarpgroupThreads == 0);
     }
 
     attn_bwd_store_dkv<Cfg, kKV>(a, w, key0, 0, dk, dv, consumer);
+    MGPU_ATTN_BWD_STAMP(kBwdTlDkvStored, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0);
 }
 
 template <class Cfg>

@@ -9,7 +9,8 @@
  *   warpgroup 0 (setmaxnreg down to kProducerRegisters):
  *     thread 0, producer: loads K[n] and V[n] once (kv_full), then for
  *     every query block m the mask leaves for this key block, in decreasing
- *     m, into stage s = i % kStages (i counts the blocks): Q[m] (waits
+ *     m (deterministic: increasing), into stage s = i % kStages (i counts
+ *     the blocks): Q[m] (waits
  *     q_empty[s], arms q_full[s]) and dO[m] (do_empty[s] / do_full[s]). TMA
  *     tiles (128-byte swizzle) for Q, K, V, dO.
  *     thread 32, dQ writer (head dims <= 128): one bulk reduction of
@@ -86,6 +87,7 @@
 #include "common/shared_memory.cuh"
 #include "common/thread_index.cuh"
 #include "hopper/attention_bwd_tile_size.cuh"
+#include "hopper/attention_bwd_timeline.cuh"
 #include "hopper/attention_fwd_mask.cuh"    /* AttnMask */
 #include "hopper/attention_fwd_softmax.cuh" /* fast_exp2, fast_tanh */
 #include "hopper/warpgroup.cuh"
@@ -224,6 +226,8 @@ struct AttnBwdWork {
     int seqlen_q, seqlen_k;
     int m_block_begin; /* query blocks [begin, end) see some key of this block */
     int m_block_end;
+    int m_first;       /* the loops' first query block and step: m_block_end - 1 and -1, or */
+    int m_step;        /* (deterministic, attn_bwd_work) m_block_begin and +1 */
     int64_t q_row0;  /* first row of (sequence, query head) in the query-side scratch */
     int64_t k_row0;  /* first row of (sequence, kv head) in the key-side scratch */
     AttnMask mask;
@@ -280,26 +284,47 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
         w.m_block_begin = row_lo / Cfg::kBlockM;
         w.m_block_end = row_hi / Cfg::kBlockM + 1;
     }
+    w.m_first = w.m_block_end - 1;
+    w.m_step = -1;
     return w;
 }
 
 /* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
  * groups of pair_group, each group key block by key block (pair_group = 1:
- * key blocks fastest). */
+ * key blocks fastest; deterministic: key blocks in decreasing order, each
+ * walking its query blocks in increasing order). */
 template <class Cfg>
 __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
 {
     int n_block, pair;
-    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, &n_block, &pair);
-    return attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
+    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, a.deterministic, &n_block,
+                                &pair);
+    AttnBwdWork w = attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
+    if (a.deterministic) {
+        w.m_first = w.m_block_begin;
+        w.m_step = 1;
+    }
+    return w;
 }
 
-/* The first key block that query block m sees (the deterministic dQ turn is
- * n_block minus this). Same interval algebra as above, from the rows' side. */
+/* The first key block that query block m sees (the sm_100a kernel's
+ * deterministic dQ turn is n_block minus this). Same interval algebra as
+ * above, from the rows' side. */
 template <class Cfg>
 __device__ __forceinline__ int attn_bwd_first_n_block(const AttnBwdWork &w, int m_block)
 {
     return max(0, w.mask.key_begin(m_block * Cfg::kBlockM)) / Cfg::kBlockN;
+}
+
+/* The last key block that query block m sees (its last row sees the most
+ * keys): the sm_90a kernel's deterministic dQ turn is this minus n_block, the
+ * key blocks adding in decreasing order. Query block m of a key block's range
+ * has a row that sees a key, so the last row's key_end is at least 1. */
+template <class Cfg>
+__device__ __forceinline__ int attn_bwd_last_n_block(const AttnBwdWork &w, int m_block)
+{
+    const int row_last = min((m_block + 1) * Cfg::kBlockM, w.seqlen_q) - 1;
+    return (w.mask.key_end(row_last) - 1) / Cfg::kBlockN;
 }
 
 } // namespace sm90
@@ -325,6 +350,8 @@ __device__ __forceinline__ void attention_bwd(const mgpu_attention_bwd_params &p
         return;
 
     if (threadIdx.x == 0) {
+        MGPU_ATTN_BWD_TIMELINE_BEGIN(p.args, w.n_block, w.batch * p.args.heads_q + w.head_q,
+                                     w.m_block_end - w.m_block_begin);
         tma_prefetch_map(&p.tmap_q);
         tma_prefetch_map(&p.tmap_k);
         tma_prefetch_map(&p.tmap_v);
