@@ -216,18 +216,20 @@ static void check_kernels(const struct mgpu_attention_bwd_plan *plan, const stru
  * arguments, maps, scratch and grids exactly as the sm_90a one (y), except
  * the main grid of head dims 192 / 256 (the one documented exception, the
  * ABI's mgpu_attention_bwd_sm100_ctas): round_up(n_blocks, 2) CTAs per query
- * head instead of n_blocks, and the order of the sm_90a grid (pair_group,
- * which the sm_100a kernel does not read: 1 there). */
+ * head instead of n_blocks, and the order of the sm_90a grid (pair_group and
+ * key_blocks_down, which the sm_100a kernel does not read: 1 and 0 there). */
 static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgpu_attention_bwd_plan *y)
 {
     const int64_t per_head = (int64_t)x->args.heads_q * x->args.batch;
     const int64_t main90 = (int64_t)x->args.n_blocks * per_head;
     const int64_t main100 =
         x->args.head_dim > 128 ? ((int64_t)x->args.n_blocks + 1) / 2 * 2 * per_head : main90;
-    /* the 9.0 grid's order (pair_group, deterministic calls) is the 9.0 kernel's own */
+    /* the 9.0 grid's order (pair_group, key_blocks_down) is the 9.0 kernel's own */
     struct mgpu_attention_bwd_args y_args = y->args;
     y_args.pair_group = x->args.pair_group;
-    return x->args.pair_group == 1 && y->args.pair_group >= 1 && memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 &&
+    y_args.key_blocks_down = x->args.key_blocks_down;
+    return x->args.pair_group == 1 && y->args.pair_group >= 1 && x->args.key_blocks_down == 0 &&
+           memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 &&
            memcmp(&x->args, &y_args, sizeof x->args) == 0 &&
            memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
            memcmp(&x->v_map, &y->v_map, sizeof x->v_map) == 0 &&
@@ -500,6 +502,33 @@ static void test_plan(void)
     CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
     CHECK(plan.args.pair_group == (plan_device() == &hopper ? 32 : 1), "forced pair_group %d capped at the 32 pairs",
           plan.args.pair_group);
+    p.force_pair_group = 0;
+
+    /* key_blocks_down (sm_90a): deterministic, causal (or a right window alone), at most 64 query blocks */
+    CHECK(plan.args.key_blocks_down == 0, "deterministic, no mask: key blocks up");
+    const int on_hopper = plan_device() == &hopper;
+    struct {
+        int causal, left, right, seqlen_q, det, force, want;
+    } const kd[] = {
+        {1, -1, -1, 1000, 1, 0, on_hopper},   {0, -1, 0, 1000, 1, 0, on_hopper},  {1, -1, -1, 4096, 1, 0, on_hopper},
+        {1, -1, -1, 4097, 1, 0, 0},           {1, 256, -1, 1000, 1, 0, 0},        {0, 64, 64, 1000, 1, 0, 0},
+        {1, -1, -1, 1000, 0, 0, 0},           {1, -1, -1, 1000, 1, -1, 0},        {0, -1, -1, 1000, 1, 1, on_hopper},
+        {1, -1, -1, 8192, 0, 1, on_hopper},
+    };
+    for (size_t c = 0; c < sizeof kd / sizeof kd[0]; c++) {
+        d.causal = kd[c].causal;
+        d.window_left = kd[c].left;
+        d.window_right = kd[c].right;
+        d.seqlen_q = kd[c].seqlen_q;
+        d.deterministic = kd[c].det;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        p.force_keys_down = kd[c].force;
+        CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+        CHECK(plan.args.key_blocks_down == kd[c].want,
+              "causal %d, window (%d, %d), seqlen_q %d, deterministic %d, forced %d: key_blocks_down %d, want %d",
+              kd[c].causal, kd[c].left, kd[c].right, kd[c].seqlen_q, kd[c].det, kd[c].force,
+              plan.args.key_blocks_down, kd[c].want);
+    }
 
     /* varlen, MQA */
     d = base_desc();

@@ -95,14 +95,14 @@
  *           pair g * G + r % G' (mgpu_attention_bwd_sm90_cta). G = 1 is
  *           key blocks fastest: key block x % n_blocks of query head
  *           (x / n_blocks) % heads_q of sequence x / (n_blocks * heads_q).
- *           Deterministic calls (deterministic != 0) take each group's key
- *           blocks in decreasing order: key block n_blocks - 1 - r / G'.
- *           Either way the key block whose dQ turn comes before (k - 1, or
- *           k + 1 when deterministic, see below) of a pair and query head
- *           h - 1 of a key block and sequence come before, so the
- *           deterministic mode's waits only ever point at CTAs with a
- *           smaller index. (G > 1 launches neighbouring key blocks of a
- *           pair apart; the runtime picks G.)
+ *           With key_blocks_down = 1 each group's key blocks go in
+ *           decreasing order: key block n_blocks - 1 - r / G'. Either way
+ *           the key block whose dQ turn comes before (k - 1, or k + 1 with
+ *           key_blocks_down, see below) of a pair and query head h - 1 of a
+ *           key block and sequence come before, so the deterministic mode's
+ *           waits only ever point at CTAs with a smaller index. (G > 1
+ *           launches neighbouring key blocks of a pair apart; the runtime
+ *           picks G and key_blocks_down.)
  *           The sm_100a kernel reads no pair_group (the runtime passes 1)
  *           and keeps that order. Exception, its head dims 192 and 256: a CTA
  *           covers 128 keys (key blocks 2 k and 2 k + 1) and one of two
@@ -119,15 +119,14 @@
  *           (set CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES once).
  *
  * Deterministic mode (deterministic != 0): the adds into dq_accum of one query
- * block happen in one fixed key-block order (dq_semaphore counts them): on
- * sm_90a decreasing, each CTA walking its query blocks in increasing order, so
- * that the key block whose turn comes next reaches a query block as many
- * blocks later in its own loop as the mask shifts it (two at a causal
- * diagonal: the turns of one query block do not start in lock step); on
- * sm_100a increasing, its CTAs walking them in decreasing order (as sm_90a's
- * non-deterministic calls do). The adds into dk_accum / dv_accum of one key
- * block happen in increasing query-head order within the group
- * (dkv_semaphore). Same inputs, same launch: bitwise-identical
+ * block happen in one fixed key-block order (dq_semaphore counts them):
+ * increasing, each CTA walking its query blocks from the last to the first;
+ * or, sm_90a with key_blocks_down = 1, decreasing, each CTA walking its query
+ * blocks from the first to the last, so that under a causal mask the key
+ * block whose turn comes next meets a query block two blocks later in its own
+ * loop (the turns of one query block do not start in lock step). The adds
+ * into dk_accum / dv_accum of one key block happen in increasing query-head
+ * order within the group (dkv_semaphore). Same inputs, same launch: bitwise-identical
  * dq_accum / dk_accum / dv_accum. The semaphores end non-zero; the next call's
  * preprocess zeroes them. The sm_100a kernel for head dims 192 / 256 counts
  * both slices: the two CTAs of 128-key block k add (disjoint columns) to query
@@ -259,15 +258,15 @@ MGPU_ATTENTION_BWD_FN int64_t mgpu_attention_bwd_dq_offset(const struct mgpu_att
  * The sm_90a main kernel's CTA x (see "Launch" above): key block *n_block of
  * pair *pair = b * heads_q + h, for pairs = batch * heads_q and 1 <=
  * pair_group <= pairs (every product below the grid size, < 2^31); a
- * group's key blocks in decreasing order when deterministic != 0.
+ * group's key blocks in decreasing order when key_blocks_down != 0.
  */
 MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_cta(int x, int n_blocks, int pairs, int pair_group,
-                                                       int deterministic, int *n_block, int *pair)
+                                                       int key_blocks_down, int *n_block, int *pair)
 {
     const int per_group = pair_group * n_blocks;
     const int g = x / per_group, r = x - g * per_group;
     const int in_group = pairs - g * pair_group < pair_group ? pairs - g * pair_group : pair_group;
-    *n_block = deterministic ? n_blocks - 1 - r / in_group : r / in_group;
+    *n_block = key_blocks_down ? n_blocks - 1 - r / in_group : r / in_group;
     *pair = g * pair_group + r % in_group;
 }
 
@@ -403,6 +402,9 @@ struct mgpu_attention_bwd_args {
     int32_t deterministic;    /* 0 or 1, see above */
     int32_t n_blocks;         /* ceil(seqlen_k / block_n): key blocks per (head, sequence) in the grid */
     int32_t pair_group;       /* G of the sm_90a main kernel's grid order (see Launch), >= 1 */
+    int32_t key_blocks_down;  /* 1: the sm_90a main kernel's key-block order (see Launch, Deterministic
+                               * mode); 0 elsewhere (the sm_100a kernel does not read it) */
+    int32_t reserved0;        /* 0 */
     /* Inputs read by the preprocess (O, dO, LSE) and outputs (dQ, dK, dV). */
     int64_t o_batch_stride, o_seq_stride, o_head_stride;
     int64_t do_batch_stride, do_seq_stride, do_head_stride;

@@ -263,7 +263,7 @@ __device__ __forceinline__ void attn_bwd_dq_split_writer(const mgpu_attention_bw
         const int s = i % Cfg::kStages;
         const uint32_t parity = (i / Cfg::kStages) & 1;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
-        const int turn = attn_bwd_last_n_block<Cfg>(w, m) - w.n_block;
+        const int turn = attn_bwd_dq_turn<Cfg>(a, w, m);
         if (a.deterministic) {
             while (ld_acquire_s32(sem) != turn) {
             }
@@ -347,7 +347,7 @@ __device__ __forceinline__ void attn_bwd_dq_writer(const mgpu_attention_bwd_args
         float *dst = reinterpret_cast<float *>(a.dq_accum) +
                      (w.q_row0 + static_cast<int64_t>(m) * Cfg::kBlockM) * Cfg::kHeadDim;
         int *sem = reinterpret_cast<int *>(a.dq_semaphore) + w.q_row0 / Cfg::kBlockM + m;
-        const int turn = attn_bwd_last_n_block<Cfg>(w, m) - w.n_block;
+        const int turn = attn_bwd_dq_turn<Cfg>(a, w, m);
         if (a.deterministic) {
             MGPU_ATTN_BWD_TIMED(kBwdTlTurn, true, while (ld_acquire_s32(sem) != turn){});
             fence_global_async_proxy();

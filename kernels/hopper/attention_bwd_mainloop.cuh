@@ -11,19 +11,20 @@
  * buffer i % 2 (attn_bwd_rows_issue, then cp_async_wait_all) for the split
  * head dims, per warp for the others (attn_bwd_consumer_deferred).
  *
- * The order of the query blocks. Non-deterministic calls go from the last to
- * the first (the diagonal blocks of a causal mask, cheaper, come last).
- * Deterministic calls go from the first to the last, and their dQ adds into a
- * query block in decreasing key-block order (the ABI's grid launches the key
- * blocks of a pair in that order): the key block whose turn comes next then
- * meets a query block as many blocks later in its own loop as the mask
- * shifts its range (two under a causal diagonal, kBlockN = 2 kBlockM), so its
- * dQ writer seldom waits for the one before. From the last to the first with
- * turns in increasing order, every key block of a pair met a query block at
- * the same step, and each turn waited for the one before it (the reduction's
- * completion and the semaphore's round trip, a chain as long as the key
- * blocks running together): measured, that cost causal calls about 8 % of
- * their time (decision 074).
+ * The order of the query blocks: from the last to the first, the
+ * deterministic dQ adds into a query block going in increasing key-block
+ * order; or (key_blocks_down, which the runtime sets for deterministic causal
+ * calls of at most 64 query blocks) from the first to the last, the adds in
+ * decreasing key-block order (the ABI's grid launches the key blocks of a
+ * pair in that order). Under a causal mask every key block of a pair meets
+ * the last query block first, so in the first order the key blocks running
+ * together meet each query block at the same step, and each turn waits for
+ * the one before it (the reduction's completion and the semaphore's round
+ * trip: a chain as long as the key blocks started together). In the second,
+ * the key block whose turn comes next meets a query block two blocks later in
+ * its own loop (kBlockN = 2 kBlockM), and its dQ writer seldom waits. The
+ * second order launches the longest CTAs of a pair last, which costs more at
+ * the end of the grid the longer they are (decision 074).
  *
  * Consumers, two loops:
  *   head dims <= 128 (kSplitDim = 0, consumer c owns keys [64c, 64c + 64),

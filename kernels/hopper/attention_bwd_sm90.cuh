@@ -9,7 +9,7 @@
  *   warpgroup 0 (setmaxnreg down to kProducerRegisters):
  *     thread 0, producer: loads K[n] and V[n] once (kv_full), then for
  *     every query block m the mask leaves for this key block, in decreasing
- *     m (deterministic: increasing), into stage s = i % kStages (i counts
+ *     m (key_blocks_down: increasing), into stage s = i % kStages (i counts
  *     the blocks): Q[m] (waits
  *     q_empty[s], arms q_full[s]) and dO[m] (do_empty[s] / do_full[s]). TMA
  *     tiles (128-byte swizzle) for Q, K, V, dO.
@@ -227,7 +227,7 @@ struct AttnBwdWork {
     int m_block_begin; /* query blocks [begin, end) see some key of this block */
     int m_block_end;
     int m_first;       /* the loops' first query block and step: m_block_end - 1 and -1, or */
-    int m_step;        /* (deterministic, attn_bwd_work) m_block_begin and +1 */
+    int m_step;        /* (key_blocks_down, attn_bwd_work) m_block_begin and +1 */
     int64_t q_row0;  /* first row of (sequence, query head) in the query-side scratch */
     int64_t k_row0;  /* first row of (sequence, kv head) in the key-side scratch */
     AttnMask mask;
@@ -291,25 +291,25 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work_at(const mgpu_attention_bwd
 
 /* The work of CTA `tile` of the ABI's grid: (sequence, query head) pairs in
  * groups of pair_group, each group key block by key block (pair_group = 1:
- * key blocks fastest; deterministic: key blocks in decreasing order, each
+ * key blocks fastest; key_blocks_down: key blocks in decreasing order, each
  * walking its query blocks in increasing order). */
 template <class Cfg>
 __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_args &a, int tile)
 {
     int n_block, pair;
-    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, a.deterministic, &n_block,
+    mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, a.key_blocks_down, &n_block,
                                 &pair);
     AttnBwdWork w = attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
-    if (a.deterministic) {
+    if (a.key_blocks_down) {
         w.m_first = w.m_block_begin;
         w.m_step = 1;
     }
     return w;
 }
 
-/* The first key block that query block m sees (the sm_100a kernel's
- * deterministic dQ turn is n_block minus this). Same interval algebra as
- * above, from the rows' side. */
+/* The first key block that query block m sees (the deterministic dQ turn is
+ * n_block minus this, the key blocks adding in increasing order). Same
+ * interval algebra as above, from the rows' side. */
 template <class Cfg>
 __device__ __forceinline__ int attn_bwd_first_n_block(const AttnBwdWork &w, int m_block)
 {
@@ -317,14 +317,24 @@ __device__ __forceinline__ int attn_bwd_first_n_block(const AttnBwdWork &w, int 
 }
 
 /* The last key block that query block m sees (its last row sees the most
- * keys): the sm_90a kernel's deterministic dQ turn is this minus n_block, the
- * key blocks adding in decreasing order. Query block m of a key block's range
- * has a row that sees a key, so the last row's key_end is at least 1. */
+ * keys): with key_blocks_down the deterministic dQ turn is this minus
+ * n_block, the key blocks adding in decreasing order. Query block m of a key
+ * block's range has a row that sees a key, so the last row's key_end is at
+ * least 1. */
 template <class Cfg>
 __device__ __forceinline__ int attn_bwd_last_n_block(const AttnBwdWork &w, int m_block)
 {
     const int row_last = min((m_block + 1) * Cfg::kBlockM, w.seqlen_q) - 1;
     return (w.mask.key_end(row_last) - 1) / Cfg::kBlockN;
+}
+
+/* The sm_90a kernel's deterministic dQ turn of query block m (ABI,
+ * Deterministic mode). */
+template <class Cfg>
+__device__ __forceinline__ int attn_bwd_dq_turn(const mgpu_attention_bwd_args &a, const AttnBwdWork &w, int m_block)
+{
+    return a.key_blocks_down ? attn_bwd_last_n_block<Cfg>(w, m_block) - w.n_block
+                             : w.n_block - attn_bwd_first_n_block<Cfg>(w, m_block);
 }
 
 } // namespace sm90

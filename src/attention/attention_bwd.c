@@ -65,6 +65,7 @@ mgpu_status mgpu_attention_bwd(mgpu_handle *handle, const mgpu_attention_bwd_des
     if (s != MGPU_STATUS_SUCCESS || mgpu_attention_problem_empty(&p.a))
         return s;
     p.force_pair_group = mgpu_env()->force_bwd_pair_group;
+    p.force_keys_down = mgpu_env()->force_bwd_keys_down;
 
     const char *force = mgpu_env()->force_variant;
     struct mgpu_attention_bwd_plan plan;

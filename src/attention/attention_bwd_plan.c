@@ -196,6 +196,34 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
 }
 
 /*
+ * key_blocks_down of the sm_90a main kernel (kernels/abi/attention_bwd_abi.h,
+ * Launch and Deterministic mode): deterministic calls whose query ranges share
+ * their upper end and start later for later key blocks (causal; a right
+ * window without a left one), with at most KEYS_DOWN_MAX_M_BLOCKS query
+ * blocks. Key blocks in decreasing order, each walking its query blocks up,
+ * the dQ turns of a query block no longer start in lock step (decision 074:
+ * H200, head dims 64 / 128 / 256 at S 4096 and 16 x 1024, the deterministic
+ * cost over the default fell from 8-21 % to 4-12 %). It launches each pair's
+ * longest CTAs last: at 1 x 16384 (256 query blocks) that cost more than the
+ * chain (+16 % against +11 %), as a list-scheduling model of the grid
+ * predicts (6 % later ends at S 8192 and 16384, 2-3 % at 4096). Non-causal
+ * calls meet every query block in lock step either way; a left window
+ * already staggers the turns. The sm_100a kernel reads no key_blocks_down: 0.
+ */
+#define KEYS_DOWN_MAX_M_BLOCKS 64
+static int32_t choose_key_blocks_down(const struct mgpu_attention_bwd_problem *bp,
+                                      const struct mgpu_attention_bwd_tile *t, int sm100)
+{
+    if (sm100)
+        return 0;
+    if (bp->force_keys_down != 0)
+        return bp->force_keys_down > 0;
+    const struct mgpu_attention_problem *p = &bp->a;
+    const int shared_end = p->window_left < 0 && (p->causal || p->window_right >= 0);
+    return bp->deterministic && shared_end && mgpu_cdiv(p->seqlen_q, t->block_m) <= KEYS_DOWN_MAX_M_BLOCKS;
+}
+
+/*
  * The tensor map of dq_accum (split_dim: the sm_90a kernel adds dQ through it,
  * kernels/abi/attention_bwd_abi.h): fp32 rows of head_dim, every slot's
  * q_rows_padded rows one after another, boxes of one consumer warp's 16 rows
@@ -301,6 +329,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
 
     fill_args(bp, t, &plan->args);
     plan->args.pair_group = choose_pair_group(bp, caps, n_blocks, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
+    plan->args.key_blocks_down = choose_key_blocks_down(bp, t, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
     mgpu_attention_map_shape(&plan->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, t->block_m);
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
     mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);

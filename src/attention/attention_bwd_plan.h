@@ -25,6 +25,8 @@ struct mgpu_attention_bwd_problem {
     int deterministic;
     int force_pair_group; /* MGPU_FORCE_BWD_PAIR_GROUP: n >= 1 forces the sm_90a grid's pair_group
                            * (capped at batch * heads_q), 0 the planner's choice */
+    int force_keys_down;  /* MGPU_FORCE_BWD_KEYS_DOWN: 1 / -1 forces the sm_90a grid's key_blocks_down
+                           * to 1 / 0, 0 the planner's choice */
 };
 
 /* SUCCESS and *out filled when the call is valid and the build's kernels

@@ -103,6 +103,7 @@ void mgpu_env_parse(struct mgpu_env *env, char *variant, size_t variant_size)
     env->force_paged_gather = env_switch("MGPU_FORCE_PAGED_GATHER");
     env->force_split_merge = env_switch("MGPU_FORCE_SPLIT_MERGE");
     env->force_bwd_pair_group = env_int("MGPU_FORCE_BWD_PAIR_GROUP");
+    env->force_bwd_keys_down = env_switch("MGPU_FORCE_BWD_KEYS_DOWN");
     env->attention_pdl = env_switch("MGPU_ATTENTION_PDL");
     env->gemm_pdl = env_switch("MGPU_GEMM_PDL");
     env->attention_decode_entry = env_switch("MGPU_ATTENTION_DECODE_ENTRY");

@@ -106,6 +106,7 @@ struct mgpu_env {
     int force_split_merge;     /* MGPU_FORCE_SPLIT_MERGE: 1 ("1", in the main kernel), -1 ("0", the combine
                                   kernel), 0 when unset */
     int force_bwd_pair_group;  /* MGPU_FORCE_BWD_PAIR_GROUP (attention backward grid order), 0 when unset */
+    int force_bwd_keys_down;   /* MGPU_FORCE_BWD_KEYS_DOWN: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int attention_pdl;         /* MGPU_ATTENTION_PDL: 1 ("1"), -1 ("0"), 0 when unset (the planner's choice) */
     int gemm_pdl;              /* MGPU_GEMM_PDL: 1 ("1"), -1 ("0"), 0 when unset (the plan's choice) */
     int attention_decode_entry; /* MGPU_ATTENTION_DECODE_ENTRY: 1 ("1"), -1 ("0"), 0 when unset (the planner's
