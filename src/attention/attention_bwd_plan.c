@@ -202,11 +202,12 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
  * window without a left one), with at most KEYS_DOWN_MAX_M_BLOCKS query
  * blocks. Key blocks in decreasing order, each walking its query blocks up,
  * the dQ turns of a query block no longer start in lock step (decision 074:
- * H200, head dims 64 / 128 / 256 at S 4096 and 16 x 1024, the deterministic
- * cost over the default fell from 8-21 % to 4-12 %). It launches each pair's
- * longest CTAs last: at 1 x 16384 (256 query blocks) that cost more than the
- * chain (+16 % against +11 %), as a list-scheduling model of the grid
- * predicts (6 % later ends at S 8192 and 16384, 2-3 % at 4096). Non-causal
+ * H200, causal, head dims 64 / 128 / 256 at S 4096, 8 x 2048 and 16 x 1024,
+ * the deterministic cost over the default fell from 4-22 % to 2-16 %). It
+ * launches each pair's longest CTAs last: at 1 x 16384 (256 query blocks)
+ * that cost more than the chain (+18 % against +11 %), at 2 x 8192 as much,
+ * as a list-scheduling model of the grid predicts (6 % later ends at S 8192
+ * and 16384, 2-3 % at 4096). Non-causal
  * calls meet every query block in lock step either way; a left window
  * already staggers the turns. The sm_100a kernel reads no key_blocks_down: 0.
  */
