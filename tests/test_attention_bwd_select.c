@@ -529,6 +529,14 @@ static void test_plan(void)
               kd[c].causal, kd[c].left, kd[c].right, kd[c].seqlen_q, kd[c].det, kd[c].force,
               plan.args.key_blocks_down, kd[c].want);
     }
+    p.force_keys_down = 0;
+    /* deterministic GQA (16 / 4 heads, 2 sequences): at most batch * heads_kv = 8 pairs a group */
+    d = base_desc();
+    d.deterministic = 1;
+    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
+    CHECK(plan.args.pair_group == (plan_device() == &hopper ? 8 : 1), "deterministic GQA pair_group %d, want 8",
+          plan.args.pair_group);
 
     /* varlen, MQA */
     d = base_desc();
@@ -719,11 +727,56 @@ static void test_sm90_cta_map(void)
     }
 }
 
+/* The sm_90a grid's pair order (mgpu_attention_bwd_sm90_pair): a bijection
+ * onto (sequence, query head); b * heads_q + h unless deterministic GQA; there
+ * the query head before in the KV head's group (whose dK / dV turn comes
+ * first) has the smaller pair index, and any batch * heads_kv consecutive
+ * pairs hold one query head per (sequence, KV head). */
+static void test_sm90_pair_order(void)
+{
+    enum { MAX_B = 3, MAX_KV = 4, MAX_G = 4 };
+    for (int det = 0; det <= 1; det++)
+        for (int batch = 1; batch <= MAX_B; batch++)
+            for (int heads_kv = 1; heads_kv <= MAX_KV; heads_kv++)
+                for (int gs = 1; gs <= MAX_G; gs++) {
+                    const int heads_q = heads_kv * gs, pairs = batch * heads_q;
+                    int index[MAX_B][MAX_KV * MAX_G];
+                    memset(index, 0xff, sizeof index);
+                    int bad = 0;
+                    for (int p = 0; p < pairs; p++) {
+                        int b = -1, h = -1;
+                        mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, det, &b, &h);
+                        if (b < 0 || b >= batch || h < 0 || h >= heads_q || index[b][h] >= 0) {
+                            bad++;
+                            continue;
+                        }
+                        index[b][h] = p;
+                        if (!det || gs == 1)
+                            bad += p != b * heads_q + h;
+                    }
+                    for (int b = 0; b < batch; b++)
+                        for (int h = 0; h < heads_q; h++)
+                            bad += h % gs != 0 && index[b][h - 1] >= index[b][h];
+                    if (det && gs > 1)
+                        for (int p0 = 0; p0 + batch * heads_kv <= pairs; p0++) {
+                            int seen[MAX_B][MAX_KV] = {{0}};
+                            for (int p = p0; p < p0 + batch * heads_kv; p++) {
+                                int b, h;
+                                mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, det, &b, &h);
+                                bad += seen[b][h / gs]++ != 0;
+                            }
+                        }
+                    CHECK(bad == 0, "deterministic %d, batch %d, heads %d/%d: sm_90a pair order, %d errors", det, batch,
+                          heads_q, heads_kv, bad);
+                }
+}
+
 int main(void)
 {
     test_dq_fragment_order();
     test_sm100_cta_map();
     test_sm90_cta_map();
+    test_sm90_pair_order();
     test_validation();
     test_selection();
     test_blackwell_features();

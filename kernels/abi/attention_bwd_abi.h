@@ -102,7 +102,11 @@
  *           key block and sequence come before, so the deterministic mode's
  *           waits only ever point at CTAs with a smaller index. (G > 1
  *           launches neighbouring key blocks of a pair apart; the runtime
- *           picks G and key_blocks_down.)
+ *           picks G and key_blocks_down.) Deterministic GQA calls number
+ *           the pairs slot by slot instead (mgpu_attention_bwd_sm90_pair),
+ *           with G <= batch * heads_kv: the query heads of one KV head then
+ *           fall in different groups, and their dK / dV turns at the end of
+ *           each CTA do not meet in lock step.
  *           The sm_100a kernel reads no pair_group (the runtime passes 1)
  *           and keeps that order. Exception, its head dims 192 and 256: a CTA
  *           covers 128 keys (key blocks 2 k and 2 k + 1) and one of two
@@ -268,6 +272,28 @@ MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_cta(int x, int n_blocks, int 
     const int in_group = pairs - g * pair_group < pair_group ? pairs - g * pair_group : pair_group;
     *n_block = key_blocks_down ? n_blocks - 1 - r / in_group : r / in_group;
     *pair = g * pair_group + r % in_group;
+}
+
+/*
+ * The (sequence, query head) of the sm_90a grid's pair p (see "Launch"):
+ * b * heads_q + h = p, except in deterministic calls with group_size > 1,
+ * whose pairs go slot by slot: p = s * batch * heads_kv + b * heads_kv + kh
+ * for query head h = kh * group_size + s. The query heads whose dK / dV adds
+ * follow each other (s - 1, s of one KV head) are then batch * heads_kv
+ * pairs apart, never in one group of at most that many pairs.
+ */
+MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_pair(int p, int batch, int heads_kv, int group_size,
+                                                        int deterministic, int *b, int *h)
+{
+    if (!deterministic || group_size == 1) {
+        *b = p / (heads_kv * group_size);
+        *h = p - *b * heads_kv * group_size;
+        return;
+    }
+    const int per_slot = batch * heads_kv;
+    const int s = p / per_slot, r = p - s * per_slot;
+    *b = r / heads_kv;
+    *h = (r - *b * heads_kv) * group_size + s;
 }
 
 /*

@@ -299,7 +299,9 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_ar
     int n_block, pair;
     mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, a.key_blocks_down, &n_block,
                                 &pair);
-    AttnBwdWork w = attn_bwd_work_at<Cfg>(a, n_block, pair % a.heads_q, pair / a.heads_q);
+    int batch, head_q;
+    mgpu_attention_bwd_sm90_pair(pair, a.batch, a.heads_kv, a.group_size, a.deterministic, &batch, &head_q);
+    AttnBwdWork w = attn_bwd_work_at<Cfg>(a, n_block, head_q, batch);
     if (a.key_blocks_down) {
         w.m_first = w.m_block_begin;
         w.m_step = 1;

@@ -176,6 +176,11 @@ static int64_t min_i64(int64_t a, int64_t b)
  * over 4 pairs the longest CTAs of those pairs start first, and 4 pairs keep
  * the tiles that the running CTAs share in L2 close together (16 cost 3 %
  * at head dim 256, causal: decision 023).
+ * Deterministic GQA calls number their pairs slot by slot (the ABI's
+ * mgpu_attention_bwd_sm90_pair) and take at most batch * heads_kv of them a
+ * group, so that the query heads of one KV head, whose dK / dV adds at the end
+ * of each CTA take turns, start a group apart instead of side by side
+ * (decision 074: a chain of group_size turns at the end of every CTA before).
  * The sm_100a kernel reads no pair_group: 1.
  */
 #define CAUSAL_PAIR_GROUP 4
@@ -188,6 +193,9 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
         return 1;
     if (bp->force_pair_group > 0)
         g = bp->force_pair_group;
+    else if (bp->deterministic && bp->a.heads_kv < bp->a.heads_q)
+        g = min_i64(min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX),
+                    bp->a.batch * bp->a.heads_kv);
     else if (bp->deterministic)
         g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX);
     else if (bp->a.causal || bp->a.window_left >= 0 || bp->a.window_right >= 0)
