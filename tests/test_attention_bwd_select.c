@@ -228,7 +228,9 @@ static int same_launch(const struct mgpu_attention_bwd_plan *x, const struct mgp
     struct mgpu_attention_bwd_args y_args = y->args;
     y_args.pair_group = x->args.pair_group;
     y_args.key_blocks_down = x->args.key_blocks_down;
+    y_args.pairs_by_slot = x->args.pairs_by_slot;
     return x->args.pair_group == 1 && y->args.pair_group >= 1 && x->args.key_blocks_down == 0 &&
+           x->args.pairs_by_slot == 0 &&
            memcmp(&x->tile, &y->tile, sizeof x->tile) == 0 &&
            memcmp(&x->args, &y_args, sizeof x->args) == 0 &&
            memcmp(&x->q_map, &y->q_map, sizeof x->q_map) == 0 && memcmp(&x->k_map, &y->k_map, sizeof x->k_map) == 0 &&
@@ -530,13 +532,20 @@ static void test_plan(void)
               plan.args.key_blocks_down, kd[c].want);
     }
     p.force_keys_down = 0;
-    /* deterministic GQA (16 / 4 heads, 2 sequences): at most batch * heads_kv = 8 pairs a group */
-    d = base_desc();
-    d.deterministic = 1;
-    CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
-    CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s", mgpu_last_error_message());
-    CHECK(plan.args.pair_group == (plan_device() == &hopper ? 8 : 1), "deterministic GQA pair_group %d, want 8",
-          plan.args.pair_group);
+    /* deterministic GQA (16 / 4 heads, 2 sequences, 12 key blocks): causal, pairs slot by slot and at most
+     * batch * heads_kv = 8 pairs a group; without a mask, neither */
+    for (int causal = 0; causal <= 1; causal++) {
+        d = base_desc();
+        d.deterministic = 1;
+        d.causal = causal;
+        CHECK_STATUS(validate(&d, &p), MGPU_STATUS_SUCCESS);
+        CHECK(mgpu_attention_bwd_plan(&p, plan_device(), NULL, &plan, &s) == 0, "plan: %s",
+              mgpu_last_error_message());
+        CHECK(plan.args.pair_group == (plan_device() != &hopper ? 1 : causal ? 8 : 16) &&
+                  plan.args.pairs_by_slot == (plan_device() == &hopper && causal),
+              "deterministic GQA, causal %d: pair_group %d, pairs_by_slot %d", causal, plan.args.pair_group,
+              plan.args.pairs_by_slot);
+    }
 
     /* varlen, MQA */
     d = base_desc();
@@ -728,7 +737,7 @@ static void test_sm90_cta_map(void)
 }
 
 /* The sm_90a grid's pair order (mgpu_attention_bwd_sm90_pair): a bijection
- * onto (sequence, query head); b * heads_q + h unless deterministic GQA; there
+ * onto (sequence, query head); b * heads_q + h unless pairs_by_slot with GQA; there
  * the query head before in the KV head's group (whose dK / dV turn comes
  * first) has the smaller pair index, and any batch * heads_kv consecutive
  * pairs hold one query head per (sequence, KV head). */
@@ -766,7 +775,7 @@ static void test_sm90_pair_order(void)
                                 bad += seen[b][h / gs]++ != 0;
                             }
                         }
-                    CHECK(bad == 0, "deterministic %d, batch %d, heads %d/%d: sm_90a pair order, %d errors", det, batch,
+                    CHECK(bad == 0, "pairs_by_slot %d, batch %d, heads %d/%d: sm_90a pair order, %d errors", det, batch,
                           heads_q, heads_kv, bad);
                 }
 }

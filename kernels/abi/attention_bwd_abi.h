@@ -102,8 +102,9 @@
  *           key block and sequence come before, so the deterministic mode's
  *           waits only ever point at CTAs with a smaller index. (G > 1
  *           launches neighbouring key blocks of a pair apart; the runtime
- *           picks G and key_blocks_down.) Deterministic GQA calls number
- *           the pairs slot by slot instead (mgpu_attention_bwd_sm90_pair),
+ *           picks G and key_blocks_down.) With pairs_by_slot = 1 (the runtime
+ *           sets it for deterministic causal GQA calls) the pairs are
+ *           numbered slot by slot instead (mgpu_attention_bwd_sm90_pair),
  *           with G <= batch * heads_kv: the query heads of one KV head then
  *           fall in different groups, and their dK / dV turns at the end of
  *           each CTA do not meet in lock step.
@@ -276,16 +277,16 @@ MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_cta(int x, int n_blocks, int 
 
 /*
  * The (sequence, query head) of the sm_90a grid's pair p (see "Launch"):
- * b * heads_q + h = p, except in deterministic calls with group_size > 1,
- * whose pairs go slot by slot: p = s * batch * heads_kv + b * heads_kv + kh
- * for query head h = kh * group_size + s. The query heads whose dK / dV adds
- * follow each other (s - 1, s of one KV head) are then batch * heads_kv
- * pairs apart, never in one group of at most that many pairs.
+ * b * heads_q + h = p, or with pairs_by_slot slot by slot: p = s * batch *
+ * heads_kv + b * heads_kv + kh for query head h = kh * group_size + s. The
+ * query heads whose dK / dV adds follow each other (s - 1, s of one KV head)
+ * are then batch * heads_kv pairs apart, never in one group of at most that
+ * many pairs.
  */
 MGPU_ATTENTION_BWD_FN void mgpu_attention_bwd_sm90_pair(int p, int batch, int heads_kv, int group_size,
-                                                        int deterministic, int *b, int *h)
+                                                        int pairs_by_slot, int *b, int *h)
 {
-    if (!deterministic || group_size == 1) {
+    if (!pairs_by_slot || group_size == 1) {
         *b = p / (heads_kv * group_size);
         *h = p - *b * heads_kv * group_size;
         return;
@@ -430,7 +431,7 @@ struct mgpu_attention_bwd_args {
     int32_t pair_group;       /* G of the sm_90a main kernel's grid order (see Launch), >= 1 */
     int32_t key_blocks_down;  /* 1: the sm_90a main kernel's key-block order (see Launch, Deterministic
                                * mode); 0 elsewhere (the sm_100a kernel does not read it) */
-    int32_t reserved0;        /* 0 */
+    int32_t pairs_by_slot;    /* 1: the sm_90a grid's pairs go slot by slot (mgpu_attention_bwd_sm90_pair) */
     /* Inputs read by the preprocess (O, dO, LSE) and outputs (dQ, dK, dV). */
     int64_t o_batch_stride, o_seq_stride, o_head_stride;
     int64_t do_batch_stride, do_seq_stride, do_head_stride;

@@ -300,7 +300,7 @@ __device__ __forceinline__ AttnBwdWork attn_bwd_work(const mgpu_attention_bwd_ar
     mgpu_attention_bwd_sm90_cta(tile, a.n_blocks, a.batch * a.heads_q, a.pair_group, a.key_blocks_down, &n_block,
                                 &pair);
     int batch, head_q;
-    mgpu_attention_bwd_sm90_pair(pair, a.batch, a.heads_kv, a.group_size, a.deterministic, &batch, &head_q);
+    mgpu_attention_bwd_sm90_pair(pair, a.batch, a.heads_kv, a.group_size, a.pairs_by_slot, &batch, &head_q);
     AttnBwdWork w = attn_bwd_work_at<Cfg>(a, n_block, head_q, batch);
     if (a.key_blocks_down) {
         w.m_first = w.m_block_begin;

@@ -176,14 +176,34 @@ static int64_t min_i64(int64_t a, int64_t b)
  * over 4 pairs the longest CTAs of those pairs start first, and 4 pairs keep
  * the tiles that the running CTAs share in L2 close together (16 cost 3 %
  * at head dim 256, causal: decision 023).
- * Deterministic GQA calls number their pairs slot by slot (the ABI's
- * mgpu_attention_bwd_sm90_pair) and take at most batch * heads_kv of them a
- * group, so that the query heads of one KV head, whose dK / dV adds at the end
- * of each CTA take turns, start a group apart instead of side by side
- * (decision 074: a chain of group_size turns at the end of every CTA before).
+ * Deterministic causal GQA calls number their pairs slot by slot (the ABI's
+ * pairs_by_slot, see pairs_by_slot below) and take at most batch * heads_kv
+ * of them a group.
  * The sm_100a kernel reads no pair_group: 1.
  */
 #define CAUSAL_PAIR_GROUP 4
+
+/* Query ranges sharing their upper end (causal, or a right window alone). */
+static int shared_end(const struct mgpu_attention_problem *p)
+{
+    return p->window_left < 0 && (p->causal || p->window_right >= 0);
+}
+
+/*
+ * pairs_by_slot of the sm_90a grid: deterministic GQA calls with a causal
+ * mask (or a right window alone). The query heads of one KV head add into its
+ * dK / dV accumulators in turn at the end of each CTA; numbered side by side
+ * they start and end together and wait for each other, a chain of group_size
+ * turns. Slot by slot, with at most batch * heads_kv pairs a group, they start
+ * a group apart (decision 074, H200, deterministic time: MQA 2 x 4096 16/1
+ * -11 %, GQA 32/8 8 x 2048 -3 %, 2 x 8192 -1.4 %, 4 x 4096 -0.6 %; non-causal
+ * GQA 32/8 4 x 4096 +2 %, its accumulators then read back from DRAM rather
+ * than L2: not there).
+ */
+static int pairs_by_slot(const struct mgpu_attention_bwd_problem *bp, int sm100)
+{
+    return !sm100 && bp->deterministic && bp->a.heads_kv < bp->a.heads_q && shared_end(&bp->a);
+}
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                                  int64_t n_blocks, int sm100)
 {
@@ -193,7 +213,7 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
         return 1;
     if (bp->force_pair_group > 0)
         g = bp->force_pair_group;
-    else if (bp->deterministic && bp->a.heads_kv < bp->a.heads_q)
+    else if (pairs_by_slot(bp, sm100))
         g = min_i64(min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX),
                     bp->a.batch * bp->a.heads_kv);
     else if (bp->deterministic)
@@ -228,8 +248,7 @@ static int32_t choose_key_blocks_down(const struct mgpu_attention_bwd_problem *b
     if (bp->force_keys_down != 0)
         return bp->force_keys_down > 0;
     const struct mgpu_attention_problem *p = &bp->a;
-    const int shared_end = p->window_left < 0 && (p->causal || p->window_right >= 0);
-    return bp->deterministic && shared_end && mgpu_cdiv(p->seqlen_q, t->block_m) <= KEYS_DOWN_MAX_M_BLOCKS;
+    return bp->deterministic && shared_end(p) && mgpu_cdiv(p->seqlen_q, t->block_m) <= KEYS_DOWN_MAX_M_BLOCKS;
 }
 
 /*
@@ -339,6 +358,7 @@ int mgpu_attention_bwd_plan(const struct mgpu_attention_bwd_problem *bp, const s
     fill_args(bp, t, &plan->args);
     plan->args.pair_group = choose_pair_group(bp, caps, n_blocks, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
     plan->args.key_blocks_down = choose_key_blocks_down(bp, t, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
+    plan->args.pairs_by_slot = pairs_by_slot(bp, v->kind == MGPU_KIND_ATTENTION_BWD_SM100);
     mgpu_attention_map_shape(&plan->q_map, p->q, p, p->total_q, p->heads_q, &p->q_strides, t->block_m);
     mgpu_attention_map_shape(&plan->k_map, p->k, p, p->total_k, p->heads_kv, &p->k_strides, t->block_n);
     mgpu_attention_map_shape(&plan->v_map, p->v, p, p->total_k, p->heads_kv, &p->v_strides, t->block_n);
