@@ -696,16 +696,16 @@ static void test_sm100_cta_map(void)
 }
 
 /* The sm_90a grid (mgpu_attention_bwd_sm90_cta) for every pair_group, both
- * modes: each (key block, pair) once, pair_group 1 is key blocks fastest
- * (deterministic: in decreasing order), and the deterministic turns wait only
- * for CTAs of a smaller index: key block kb + 1 of the pair (dQ, whose turns
- * go in decreasing key-block order on sm_90a) and the pair before, same key
- * block (dK / dV: the query head before in the group; same sequence, since a
- * group's heads are consecutive pairs). */
+ * key-block orders: each (key block, pair) once, pair_group 1 is key blocks
+ * fastest (key_blocks_down: in decreasing order), and the deterministic turns
+ * wait only for CTAs of a smaller index: key block kb - 1 of the pair (dQ;
+ * kb + 1 with key_blocks_down, whose turns go in decreasing key-block order)
+ * and the pair before, same key block (dK / dV: the query head before in the
+ * group, which comes earlier in either pair order, see test_sm90_pair_order). */
 static void test_sm90_cta_map(void)
 {
     enum { MAX_PAIRS = 13, MAX_BLOCKS = 9 };
-    for (int det = 0; det <= 1; det++) {
+    for (int down = 0; down <= 1; down++) {
         for (int pairs = 1; pairs <= MAX_PAIRS; pairs++) {
             for (int n_blocks = 1; n_blocks <= MAX_BLOCKS; n_blocks++) {
                 for (int group = 1; group <= pairs; group++) {
@@ -714,22 +714,23 @@ static void test_sm90_cta_map(void)
                     int bad = 0;
                     for (int x = 0; x < pairs * n_blocks; x++) {
                         int kb = -1, pair = -1;
-                        mgpu_attention_bwd_sm90_cta(x, n_blocks, pairs, group, det, &kb, &pair);
+                        mgpu_attention_bwd_sm90_cta(x, n_blocks, pairs, group, down, &kb, &pair);
                         if (kb < 0 || kb >= n_blocks || pair < 0 || pair >= pairs || at[pair][kb] >= 0) {
                             bad++;
                             continue;
                         }
                         at[pair][kb] = x;
                         if (group == 1)
-                            bad += kb != (det ? n_blocks - 1 - x % n_blocks : x % n_blocks) || pair != x / n_blocks;
+                            bad += kb != (down ? n_blocks - 1 - x % n_blocks : x % n_blocks) || pair != x / n_blocks;
                     }
                     for (int pair = 0; pair < pairs; pair++)
                         for (int kb = 0; kb < n_blocks; kb++)
                             bad += at[pair][kb] < 0 || (pair > 0 && at[pair - 1][kb] >= at[pair][kb]) ||
-                                   (det ? kb + 1 < n_blocks && at[pair][kb + 1] >= at[pair][kb]
+                                   (down ? kb + 1 < n_blocks && at[pair][kb + 1] >= at[pair][kb]
                                         : kb > 0 && at[pair][kb - 1] >= at[pair][kb]);
-                    CHECK(bad == 0, "deterministic %d, pairs %d, n_blocks %d, pair_group %d: sm_90a CTA map, %d errors",
-                          det, pairs, n_blocks, group, bad);
+                    CHECK(bad == 0,
+                          "key_blocks_down %d, pairs %d, n_blocks %d, pair_group %d: sm_90a CTA map, %d errors", down,
+                          pairs, n_blocks, group, bad);
                 }
             }
         }
@@ -744,7 +745,7 @@ static void test_sm90_cta_map(void)
 static void test_sm90_pair_order(void)
 {
     enum { MAX_B = 3, MAX_KV = 4, MAX_G = 4 };
-    for (int det = 0; det <= 1; det++)
+    for (int by_slot = 0; by_slot <= 1; by_slot++)
         for (int batch = 1; batch <= MAX_B; batch++)
             for (int heads_kv = 1; heads_kv <= MAX_KV; heads_kv++)
                 for (int gs = 1; gs <= MAX_G; gs++) {
@@ -754,29 +755,29 @@ static void test_sm90_pair_order(void)
                     int bad = 0;
                     for (int p = 0; p < pairs; p++) {
                         int b = -1, h = -1;
-                        mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, det, &b, &h);
+                        mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, by_slot, &b, &h);
                         if (b < 0 || b >= batch || h < 0 || h >= heads_q || index[b][h] >= 0) {
                             bad++;
                             continue;
                         }
                         index[b][h] = p;
-                        if (!det || gs == 1)
+                        if (!by_slot || gs == 1)
                             bad += p != b * heads_q + h;
                     }
                     for (int b = 0; b < batch; b++)
                         for (int h = 0; h < heads_q; h++)
                             bad += h % gs != 0 && index[b][h - 1] >= index[b][h];
-                    if (det && gs > 1)
+                    if (by_slot && gs > 1)
                         for (int p0 = 0; p0 + batch * heads_kv <= pairs; p0++) {
                             int seen[MAX_B][MAX_KV] = {{0}};
                             for (int p = p0; p < p0 + batch * heads_kv; p++) {
                                 int b, h;
-                                mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, det, &b, &h);
+                                mgpu_attention_bwd_sm90_pair(p, batch, heads_kv, gs, by_slot, &b, &h);
                                 bad += seen[b][h / gs]++ != 0;
                             }
                         }
-                    CHECK(bad == 0, "pairs_by_slot %d, batch %d, heads %d/%d: sm_90a pair order, %d errors", det, batch,
-                          heads_q, heads_kv, bad);
+                    CHECK(bad == 0, "pairs_by_slot %d, batch %d, heads %d/%d: sm_90a pair order, %d errors", by_slot,
+                          batch, heads_q, heads_kv, bad);
                 }
 }
 

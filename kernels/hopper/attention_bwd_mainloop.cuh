@@ -475,6 +475,8 @@ __device__ __forceinline__ void attn_bwd_consumer_split(const mgpu_attention_bwd
         wgmma_wait_group<0>();
         wgmma_fence_operands(st);
 
+        /* Walked to a stop value (not counted with i as the other loops are:
+         * that form spilled a register at head dim 256). */
         const int m_stop = w.m_step > 0 ? w.m_block_end : w.m_block_begin - 1;
         int i = 0;
         for (int m = w.m_first; m != m_stop; m += w.m_step, ++i) {
@@ -763,7 +765,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                     dpt[4 * j + 2 * h + 1] = dps[j].y;
                 }
             MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDoFull, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                mbar_wait(&smem.do_full[s], parity));
+                                     mbar_wait(&smem.do_full[s], parity));
             wgmma_fence();
             issue_xt<Cfg, true>(dpt, v_frags, v_rows, do_tile);
             wgmma_commit_group();
@@ -798,7 +800,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             wgmma_fence_operands(pr);
             wgmma_fence_operands(dpt);
             MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDpt, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                wgmma_wait_group<1>());
+                                     wgmma_wait_group<1>());
             wgmma_fence_operands(dpt);
 
             /* The other consumer's dS^T(i - 1) is published and its dQ(i - 2)
@@ -839,7 +841,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
             wgmma_commit_group();
             wgmma_fence_operands(dq);
             MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDkv, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                wgmma_wait_group<1>()); /* dV, dK */
+                                     wgmma_wait_group<1>()); /* dV, dK */
             wgmma_fence_operands(dk);
             wgmma_fence_operands(dv);
             /* Q and dO of this stage are no longer read. */
@@ -855,7 +857,7 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                 const int s1 = (i + 1) % Cfg::kStages;
                 if (has_next)
                     MGPU_ATTN_BWD_TIMED_STEP(kBwdTlQFull, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                        mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1));
+                                             mbar_wait(&smem.q_full[s1], ((i + 1) / Cfg::kStages) & 1));
                 __syncwarp();
                 wgmma_fence();
                 issue_xt<Cfg>(st, k_frags, k_rows, smem_u32(smem.q[s1]));
@@ -863,19 +865,20 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
                 wgmma_fence_operands(st);
             }
             MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitDq, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                wgmma_wait_group<1>()); /* dQ(i - 1) */
+                                     wgmma_wait_group<1>()); /* dQ(i - 1) */
             wgmma_fence_operands(dq);
             if (i > 0) {
                 MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDqStores, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                    attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0,
-                                                                    consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq));
+                                         attn_bwd_store_dq<Cfg, kDqCols>(smem, i - 1, col0,
+                                                                         consumer == 0 ? Cfg::kCols0 : Cfg::kCols1,
+                                                                         dq));
                 if constexpr (!Cfg::kDqPublishLate)
                     attn_bwd_publish_dq<Cfg>(smem, i - 1);
             }
             __syncwarp();
             bwd_barrier_arrive(kBwdBarrierAnnounce + 2 * consumer + i % 2, Cfg::kConsumerThreads);
             MGPU_ATTN_BWD_TIMED_STEP(kBwdTlWaitSt, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                                wgmma_wait_group<0>());
+                                     wgmma_wait_group<0>());
             wgmma_fence_operands(st);
         }
         /* dQ of the last block, once the other consumer's half is in. */
@@ -890,8 +893,8 @@ __device__ __forceinline__ void attn_bwd_consumer_deferred(const mgpu_attention_
         wgmma_wait_group<0>();
         wgmma_fence_operands(dq);
         MGPU_ATTN_BWD_TIMED_STEP(kBwdTlDqStores, consumer == 0 && opaque_tid_x() % Cfg::kWarpgroupThreads == 0,
-                            attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0,
-                                                            consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq));
+                                 attn_bwd_stage_dq<Cfg, kDqCols>(smem, last, col0,
+                                                                 consumer == 0 ? Cfg::kCols0 : Cfg::kCols1, dq));
         MGPU_ATTN_BWD_STAMP(kBwdTlLoopEnd0 + consumer, opaque_tid_x() % Cfg::kWarpgroupThreads == 0);
     }
 

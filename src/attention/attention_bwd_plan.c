@@ -147,6 +147,28 @@ static int64_t min_i64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* Query ranges sharing their upper end (causal, or a right window alone). */
+static int shared_end(const struct mgpu_attention_problem *p)
+{
+    return p->window_left < 0 && (p->causal || p->window_right >= 0);
+}
+
+/*
+ * pairs_by_slot of the sm_90a grid: deterministic GQA calls with a causal
+ * mask (or a right window alone). The query heads of one KV head add into its
+ * dK / dV accumulators in turn at the end of each CTA; numbered side by side
+ * they start and end together and wait for each other, a chain of group_size
+ * turns. Slot by slot, with at most batch * heads_kv pairs a group, they start
+ * a group apart (decision 074, H200, deterministic time: MQA 2 x 4096 16/1
+ * -11 %, GQA 32/8 8 x 2048 -3 %, 2 x 8192 -1.4 %, 4 x 4096 -0.6 %; non-causal
+ * GQA 32/8 4 x 4096 +2 %, its accumulators then read back from DRAM rather
+ * than L2: not there).
+ */
+static int pairs_by_slot(const struct mgpu_attention_bwd_problem *bp, int sm100)
+{
+    return !sm100 && bp->deterministic && bp->a.heads_kv < bp->a.heads_q && shared_end(&bp->a);
+}
+
 /* The most (sequence, head) pairs of a deterministic call's launch group. */
 #define PAIR_GROUP_MAX 16
 
@@ -177,33 +199,11 @@ static int64_t min_i64(int64_t a, int64_t b)
  * the tiles that the running CTAs share in L2 close together (16 cost 3 %
  * at head dim 256, causal: decision 023).
  * Deterministic causal GQA calls number their pairs slot by slot (the ABI's
- * pairs_by_slot, see pairs_by_slot below) and take at most batch * heads_kv
+ * pairs_by_slot, see pairs_by_slot above) and take at most batch * heads_kv
  * of them a group.
  * The sm_100a kernel reads no pair_group: 1.
  */
 #define CAUSAL_PAIR_GROUP 4
-
-/* Query ranges sharing their upper end (causal, or a right window alone). */
-static int shared_end(const struct mgpu_attention_problem *p)
-{
-    return p->window_left < 0 && (p->causal || p->window_right >= 0);
-}
-
-/*
- * pairs_by_slot of the sm_90a grid: deterministic GQA calls with a causal
- * mask (or a right window alone). The query heads of one KV head add into its
- * dK / dV accumulators in turn at the end of each CTA; numbered side by side
- * they start and end together and wait for each other, a chain of group_size
- * turns. Slot by slot, with at most batch * heads_kv pairs a group, they start
- * a group apart (decision 074, H200, deterministic time: MQA 2 x 4096 16/1
- * -11 %, GQA 32/8 8 x 2048 -3 %, 2 x 8192 -1.4 %, 4 x 4096 -0.6 %; non-causal
- * GQA 32/8 4 x 4096 +2 %, its accumulators then read back from DRAM rather
- * than L2: not there).
- */
-static int pairs_by_slot(const struct mgpu_attention_bwd_problem *bp, int sm100)
-{
-    return !sm100 && bp->deterministic && bp->a.heads_kv < bp->a.heads_q && shared_end(&bp->a);
-}
 static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, const struct mgpu_device_caps *caps,
                                  int64_t n_blocks, int sm100)
 {
@@ -213,11 +213,11 @@ static int32_t choose_pair_group(const struct mgpu_attention_bwd_problem *bp, co
         return 1;
     if (bp->force_pair_group > 0)
         g = bp->force_pair_group;
-    else if (pairs_by_slot(bp, sm100))
-        g = min_i64(min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX),
-                    bp->a.batch * bp->a.heads_kv);
-    else if (bp->deterministic)
+    else if (bp->deterministic) {
         g = min_i64(2 * mgpu_cdiv(caps->sm_count > 0 ? caps->sm_count : 1, n_blocks), PAIR_GROUP_MAX);
+        if (pairs_by_slot(bp, sm100))
+            g = min_i64(g, bp->a.batch * bp->a.heads_kv);
+    }
     else if (bp->a.causal || bp->a.window_left >= 0 || bp->a.window_right >= 0)
         g = CAUSAL_PAIR_GROUP;
     return (int32_t)min_i64(g, pairs);
